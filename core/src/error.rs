@@ -1,0 +1,362 @@
+//! The one error type of dlport-core.
+
+use core::fmt;
+
+use crate::abi::{DLPackVersion, DeviceType, TypeCode};
+use crate::device::Device;
+use crate::dtype::DataType;
+use crate::layout::Contiguity;
+
+/// Everything that can go wrong when reading, validating, owning or exporting a DLPack tensor.
+///
+/// Each message names the field and the value that failed, and says what to do. The enum is
+/// `#[non_exhaustive]`: match the variants you handle and keep a catch-all arm.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// The pointer to the managed tensor itself was NULL.
+    NullManagedTensor,
+    /// `version.major` is not 1. The tensor was released (its deleter called) and nothing else
+    /// was read.
+    UnsupportedVersion {
+        /// The version the producer wrote.
+        version: DLPackVersion,
+    },
+    /// `flags` has bits that DLPack 1.3 does not define.
+    UnknownFlags {
+        /// The whole flags word.
+        flags: u64,
+    },
+    /// `ndim` is negative or above [`MAX_NDIM`](crate::layout::MAX_NDIM).
+    NdimOutOfRange {
+        /// The value found.
+        ndim: i64,
+    },
+    /// `shape` is NULL although `ndim > 0`.
+    NullShape {
+        /// The number of dimensions.
+        ndim: i32,
+    },
+    /// `strides` is NULL although the DLPack version requires it (1.2 and later, `ndim > 0`).
+    NullStrides {
+        /// The number of dimensions.
+        ndim: i32,
+        /// The version the tensor came with.
+        version: DLPackVersion,
+    },
+    /// `data` is NULL although the tensor has elements.
+    NullData {
+        /// The element count.
+        numel: u64,
+    },
+    /// `shape[axis]` is negative.
+    NegativeExtent {
+        /// The axis.
+        axis: usize,
+        /// The extent found.
+        extent: i64,
+    },
+    /// The product of the extents overflows 64 bits at `shape[axis]`.
+    ElementCountOverflow {
+        /// The axis whose extent made the product overflow.
+        axis: usize,
+        /// Its extent.
+        extent: i64,
+    },
+    /// The byte span overflows 64 bits at `strides[axis]`.
+    SpanOverflow {
+        /// The axis.
+        axis: usize,
+        /// Its extent.
+        extent: i64,
+        /// Its stride.
+        stride: i64,
+    },
+    /// `data + byte_offset` plus the span leaves the address space of this machine.
+    AddressOverflow {
+        /// The data address.
+        data: usize,
+        /// The byte offset.
+        byte_offset: u64,
+        /// The lowest byte touched, relative to `data + byte_offset`.
+        lo: i64,
+        /// One past the highest byte touched, relative to `data + byte_offset`.
+        hi: i64,
+    },
+    /// `dtype.code` is not a DLPack type code.
+    UnknownTypeCode {
+        /// The code found.
+        code: TypeCode,
+    },
+    /// `dtype.bits` is not allowed for the type code.
+    InvalidBits {
+        /// The whole data type.
+        dtype: DataType,
+        /// What the code requires, in words ("4", "a multiple of 8").
+        expected: &'static str,
+    },
+    /// `dtype.lanes` is not allowed (0, or lanes that this code cannot have).
+    InvalidLanes {
+        /// The whole data type.
+        dtype: DataType,
+        /// Why, in words.
+        reason: &'static str,
+    },
+    /// Typed access with a Rust type whose DLPack type differs from the tensor's.
+    DtypeMismatch {
+        /// The Rust element type's DLPack type.
+        requested: DataType,
+        /// The tensor's type.
+        actual: DataType,
+    },
+    /// Typed access to memory the host cannot read without a copy.
+    NotHostAccessible {
+        /// The tensor's device.
+        device: Device,
+    },
+    /// Slice access needs a compact row-major layout.
+    NotContiguous {
+        /// The layout found.
+        contiguity: Contiguity,
+    },
+    /// The first element is not aligned for the requested element type.
+    Misaligned {
+        /// The address of the first element.
+        address: usize,
+        /// The alignment the element type needs.
+        required: usize,
+    },
+    /// Mutable access to a tensor flagged READ_ONLY.
+    ReadOnly,
+    /// An exported tensor's byte span does not fit inside its storage.
+    StorageTooSmall {
+        /// Bytes the layout needs, from the storage's start.
+        needed: u64,
+        /// Bytes the storage has.
+        available: u64,
+    },
+    /// `strides` has a different length than `shape`.
+    StridesLength {
+        /// Number of strides given.
+        strides: usize,
+        /// Number of dimensions.
+        ndim: usize,
+    },
+    /// A name (of a data type, device, …) could not be parsed.
+    InvalidName {
+        /// What was being parsed ("data type", "device").
+        what: &'static str,
+        /// The text, possibly truncated.
+        name: ShortStr,
+    },
+    /// No backend in the registry serves this device.
+    NoBackend {
+        /// The device type.
+        device_type: DeviceType,
+        /// The device id.
+        device_id: i32,
+        /// The names of the registered backends, comma-separated (possibly truncated).
+        registered: ShortStr,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NullManagedTensor => f.write_str(
+                "the managed tensor pointer is NULL: pass the pointer the producer returned",
+            ),
+            Self::UnsupportedVersion { version } => write!(
+                f,
+                "version = {version} is not supported: dlport reads DLPack major version 1; \
+                 the tensor was released; ask the producer for max_version (1, 3)"
+            ),
+            Self::UnknownFlags { flags } => write!(
+                f,
+                "flags = {flags:#x} has bits DLPack 1.3 does not define ({:#x}); refusing to \
+                 guess their meaning",
+                flags & !crate::abi::KNOWN_FLAGS
+            ),
+            Self::NdimOutOfRange { ndim } => write!(
+                f,
+                "ndim = {ndim} is out of range 0..={}",
+                crate::layout::MAX_NDIM
+            ),
+            Self::NullShape { ndim } => {
+                write!(f, "shape is NULL, but ndim = {ndim}: a shape array of ndim extents is required")
+            }
+            Self::NullStrides { ndim, version } => write!(
+                f,
+                "strides is NULL, but DLPack {version} requires strides when ndim = {ndim}; \
+                 producers of DLPack >= 1.2 must send explicit strides"
+            ),
+            Self::NullData { numel } => write!(
+                f,
+                "data is NULL, but the tensor has {numel} elements: only size-0 tensors may have NULL data"
+            ),
+            Self::NegativeExtent { axis, extent } => {
+                write!(f, "shape[{axis}] = {extent} is negative")
+            }
+            Self::ElementCountOverflow { axis, extent } => write!(
+                f,
+                "shape[{axis}] = {extent} makes the element count overflow 64 bits"
+            ),
+            Self::SpanOverflow { axis, extent, stride } => write!(
+                f,
+                "strides[{axis}] = {stride} with shape[{axis}] = {extent} makes the byte span \
+                 overflow 64 bits"
+            ),
+            Self::AddressOverflow { data, byte_offset, lo, hi } => write!(
+                f,
+                "data = {data:#x} with byte_offset = {byte_offset} and span [{lo}, {hi}) \
+                 leaves the address space"
+            ),
+            Self::UnknownTypeCode { code } => write!(
+                f,
+                "dtype.code = {} is not a DLPack type code (known: 0..=18)",
+                code.0
+            ),
+            Self::InvalidBits { dtype, expected } => write!(
+                f,
+                "dtype.bits = {} is invalid for {}: it must be {expected}",
+                dtype.bits, dtype.code
+            ),
+            Self::InvalidLanes { dtype, reason } => write!(
+                f,
+                "dtype.lanes = {} is invalid for {}: {reason}",
+                dtype.lanes, dtype.code
+            ),
+            Self::DtypeMismatch { requested, actual } => write!(
+                f,
+                "dtype is {actual}, but {requested} was requested: use the matching element type"
+            ),
+            Self::NotHostAccessible { device } => write!(
+                f,
+                "device = {device} is not host-accessible: copy the tensor to the CPU first"
+            ),
+            Self::NotContiguous { contiguity } => write!(
+                f,
+                "layout is {contiguity}, but slice access needs row-major contiguous data: \
+                 compact it first or use a strided accessor"
+            ),
+            Self::Misaligned { address, required } => write!(
+                f,
+                "data + byte_offset = {address:#x} is not aligned to {required} bytes for this \
+                 element type: copy it into aligned storage"
+            ),
+            Self::ReadOnly => f.write_str(
+                "flags has READ_ONLY set: the producer forbids writes; copy the tensor to modify it",
+            ),
+            Self::StorageTooSmall { needed, available } => write!(
+                f,
+                "the layout needs {needed} bytes, but the storage has {available}: fix shape, \
+                 strides or byte_offset"
+            ),
+            Self::StridesLength { strides, ndim } => write!(
+                f,
+                "strides has {strides} entries, but ndim = {ndim}: give one stride per axis"
+            ),
+            Self::InvalidName { what, name } => write!(f, "{what} name \"{name}\" is not recognised"),
+            Self::NoBackend { device_type, device_id, registered } => write!(
+                f,
+                "no backend for {device_type} device {device_id}; registered: {registered}"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// A short string stored inline (no allocation), for error values in `no_std` builds.
+///
+/// Longer text is cut at a character boundary and shown with a trailing `…`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ShortStr {
+    buf: [u8; Self::CAPACITY],
+    len: u8,
+    truncated: bool,
+}
+
+impl ShortStr {
+    /// Bytes kept.
+    pub const CAPACITY: usize = 96;
+
+    /// Copies `s`, cutting it at a character boundary if it is longer than [`Self::CAPACITY`].
+    pub fn new(s: &str) -> Self {
+        let mut end = s.len().min(Self::CAPACITY);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut buf = [0u8; Self::CAPACITY];
+        buf[..end].copy_from_slice(&s.as_bytes()[..end]);
+        Self {
+            buf,
+            len: end as u8,
+            truncated: end < s.len(),
+        }
+    }
+
+    /// The stored text.
+    pub fn as_str(&self) -> &str {
+        // The buffer always holds a prefix of a `str` cut at a char boundary.
+        core::str::from_utf8(&self.buf[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
+impl fmt::Display for ShortStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())?;
+        if self.truncated {
+            f.write_str("…")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for ShortStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+/// A `fmt::Write` sink into a [`ShortStr`]-sized buffer, used to build messages without `alloc`.
+#[allow(dead_code)] // used by the device registry
+pub(crate) struct ShortWriter {
+    buf: [u8; ShortStr::CAPACITY],
+    len: usize,
+    truncated: bool,
+}
+
+#[allow(dead_code)]
+impl ShortWriter {
+    pub(crate) fn new() -> Self {
+        Self {
+            buf: [0; ShortStr::CAPACITY],
+            len: 0,
+            truncated: false,
+        }
+    }
+
+    pub(crate) fn finish(self) -> ShortStr {
+        let s = core::str::from_utf8(&self.buf[..self.len]).unwrap_or("");
+        let mut out = ShortStr::new(s);
+        out.truncated |= self.truncated;
+        out
+    }
+}
+
+impl fmt::Write for ShortWriter {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let room = ShortStr::CAPACITY - self.len;
+        let mut take = s.len().min(room);
+        while !s.is_char_boundary(take) {
+            take -= 1;
+        }
+        self.buf[self.len..self.len + take].copy_from_slice(&s.as_bytes()[..take]);
+        self.len += take;
+        if take < s.len() {
+            self.truncated = true;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,476 @@
+//! Export: owned storage becomes a DLPack managed tensor whose deleter drops it.
+//!
+//! One heap block holds the `DLManagedTensorVersioned` (or legacy `DLManagedTensor`) header,
+//! the shape and strides arrays, and the storage itself; `manager_ctx` points at that block and
+//! the deleter frees all of it at once. Every exported tensor passes
+//! [`ManagedTensor::from_raw`]'s validation before it is returned.
+
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::ffi::c_void;
+
+use crate::abi::{
+    DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, FLAG_IS_COPIED,
+    FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
+};
+use crate::device::Device;
+use crate::dtype::{DataType, Element, Fp4Convention};
+use crate::error::Error;
+use crate::layout;
+use crate::managed::{ManagedTensor, RawManaged};
+
+/// Memory that can back an exported tensor: a host buffer or a backend allocation.
+///
+/// # Safety
+/// Implementors promise, for as long as the value lives (it is moved into the export and
+/// dropped by the deleter):
+/// - [`data_ptr`](Self::data_ptr) returns the same pointer (or opaque handle, on devices where
+///   `data` is one) every time, and moving the value does not move the memory behind it;
+/// - at least [`byte_len`](Self::byte_len) bytes are valid behind it on [`device`](Self::device);
+/// - unless [`is_read_only`](Self::is_read_only) is true, whoever holds the exported tensor may
+///   write those bytes: nothing else reads or writes them meanwhile.
+pub unsafe trait TensorStorage: Send + 'static {
+    /// The pointer or handle that becomes `data`. Called once, after the value is in its final
+    /// place, with exclusive access.
+    fn data_ptr(&mut self) -> *mut c_void;
+    /// Bytes valid behind [`data_ptr`](Self::data_ptr).
+    fn byte_len(&self) -> usize;
+    /// Where the memory lives; host memory by default.
+    fn device(&self) -> Device {
+        Device::CPU
+    }
+    /// Whether others may read the memory concurrently, so consumers must not write (the export
+    /// then carries READ_ONLY whatever the builder says).
+    fn is_read_only(&self) -> bool {
+        false
+    }
+}
+
+// SAFETY: a Vec's heap buffer does not move when the Vec moves; `as_mut_ptr` from `&mut self`
+// grants write access; len * size_of::<T>() bytes are initialised; the Vec is owned by the
+// export alone, so nobody else touches the elements.
+unsafe impl<T: Element> TensorStorage for Vec<T> {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.as_mut_ptr().cast()
+    }
+    fn byte_len(&self) -> usize {
+        core::mem::size_of_val(self.as_slice())
+    }
+}
+
+// SAFETY: as for Vec: a boxed slice's buffer does not move with the box, and it is owned alone.
+unsafe impl<T: Element> TensorStorage for Box<[T]> {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.as_mut_ptr().cast()
+    }
+    fn byte_len(&self) -> usize {
+        core::mem::size_of_val(&**self)
+    }
+}
+
+// SAFETY: the Arc's slice does not move; other clones may read it concurrently, so the storage
+// reports read-only and consumers never get write access through the export.
+unsafe impl<T: Element> TensorStorage for Arc<[T]> {
+    fn data_ptr(&mut self) -> *mut c_void {
+        Arc::as_ptr(self) as *const T as *mut c_void
+    }
+    fn byte_len(&self) -> usize {
+        core::mem::size_of_val(&**self)
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+}
+
+/// Builds an exported tensor from owned storage.
+///
+/// ```
+/// use dlport_core::{DataType, ExportBuilder};
+///
+/// // A 2×3 float32 matrix exported column-major, read-only, as DLPack 1.3.
+/// let data: Vec<f32> = vec![1., 4., 2., 5., 3., 6.];
+/// let t = ExportBuilder::from_vec(data, &[2, 3]).strides(&[1, 2]).read_only(true).build()?;
+/// let view = t.view();
+/// assert_eq!(view.get::<f32>(&[1, 2])?, Some(6.0));
+/// assert!(t.is_read_only());
+/// # Ok::<(), dlport_core::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct ExportBuilder<S: TensorStorage> {
+    storage: S,
+    dtype: DataType,
+    shape: Vec<i64>,
+    strides: Option<Vec<i64>>,
+    byte_offset: u64,
+    flags: u64,
+}
+
+impl<T: Element> ExportBuilder<Vec<T>> {
+    /// Exports a vector with the given shape (compact row-major unless strides are set).
+    pub fn from_vec(data: Vec<T>, shape: &[i64]) -> Self {
+        ExportBuilder::new(data, T::DTYPE, shape)
+    }
+}
+
+impl<S: TensorStorage> ExportBuilder<S> {
+    /// Exports `storage` as `dtype` with `shape`. The storage's size is checked at build time.
+    pub fn new(storage: S, dtype: DataType, shape: &[i64]) -> Self {
+        Self {
+            storage,
+            dtype,
+            shape: shape.to_vec(),
+            strides: None,
+            byte_offset: 0,
+            flags: 0,
+        }
+    }
+
+    /// Sets strides in elements (default: compact row-major, always written out explicitly as
+    /// DLPack 1.2+ requires).
+    pub fn strides(mut self, strides: &[i64]) -> Self {
+        self.strides = Some(strides.to_vec());
+        self
+    }
+
+    /// Sets `byte_offset`.
+    pub fn byte_offset(mut self, byte_offset: u64) -> Self {
+        self.byte_offset = byte_offset;
+        self
+    }
+
+    fn flag(mut self, bit: u64, on: bool) -> Self {
+        if on {
+            self.flags |= bit
+        } else {
+            self.flags &= !bit
+        }
+        self
+    }
+
+    /// Marks the tensor READ_ONLY. Shared storage (`Arc<[T]>`) is read-only regardless.
+    pub fn read_only(self, on: bool) -> Self {
+        self.flag(FLAG_READ_ONLY, on)
+    }
+
+    /// Marks the tensor IS_COPIED: set it only when the storage is a copy made for this export,
+    /// so the consumer owns it alone.
+    pub fn copied(self, on: bool) -> Self {
+        self.flag(FLAG_IS_COPIED, on)
+    }
+
+    /// Marks sub-byte elements as padded to whole bytes (IS_SUBBYTE_TYPE_PADDED).
+    pub fn subbyte_padded(self, on: bool) -> Self {
+        self.flag(FLAG_IS_SUBBYTE_TYPE_PADDED, on)
+    }
+
+    /// Re-expresses a compact fp4 tensor in the given convention: JAX's packed `(17, 4, 1)`,
+    /// where the shape counts fp4 values, or PyTorch's `(17, 4, 2)`, where the last axis counts
+    /// bytes of two values. The bytes do not change. Errors if the dtype is not fp4, explicit
+    /// strides were set, or the last axis is odd when going to `X2`.
+    pub fn fp4_convention(mut self, convention: Fp4Convention) -> Result<Self, Error> {
+        let current = self.dtype.fp4_convention().ok_or(Error::InvalidLanes {
+            dtype: self.dtype,
+            reason: "an fp4 convention applies only to float4_e2m1fn",
+        })?;
+        if self.strides.is_some() || self.flags & FLAG_IS_SUBBYTE_TYPE_PADDED != 0 {
+            return Err(Error::InvalidLanes {
+                dtype: self.dtype,
+                reason: "fp4 conventions convert only compact, packed tensors",
+            });
+        }
+        let axis = self.shape.len().saturating_sub(1);
+        let last = self.shape.last_mut();
+        match (current, convention, last) {
+            (a, b, _) if a == b => {}
+            (Fp4Convention::Packed, Fp4Convention::X2, Some(extent)) if *extent % 2 == 0 => {
+                *extent /= 2;
+            }
+            (Fp4Convention::X2, Fp4Convention::Packed, Some(extent)) => {
+                let value = *extent;
+                *extent = value.checked_mul(2).ok_or(Error::ElementCountOverflow {
+                    axis,
+                    extent: value,
+                })?;
+            }
+            _ => {
+                return Err(Error::InvalidLanes {
+                    dtype: self.dtype,
+                    reason: "float4_e2m1fn_x2 needs a last axis of even length in fp4 values",
+                });
+            }
+        }
+        self.dtype = DataType::float4_e2m1fn(convention);
+        Ok(self)
+    }
+
+    /// Validates and builds a DLPack 1.3 `DLManagedTensorVersioned`.
+    pub fn build(self) -> Result<ManagedTensor, Error> {
+        self.build_as(Form::Versioned)
+    }
+
+    /// Validates and builds a legacy `DLManagedTensor` (for JAX and other legacy-only
+    /// consumers). The legacy form has no flags: READ_ONLY and IS_COPIED cannot be expressed.
+    pub fn build_legacy(self) -> Result<ManagedTensor, Error> {
+        self.build_as(Form::Legacy)
+    }
+
+    fn build_as(self, form: Form) -> Result<ManagedTensor, Error> {
+        let Self {
+            storage,
+            dtype,
+            shape,
+            strides,
+            byte_offset,
+            mut flags,
+        } = self;
+        if storage.is_read_only() {
+            flags |= FLAG_READ_ONLY;
+        }
+        let ndim = layout::check_ndim(shape.len() as i64)?;
+        let mut dims = Vec::with_capacity(2 * ndim);
+        dims.extend_from_slice(&shape);
+        match strides {
+            Some(strides) if strides.len() != ndim => {
+                return Err(Error::StridesLength {
+                    strides: strides.len(),
+                    ndim,
+                });
+            }
+            Some(strides) => dims.extend_from_slice(&strides),
+            None => {
+                dims.resize(2 * ndim, 0);
+                let (shape, strides) = dims.split_at_mut(ndim);
+                layout::compact_row_major(shape, strides)?;
+            }
+        }
+        let device = storage.device();
+        let available = storage.byte_len() as u64;
+        // Check the layout and the storage size before anything is allocated for the header.
+        let checked = layout::validate_metadata(
+            dtype,
+            &dims[..ndim],
+            Some(&dims[ndim..]),
+            Some(DLPackVersion::CURRENT),
+            flags,
+        )?;
+        if checked.numel != 0 {
+            let lo = i128::from(byte_offset) + i128::from(checked.span.lo);
+            let hi = i128::from(byte_offset) + i128::from(checked.span.hi);
+            if lo < 0 || hi > i128::from(available) {
+                return Err(Error::StorageTooSmall {
+                    needed: u64::try_from(hi.max(0)).unwrap_or(u64::MAX),
+                    available,
+                });
+            }
+        }
+        let parts = Parts {
+            device,
+            dtype,
+            byte_offset,
+            flags,
+            dims: dims.into_boxed_slice(),
+        };
+        let raw = assemble(storage, parts, form);
+        // SAFETY: `assemble` returns an owned, fully initialised managed tensor whose deleter
+        // frees exactly what it allocated; nobody else holds it.
+        unsafe { ManagedTensor::from_raw(raw) }
+    }
+}
+
+/// Which struct to emit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    Versioned,
+    Legacy,
+}
+
+/// The metadata of an export, already checked.
+struct Parts {
+    device: Device,
+    dtype: DataType,
+    byte_offset: u64,
+    flags: u64,
+    /// `shape` followed by `strides`.
+    dims: Box<[i64]>,
+}
+
+/// The heap block behind `manager_ctx`: header first, then the arrays and the storage.
+#[repr(C)]
+struct Ctx<H, S> {
+    header: H,
+    dims: Box<[i64]>,
+    storage: S,
+}
+
+fn assemble<S: TensorStorage>(storage: S, parts: Parts, form: Form) -> RawManaged {
+    let ndim = parts.dims.len() / 2;
+    let tensor = DLTensor {
+        data: core::ptr::null_mut(),
+        device: parts.device,
+        ndim: ndim as i32,
+        dtype: parts.dtype,
+        shape: core::ptr::null_mut(),
+        strides: core::ptr::null_mut(),
+        byte_offset: parts.byte_offset,
+    };
+    match form {
+        Form::Versioned => {
+            let header = DLManagedTensorVersioned {
+                version: DLPackVersion::CURRENT,
+                manager_ctx: core::ptr::null_mut(),
+                deleter: Some(delete_versioned::<S>),
+                flags: parts.flags,
+                dl_tensor: tensor,
+            };
+            let ctx = Box::into_raw(Box::new(Ctx {
+                header,
+                dims: parts.dims,
+                storage,
+            }));
+            // SAFETY: `ctx` is a fresh, exclusively owned allocation; the header is its first
+            // field (repr(C)), so a pointer to the block is a pointer to the header.
+            unsafe { fill(ctx, |h| (&mut h.dl_tensor, &mut h.manager_ctx)) };
+            RawManaged::Versioned(
+                // SAFETY: Box::into_raw never returns NULL.
+                unsafe { core::ptr::NonNull::new_unchecked(ctx.cast()) },
+            )
+        }
+        Form::Legacy => {
+            let header = DLManagedTensor {
+                dl_tensor: tensor,
+                manager_ctx: core::ptr::null_mut(),
+                deleter: Some(delete_legacy::<S>),
+            };
+            let ctx = Box::into_raw(Box::new(Ctx {
+                header,
+                dims: parts.dims,
+                storage,
+            }));
+            // SAFETY: as above.
+            unsafe { fill(ctx, |h| (&mut h.dl_tensor, &mut h.manager_ctx)) };
+            // SAFETY: Box::into_raw never returns NULL.
+            RawManaged::Legacy(unsafe { core::ptr::NonNull::new_unchecked(ctx.cast()) })
+        }
+    }
+}
+
+/// Points the header's tensor at the block's own arrays and storage, and `manager_ctx` at the
+/// block.
+///
+/// # Safety
+/// `ctx` is a live, exclusively owned block from `Box::into_raw`.
+unsafe fn fill<H, S: TensorStorage>(
+    ctx: *mut Ctx<H, S>,
+    fields: impl FnOnce(&mut H) -> (&mut DLTensor, &mut *mut c_void),
+) {
+    // SAFETY: exclusive access per the contract.
+    let block = unsafe { &mut *ctx };
+    let ndim = block.dims.len() / 2;
+    let data = block.storage.data_ptr();
+    let dims = block.dims.as_mut_ptr();
+    let (tensor, manager_ctx) = fields(&mut block.header);
+    tensor.data = data;
+    tensor.shape = if ndim == 0 {
+        core::ptr::null_mut()
+    } else {
+        dims
+    };
+    // SAFETY: `ndim` ≤ dims.len() / 2, so the offset stays inside the array.
+    tensor.strides = if ndim == 0 {
+        core::ptr::null_mut()
+    } else {
+        unsafe { dims.add(ndim) }
+    };
+    *manager_ctx = ctx.cast();
+}
+
+/// The deleter of versioned exports: frees the whole block, dropping the storage.
+///
+/// # Safety
+/// Called once, by DLPack's contract, with a tensor built by [`assemble`] for this `S`.
+unsafe extern "C" fn delete_versioned<S: TensorStorage>(managed: *mut DLManagedTensorVersioned) {
+    if managed.is_null() {
+        return;
+    }
+    // SAFETY: `manager_ctx` was set by `fill` to the Box<Ctx<_, S>> block, released only here.
+    drop(unsafe {
+        Box::from_raw(
+            (*managed)
+                .manager_ctx
+                .cast::<Ctx<DLManagedTensorVersioned, S>>(),
+        )
+    });
+}
+
+/// The deleter of legacy exports.
+///
+/// # Safety
+/// As [`delete_versioned`].
+unsafe extern "C" fn delete_legacy<S: TensorStorage>(managed: *mut DLManagedTensor) {
+    if managed.is_null() {
+        return;
+    }
+    // SAFETY: as in `delete_versioned`.
+    drop(unsafe { Box::from_raw((*managed).manager_ctx.cast::<Ctx<DLManagedTensor, S>>()) });
+}
+
+/// An imported tensor kept alive as the storage of a re-export (legacy ↔ versioned).
+struct Reexport(ManagedTensor);
+
+// SAFETY: `data_ptr` returns the imported tensor's own `data`, which its producer keeps valid
+// until the inner deleter runs, i.e. until this value drops. Writes are allowed only if the
+// import was not READ_ONLY (reported through `is_read_only`).
+unsafe impl TensorStorage for Reexport {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.0.view().data()
+    }
+    fn byte_len(&self) -> usize {
+        // Not used: re-exports reuse the validated layout and skip the size check.
+        0
+    }
+    fn device(&self) -> Device {
+        self.0.view().device()
+    }
+    fn is_read_only(&self) -> bool {
+        self.0.is_read_only()
+    }
+}
+
+impl ManagedTensor {
+    /// Re-exports as a DLPack 1.3 `DLManagedTensorVersioned` (a no-op if it already is one).
+    /// A legacy tensor is wrapped: the new deleter drops it, calling the original deleter once.
+    pub fn into_versioned(self) -> Result<ManagedTensor, Error> {
+        if self.is_versioned() {
+            return Ok(self);
+        }
+        self.rewrap(Form::Versioned)
+    }
+
+    /// Re-exports as a legacy `DLManagedTensor` (a no-op if it already is one). Flags are lost,
+    /// as the legacy form cannot carry them.
+    pub fn into_legacy(self) -> Result<ManagedTensor, Error> {
+        if !self.is_versioned() {
+            return Ok(self);
+        }
+        self.rewrap(Form::Legacy)
+    }
+
+    fn rewrap(self, form: Form) -> Result<ManagedTensor, Error> {
+        let view = self.view();
+        let ndim = view.ndim();
+        let mut dims = Vec::with_capacity(2 * ndim);
+        dims.extend_from_slice(view.shape());
+        dims.extend(view.strides());
+        let parts = Parts {
+            device: view.device(),
+            dtype: view.dtype(),
+            byte_offset: view.byte_offset(),
+            flags: view.flags(),
+            dims: dims.into_boxed_slice(),
+        };
+        let raw = assemble(Reexport(self), parts, form);
+        // SAFETY: a fresh, owned export of an already validated tensor.
+        unsafe { ManagedTensor::from_raw(raw) }
+    }
+}

@@ -1,0 +1,407 @@
+//! Pure validation of tensor metadata: shapes, strides, spans and contiguity.
+//!
+//! Nothing here dereferences a pointer; every function takes plain values and slices, so it can
+//! be fuzzed and tested directly. [`validate`] applies every DLPack rule to a [`RawFields`] and
+//! returns a [`Layout`] summary, or the first [`Error`] found.
+
+use core::fmt;
+
+use crate::abi::{DLPackVersion, FLAG_IS_SUBBYTE_TYPE_PADDED, KNOWN_FLAGS};
+use crate::device::Device;
+use crate::dtype::DataType;
+use crate::error::Error;
+
+/// The largest `ndim` accepted (NumPy 2 and PyTorch both stop at 64).
+pub const MAX_NDIM: usize = 64;
+
+/// How the elements of a tensor sit in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Contiguity {
+    /// Both row-major and column-major contiguous (0-d, 1-d compact, size-0, or only one axis of
+    /// extent > 1).
+    Both,
+    /// Row-major (C) contiguous.
+    RowMajor,
+    /// Column-major (Fortran) contiguous.
+    ColumnMajor,
+    /// Dense and positive, but in another axis order (a permutation of a compact layout, what
+    /// JAX accepts).
+    Permuted,
+    /// Anything else: gaps, negative or zero (broadcast) strides, overlap.
+    Strided,
+}
+
+impl Contiguity {
+    /// Row-major contiguous (including [`Both`](Self::Both)).
+    pub const fn is_row_major(self) -> bool {
+        matches!(self, Self::Both | Self::RowMajor)
+    }
+
+    /// Column-major contiguous (including [`Both`](Self::Both)).
+    pub const fn is_column_major(self) -> bool {
+        matches!(self, Self::Both | Self::ColumnMajor)
+    }
+
+    /// Dense: the elements tile their span exactly, in some axis order.
+    pub const fn is_dense(self) -> bool {
+        !matches!(self, Self::Strided)
+    }
+}
+
+impl fmt::Display for Contiguity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Both => "contiguous (C and F)",
+            Self::RowMajor => "row-major (C) contiguous",
+            Self::ColumnMajor => "column-major (F) contiguous",
+            Self::Permuted => "dense with permuted axes",
+            Self::Strided => "strided (not dense)",
+        })
+    }
+}
+
+/// The bytes a tensor touches, `[lo, hi)`, relative to `data + byte_offset`.
+///
+/// `lo` is ≤ 0 (negative strides reach below the first element); an empty tensor has `[0, 0)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ByteSpan {
+    /// The lowest byte touched.
+    pub lo: i64,
+    /// One past the highest byte touched.
+    pub hi: i64,
+}
+
+impl ByteSpan {
+    /// `hi - lo`.
+    pub const fn len(self) -> u64 {
+        self.hi.abs_diff(self.lo)
+    }
+
+    /// Whether no byte is touched.
+    pub const fn is_empty(self) -> bool {
+        self.hi == self.lo
+    }
+}
+
+/// What validation learned about a tensor, computed once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    /// Number of elements (product of the extents; 1 for a 0-d tensor).
+    pub numel: u64,
+    /// Bytes touched, relative to `data + byte_offset`.
+    pub span: ByteSpan,
+    /// C / F / permuted / strided.
+    pub contiguity: Contiguity,
+    /// Bits one element occupies (`DataType::storage_bits`).
+    pub element_bits: u32,
+}
+
+/// The raw fields of a tensor, as plain values: the input of [`validate`].
+#[derive(Clone, Copy, Debug)]
+pub struct RawFields<'a> {
+    /// `data` as an address or handle value.
+    pub data: usize,
+    /// `device`.
+    pub device: Device,
+    /// `dtype`.
+    pub dtype: DataType,
+    /// The `ndim` extents.
+    pub shape: &'a [i64],
+    /// The strides, or `None` when `strides` was NULL.
+    pub strides: Option<&'a [i64]>,
+    /// `byte_offset`.
+    pub byte_offset: u64,
+    /// The DLPack version, or `None` for a legacy `DLManagedTensor`.
+    pub version: Option<DLPackVersion>,
+    /// `flags` (0 for legacy tensors).
+    pub flags: u64,
+}
+
+/// Checks the version rule: major must be 1.
+pub const fn check_version(version: DLPackVersion) -> Result<(), Error> {
+    if version.major != crate::abi::DLPACK_MAJOR_VERSION {
+        return Err(Error::UnsupportedVersion { version });
+    }
+    Ok(())
+}
+
+/// Checks `ndim` before any array is read.
+pub const fn check_ndim(ndim: i64) -> Result<usize, Error> {
+    if ndim < 0 || ndim > MAX_NDIM as i64 {
+        return Err(Error::NdimOutOfRange { ndim });
+    }
+    Ok(ndim as usize)
+}
+
+/// Applies every DLPack rule to `fields` and summarises the layout.
+///
+/// Checks, in order: the major version, unknown flag bits, `ndim`, the data type (code, bits,
+/// lanes), the extents (negative, element-count overflow), the NULL-strides rule of the version,
+/// the stride count, the span (checked arithmetic on every product), NULL data, and, for
+/// host-accessible memory, that `data + byte_offset + [lo, hi)` stays inside the address space.
+///
+/// ```
+/// use dlport_core::layout::{validate, Contiguity, RawFields};
+/// use dlport_core::{DataType, Device};
+///
+/// let shape = [2, 3];
+/// let strides = [1, 2]; // column-major
+/// let layout = validate(&RawFields {
+///     data: 0x1000, device: Device::CPU, dtype: DataType::FLOAT32,
+///     shape: &shape, strides: Some(&strides), byte_offset: 0,
+///     version: Some(dlport_core::abi::DLPackVersion::CURRENT), flags: 0,
+/// }).unwrap();
+/// assert_eq!(layout.contiguity, Contiguity::ColumnMajor);
+/// assert_eq!((layout.span.lo, layout.span.hi), (0, 24));
+/// ```
+pub fn validate(fields: &RawFields<'_>) -> Result<Layout, Error> {
+    let layout = validate_metadata(
+        fields.dtype,
+        fields.shape,
+        fields.strides,
+        fields.version,
+        fields.flags,
+    )?;
+    if layout.numel != 0 && fields.data == 0 {
+        return Err(Error::NullData {
+            numel: layout.numel,
+        });
+    }
+    if layout.numel != 0 && fields.device.is_host_accessible() {
+        check_address(fields.data, fields.byte_offset, layout.span)?;
+    }
+    Ok(layout)
+}
+
+/// Every rule of [`validate`] that does not look at `data`, `device` or `byte_offset`.
+pub fn validate_metadata(
+    dtype: DataType,
+    shape: &[i64],
+    strides: Option<&[i64]>,
+    version: Option<DLPackVersion>,
+    flags: u64,
+) -> Result<Layout, Error> {
+    if let Some(version) = version {
+        check_version(version)?;
+    }
+    if flags & !KNOWN_FLAGS != 0 {
+        return Err(Error::UnknownFlags { flags });
+    }
+    let ndim = check_ndim(shape.len() as i64)?;
+    dtype.validate()?;
+    let element_bits = dtype.storage_bits(flags & FLAG_IS_SUBBYTE_TYPE_PADDED != 0);
+
+    let numel = element_count(shape)?;
+    let strides = match strides {
+        Some(strides) if strides.len() != ndim => {
+            return Err(Error::StridesLength {
+                strides: strides.len(),
+                ndim,
+            });
+        }
+        Some(strides) => Some(strides),
+        None => match version {
+            Some(version) if ndim > 0 && version.minor >= 2 => {
+                return Err(Error::NullStrides {
+                    ndim: ndim as i32,
+                    version,
+                });
+            }
+            _ => None,
+        },
+    };
+
+    if numel == 0 {
+        return Ok(Layout {
+            numel,
+            span: ByteSpan::default(),
+            contiguity: Contiguity::Both,
+            element_bits,
+        });
+    }
+    let mut implicit = [0i64; MAX_NDIM];
+    let strides = match strides {
+        Some(s) => s,
+        None => {
+            compact_row_major(shape, &mut implicit[..ndim])?;
+            &implicit[..ndim]
+        }
+    };
+    let span = element_span(shape, strides, element_bits)?;
+    Ok(Layout {
+        numel,
+        span,
+        contiguity: contiguity(shape, strides),
+        element_bits,
+    })
+}
+
+/// The product of the extents, refusing negative extents and overflow.
+pub fn element_count(shape: &[i64]) -> Result<u64, Error> {
+    let mut numel: u64 = 1;
+    let mut overflow_at = None;
+    for (axis, &extent) in shape.iter().enumerate() {
+        if extent < 0 {
+            return Err(Error::NegativeExtent { axis, extent });
+        }
+        match numel.checked_mul(extent as u64) {
+            Some(n) => numel = n,
+            None => {
+                // Keep scanning: a later zero extent makes the tensor empty, and a later
+                // negative extent is the more basic error.
+                overflow_at.get_or_insert((axis, extent));
+                numel = u64::MAX;
+            }
+        }
+    }
+    if shape.contains(&0) {
+        return Ok(0);
+    }
+    match overflow_at {
+        Some((axis, extent)) => Err(Error::ElementCountOverflow { axis, extent }),
+        // The count must also be an i64 so that element offsets never wrap.
+        None if numel > i64::MAX as u64 => {
+            let axis = shape.len().saturating_sub(1);
+            Err(Error::ElementCountOverflow {
+                axis,
+                extent: shape[axis],
+            })
+        }
+        None => Ok(numel),
+    }
+}
+
+/// Writes the compact row-major strides of `shape` into `out` (same length).
+pub fn compact_row_major(shape: &[i64], out: &mut [i64]) -> Result<(), Error> {
+    let mut acc: i64 = 1;
+    for axis in (0..shape.len()).rev() {
+        out[axis] = acc;
+        let extent = shape[axis];
+        acc = acc
+            .checked_mul(extent.max(1))
+            .ok_or(Error::ElementCountOverflow { axis, extent })?;
+    }
+    Ok(())
+}
+
+/// The byte span of a non-empty tensor, relative to its first element.
+pub fn element_span(shape: &[i64], strides: &[i64], element_bits: u32) -> Result<ByteSpan, Error> {
+    let (mut lo, mut hi) = (0i64, 0i64);
+    for (axis, (&extent, &stride)) in shape.iter().zip(strides).enumerate() {
+        let overflow = Error::SpanOverflow {
+            axis,
+            extent,
+            stride,
+        };
+        // extent ≥ 1 here (the tensor is not empty); an extent-1 axis contributes nothing,
+        // whatever its stride.
+        let reach = (extent - 1).checked_mul(stride).ok_or(overflow.clone())?;
+        if reach < 0 {
+            lo = lo.checked_add(reach).ok_or(overflow)?;
+        } else {
+            hi = hi.checked_add(reach).ok_or(overflow)?;
+        }
+    }
+    // Element indices [lo, hi] → bits → bytes (floor for lo, ceil for the end).
+    let bits = i64::from(element_bits);
+    let last = shape.len().saturating_sub(1);
+    let overflow = || Error::SpanOverflow {
+        axis: last,
+        extent: shape.get(last).copied().unwrap_or(1),
+        stride: strides.get(last).copied().unwrap_or(1),
+    };
+    let lo_bits = lo.checked_mul(bits).ok_or_else(overflow)?;
+    let end_bits = hi
+        .checked_add(1)
+        .and_then(|e| e.checked_mul(bits))
+        .ok_or_else(overflow)?;
+    Ok(ByteSpan {
+        lo: lo_bits.div_euclid(8),
+        hi: end_bits.div_euclid(8) + i64::from(end_bits.rem_euclid(8) != 0),
+    })
+}
+
+/// Classifies the layout of a non-empty tensor.
+pub fn contiguity(shape: &[i64], strides: &[i64]) -> Contiguity {
+    let dense_in = |order: &mut dyn Iterator<Item = usize>| {
+        let mut expected: i64 = 1;
+        for axis in order {
+            let extent = shape[axis];
+            if extent > 1 {
+                if strides[axis] != expected {
+                    return false;
+                }
+                // Cannot overflow: the product of all extents fits in i64 (element_count).
+                expected = expected.saturating_mul(extent);
+            }
+        }
+        true
+    };
+    let c = dense_in(&mut (0..shape.len()).rev());
+    let f = dense_in(&mut (0..shape.len()));
+    match (c, f) {
+        (true, true) => return Contiguity::Both,
+        (true, false) => return Contiguity::RowMajor,
+        (false, true) => return Contiguity::ColumnMajor,
+        (false, false) => {}
+    }
+    // Permuted: sort the axes of extent > 1 by stride and check they chain densely.
+    let mut axes = [(0i64, 0i64); MAX_NDIM];
+    let mut n = 0;
+    for (&extent, &stride) in shape.iter().zip(strides) {
+        if extent > 1 {
+            if stride <= 0 {
+                return Contiguity::Strided;
+            }
+            axes[n] = (stride, extent);
+            n += 1;
+        }
+    }
+    let axes = &mut axes[..n];
+    axes.sort_unstable();
+    let mut expected: i64 = 1;
+    for &(stride, extent) in axes.iter() {
+        if stride != expected {
+            return Contiguity::Strided;
+        }
+        expected = expected.saturating_mul(extent);
+    }
+    Contiguity::Permuted
+}
+
+/// Checks that `data + byte_offset + [lo, hi)` stays inside this machine's address space.
+pub fn check_address(data: usize, byte_offset: u64, span: ByteSpan) -> Result<(), Error> {
+    let fail = || Error::AddressOverflow {
+        data,
+        byte_offset,
+        lo: span.lo,
+        hi: span.hi,
+    };
+    let first = u64::try_from(data)
+        .ok()
+        .and_then(|d| d.checked_add(byte_offset))
+        .and_then(|a| usize::try_from(a).ok())
+        .ok_or_else(fail)?;
+    let start = first
+        .checked_add_signed(span.lo as isize)
+        .filter(|_| isize::try_from(span.lo).is_ok());
+    let end = isize::try_from(span.hi)
+        .ok()
+        .and_then(|hi| first.checked_add_signed(hi));
+    match (start, end) {
+        // A Rust slice, and any object the host can address, is at most isize::MAX bytes.
+        (Some(start), Some(end)) if end - start <= isize::MAX as usize => Ok(()),
+        _ => Err(fail()),
+    }
+}
+
+/// The largest power of two dividing `address` (capped at 4096; `address` 0 counts as 4096).
+pub const fn address_alignment(address: usize) -> usize {
+    const CAP: usize = 4096;
+    if address == 0 {
+        return CAP;
+    }
+    let a = 1usize << address.trailing_zeros();
+    if a > CAP { CAP } else { a }
+}

@@ -1,0 +1,250 @@
+//! [`ManagedTensor`]: the one owner of an imported `DLManagedTensorVersioned` or legacy
+//! `DLManagedTensor`.
+//!
+//! Ownership is taken the moment a non-NULL pointer is handed over: from then on every path
+//! (success and drop, any validation error, a wrong major version) calls the deleter exactly
+//! once, unless [`ManagedTensor::into_raw`] hands ownership back.
+
+use core::ptr::NonNull;
+
+use crate::abi::{
+    DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, FLAG_IS_COPIED,
+    FLAG_READ_ONLY,
+};
+use crate::dtype::Element;
+use crate::error::Error;
+use crate::layout::Layout;
+use crate::tensor::TensorRef;
+
+/// A raw managed-tensor pointer of either form; what [`ManagedTensor::into_raw`] returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RawManaged {
+    /// A DLPack 1.x `DLManagedTensorVersioned`.
+    Versioned(NonNull<DLManagedTensorVersioned>),
+    /// A legacy `DLManagedTensor`.
+    Legacy(NonNull<DLManagedTensor>),
+}
+
+impl RawManaged {
+    /// Calls the deleter (if any) of the pointed-to tensor.
+    ///
+    /// # Safety
+    /// The pointer must be an owned, not-yet-released managed tensor whose version field (for
+    /// the versioned form) and deleter field are readable; afterwards it must not be used.
+    pub unsafe fn release(self) {
+        match self {
+            Self::Versioned(ptr) => {
+                // SAFETY: the caller owns a live tensor; `deleter` sits in the part of the
+                // struct that DLPack keeps stable across versions.
+                if let Some(deleter) = unsafe { (*ptr.as_ptr()).deleter } {
+                    // SAFETY: the deleter is called once, with the pointer it belongs to.
+                    unsafe { deleter(ptr.as_ptr()) }
+                }
+            }
+            Self::Legacy(ptr) => {
+                // SAFETY: as above, for the legacy layout.
+                if let Some(deleter) = unsafe { (*ptr.as_ptr()).deleter } {
+                    // SAFETY: the deleter is called once, with the pointer it belongs to.
+                    unsafe { deleter(ptr.as_ptr()) }
+                }
+            }
+        }
+    }
+
+    /// The address, for logging and identity checks.
+    pub fn addr(self) -> usize {
+        match self {
+            Self::Versioned(p) => p.as_ptr() as usize,
+            Self::Legacy(p) => p.as_ptr() as usize,
+        }
+    }
+}
+
+/// Calls the deleter when dropped: the guard held from the moment ownership is taken.
+struct Releaser(RawManaged);
+
+impl Drop for Releaser {
+    fn drop(&mut self) {
+        // SAFETY: a Releaser is only built from an owned, unreleased pointer (the `from_raw_*`
+        // contracts) and is dropped at most once; `into_raw` forgets it instead.
+        unsafe { self.0.release() }
+    }
+}
+
+/// The owner of an imported DLPack tensor, legacy or versioned.
+///
+/// Validated once on construction; [`view`](Self::view) then hands out [`TensorRef`]s without
+/// further checks. Dropping it calls the producer's deleter exactly once (a NULL deleter is
+/// legal and means nothing to call). It is `Send`: DLPack lets the deleter run on any thread.
+///
+/// ```
+/// use dlport_core::{ExportBuilder, ManagedTensor};
+///
+/// let exported = ExportBuilder::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2])?.build()?;
+/// let raw = exported.into_raw(); // hand this pointer to any DLPack consumer …
+/// // … or take it back:
+/// let imported = unsafe { ManagedTensor::from_raw(raw) }?;
+/// assert_eq!(imported.view().as_slice::<f32>()?, &[1.0, 2.0, 3.0, 4.0]);
+/// # Ok::<(), dlport_core::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct ManagedTensor {
+    owner: Releaser,
+    layout: Layout,
+    version: Option<DLPackVersion>,
+    flags: u64,
+}
+
+impl core::fmt::Debug for Releaser {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+// SAFETY: DLPack states the deleter may be called from any thread, and the owner gives out
+// only shared views through `&self` and exclusive access through `&mut self`.
+unsafe impl Send for ManagedTensor {}
+// SAFETY: `&ManagedTensor` only reads immutable metadata and hands out read-only views.
+unsafe impl Sync for ManagedTensor {}
+
+impl ManagedTensor {
+    /// Takes ownership of a `DLManagedTensorVersioned` and validates it.
+    ///
+    /// A major version other than 1 releases the tensor and returns
+    /// [`Error::UnsupportedVersion`] without reading any field past `flags`. Every other error
+    /// also releases it. A NULL pointer returns [`Error::NullManagedTensor`].
+    ///
+    /// # Safety
+    /// `ptr` is NULL or a managed tensor the caller owns and hands over (nobody else calls its
+    /// deleter); its version, deleter and flags are readable; if the major version is 1, the
+    /// whole struct follows the DLPack 1.x layout and satisfies [`TensorRef::from_raw`]'s
+    /// contract until the deleter runs.
+    pub unsafe fn from_raw_versioned(ptr: *mut DLManagedTensorVersioned) -> Result<Self, Error> {
+        let ptr = NonNull::new(ptr).ok_or(Error::NullManagedTensor)?;
+        let owner = Releaser(RawManaged::Versioned(ptr));
+        // SAFETY: the caller guarantees the stable header is readable.
+        let (version, flags) = unsafe { ((*ptr.as_ptr()).version, (*ptr.as_ptr()).flags) };
+        crate::layout::check_version(version)?;
+        // SAFETY: major version 1, so the DLTensor follows at its 1.x offset; the caller
+        // guarantees it satisfies TensorRef::from_raw's contract while we own it.
+        let layout =
+            unsafe { TensorRef::from_raw(&(*ptr.as_ptr()).dl_tensor, Some(version), flags) }?
+                .layout();
+        Ok(Self {
+            owner,
+            layout,
+            version: Some(version),
+            flags,
+        })
+    }
+
+    /// Takes ownership of a legacy `DLManagedTensor` and validates it. Every error releases it.
+    ///
+    /// # Safety
+    /// `ptr` is NULL or a legacy managed tensor the caller owns and hands over, readable, whose
+    /// `dl_tensor` satisfies [`TensorRef::from_raw`]'s contract until the deleter runs.
+    pub unsafe fn from_raw_legacy(ptr: *mut DLManagedTensor) -> Result<Self, Error> {
+        let ptr = NonNull::new(ptr).ok_or(Error::NullManagedTensor)?;
+        let owner = Releaser(RawManaged::Legacy(ptr));
+        // SAFETY: the caller guarantees the struct is readable and the tensor valid.
+        let layout = unsafe { TensorRef::from_raw(&(*ptr.as_ptr()).dl_tensor, None, 0) }?.layout();
+        Ok(Self {
+            owner,
+            layout,
+            version: None,
+            flags: 0,
+        })
+    }
+
+    /// Takes ownership of either form.
+    ///
+    /// # Safety
+    /// As [`from_raw_versioned`](Self::from_raw_versioned) or
+    /// [`from_raw_legacy`](Self::from_raw_legacy), by form.
+    pub unsafe fn from_raw(raw: RawManaged) -> Result<Self, Error> {
+        match raw {
+            // SAFETY: forwarded contract.
+            RawManaged::Versioned(p) => unsafe { Self::from_raw_versioned(p.as_ptr()) },
+            // SAFETY: forwarded contract.
+            RawManaged::Legacy(p) => unsafe { Self::from_raw_legacy(p.as_ptr()) },
+        }
+    }
+
+    /// Gives ownership back without calling the deleter: the caller must release the pointer
+    /// (or hand it to a consumer that will).
+    pub fn into_raw(self) -> RawManaged {
+        let raw = self.owner.0;
+        core::mem::forget(self);
+        raw
+    }
+
+    /// The raw pointer, still owned by `self`.
+    pub fn as_raw(&self) -> RawManaged {
+        self.owner.0
+    }
+
+    fn dl_tensor(&self) -> &DLTensor {
+        match self.owner.0 {
+            // SAFETY: we own the tensor until drop; it was readable at construction and DLPack
+            // producers do not change it while a consumer holds it.
+            RawManaged::Versioned(p) => unsafe { &(*p.as_ptr()).dl_tensor },
+            // SAFETY: as above.
+            RawManaged::Legacy(p) => unsafe { &(*p.as_ptr()).dl_tensor },
+        }
+    }
+
+    /// A validated view; no checks are repeated.
+    pub fn view(&self) -> TensorRef<'_> {
+        let tensor = self.dl_tensor();
+        // SAFETY: the same tensor passed TensorRef::from_raw at construction, its memory is
+        // kept alive and unchanged by our ownership for the borrow of `self`.
+        unsafe { TensorRef::from_raw_prevalidated(tensor, self.version, self.flags, self.layout) }
+    }
+
+    /// The DLPack version (`None` for legacy).
+    pub fn version(&self) -> Option<DLPackVersion> {
+        self.version
+    }
+
+    /// Whether this is the versioned form.
+    pub fn is_versioned(&self) -> bool {
+        matches!(self.owner.0, RawManaged::Versioned(_))
+    }
+
+    /// The flags (0 for legacy).
+    pub fn flags(&self) -> u64 {
+        self.flags
+    }
+
+    /// `READ_ONLY` is set: [`as_mut_slice`](Self::as_mut_slice) refuses.
+    pub fn is_read_only(&self) -> bool {
+        self.flags & FLAG_READ_ONLY != 0
+    }
+
+    /// `IS_COPIED` is set: this consumer owns the data alone until the deleter runs.
+    pub fn is_copied(&self) -> bool {
+        self.flags & FLAG_IS_COPIED != 0
+    }
+
+    /// The elements as a slice; see [`TensorRef::as_slice`].
+    pub fn as_slice<T: Element>(&self) -> Result<&[T], Error> {
+        self.view().as_slice()
+    }
+
+    /// The elements as a mutable slice. Refused with [`Error::ReadOnly`] when the producer set
+    /// READ_ONLY, and for the same reasons as [`TensorRef::as_slice`].
+    pub fn as_mut_slice<T: Element>(&mut self) -> Result<&mut [T], Error> {
+        if self.is_read_only() {
+            return Err(Error::ReadOnly);
+        }
+        let slice = self.view().as_slice::<T>()?;
+        let (ptr, len) = (slice.as_ptr() as *mut T, slice.len());
+        if len == 0 {
+            return Ok(&mut []);
+        }
+        // SAFETY: the slice covers exactly the tensor's elements, which we own exclusively
+        // through `&mut self` (DLPack hands the consumer the buffer; READ_ONLY is not set), and
+        // a row-major contiguous layout has no overlapping elements.
+        Ok(unsafe { core::slice::from_raw_parts_mut(ptr, len) })
+    }
+}

@@ -1,0 +1,405 @@
+//! [`TensorRef`]: a validated, borrowed view of a `DLTensor`.
+
+use core::ffi::c_void;
+use core::marker::PhantomData;
+
+use crate::abi::{
+    DLPackVersion, DLTensor, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
+};
+use crate::device::Device;
+use crate::dtype::{DataType, Element};
+use crate::error::Error;
+use crate::layout::{self, ByteSpan, Contiguity, Layout, RawFields};
+
+/// A validated, borrowed view of a `DLTensor`.
+///
+/// Built once by [`TensorRef::from_raw`] (or handed out by
+/// [`ManagedTensor::view`](crate::ManagedTensor::view)); afterwards every accessor is safe and
+/// does no further validation. Typed access ([`as_slice`](Self::as_slice)) is allowed only where
+/// the memory is host-accessible, the dtype matches, the layout is row-major contiguous and the
+/// first element is aligned; otherwise the error says which of these failed.
+#[derive(Clone, Copy, Debug)]
+pub struct TensorRef<'a> {
+    data: *mut c_void,
+    device: Device,
+    dtype: DataType,
+    byte_offset: u64,
+    shape: &'a [i64],
+    strides: Option<&'a [i64]>,
+    version: Option<DLPackVersion>,
+    flags: u64,
+    layout: Layout,
+    _data: PhantomData<&'a [u8]>,
+}
+
+// SAFETY: a TensorRef only reads the tensor's memory, through shared references whose validity
+// the constructor's caller guaranteed for 'a; DLPack allows any thread to read an imported
+// tensor, so sharing or sending the view is as safe as sharing `&[u8]`.
+unsafe impl Send for TensorRef<'_> {}
+// SAFETY: as above: only shared, read-only access.
+unsafe impl Sync for TensorRef<'_> {}
+
+impl<'a> TensorRef<'a> {
+    /// Validates `tensor` and returns a view of it.
+    ///
+    /// `version` is the DLPack version the tensor came with (`None` for a legacy
+    /// `DLManagedTensor` or a bare `DLTensor`); `flags` the versioned flags (0 for legacy).
+    ///
+    /// # Safety
+    /// For the lifetime `'a`:
+    /// - when `tensor.ndim > 0` and `tensor.shape` (resp. `tensor.strides`) is not NULL, it must
+    ///   point to `ndim` readable `i64` values (the count is checked against
+    ///   [`MAX_NDIM`](crate::layout::MAX_NDIM) before any is read), which nobody mutates;
+    /// - when the device is host-accessible and the tensor is not empty, every byte of
+    ///   `data + byte_offset + [lo, hi)` (the span this function computes) must be readable and
+    ///   not mutated by anyone else. Device memory is never dereferenced.
+    pub unsafe fn from_raw(
+        tensor: &'a DLTensor,
+        version: Option<DLPackVersion>,
+        flags: u64,
+    ) -> Result<Self, Error> {
+        if let Some(version) = version {
+            layout::check_version(version)?;
+        }
+        let ndim = layout::check_ndim(i64::from(tensor.ndim))?;
+        let shape: &'a [i64] = if ndim == 0 {
+            &[]
+        } else if tensor.shape.is_null() {
+            return Err(Error::NullShape { ndim: tensor.ndim });
+        } else {
+            // SAFETY: non-NULL, ndim ≤ MAX_NDIM, and the caller guarantees ndim readable,
+            // unmutated i64 values for 'a.
+            unsafe { core::slice::from_raw_parts(tensor.shape, ndim) }
+        };
+        let strides: Option<&'a [i64]> = if ndim == 0 {
+            Some(&[])
+        } else if tensor.strides.is_null() {
+            None
+        } else {
+            // SAFETY: as for `shape`.
+            Some(unsafe { core::slice::from_raw_parts(tensor.strides, ndim) })
+        };
+        let layout = layout::validate(&RawFields {
+            data: tensor.data as usize,
+            device: tensor.device,
+            dtype: tensor.dtype,
+            shape,
+            strides,
+            byte_offset: tensor.byte_offset,
+            version,
+            flags,
+        })?;
+        Ok(Self {
+            data: tensor.data,
+            device: tensor.device,
+            dtype: tensor.dtype,
+            byte_offset: tensor.byte_offset,
+            shape,
+            strides,
+            version,
+            flags,
+            layout,
+            _data: PhantomData,
+        })
+    }
+
+    /// Builds a view of a tensor that already passed [`TensorRef::from_raw`] with the same
+    /// `version` and `flags`, reusing its `layout`.
+    ///
+    /// # Safety
+    /// `tensor` passed `from_raw(tensor, version, flags)` yielding `layout`, has not changed
+    /// since, and still satisfies `from_raw`'s contract for `'a`.
+    pub(crate) unsafe fn from_raw_prevalidated(
+        tensor: &'a DLTensor,
+        version: Option<DLPackVersion>,
+        flags: u64,
+        layout: Layout,
+    ) -> Self {
+        let ndim = tensor.ndim as usize;
+        let shape: &'a [i64] = if ndim == 0 {
+            &[]
+        } else {
+            // SAFETY: validated non-NULL with ndim readable values (caller contract).
+            unsafe { core::slice::from_raw_parts(tensor.shape, ndim) }
+        };
+        let strides = if ndim == 0 {
+            Some(&[][..])
+        } else if tensor.strides.is_null() {
+            None
+        } else {
+            // SAFETY: as for `shape`.
+            Some(unsafe { core::slice::from_raw_parts(tensor.strides as *const i64, ndim) })
+        };
+        Self {
+            data: tensor.data,
+            device: tensor.device,
+            dtype: tensor.dtype,
+            byte_offset: tensor.byte_offset,
+            shape,
+            strides,
+            version,
+            flags,
+            layout,
+            _data: PhantomData,
+        }
+    }
+
+    /// The raw `data` field: a pointer on host-accessible devices, possibly an opaque handle
+    /// elsewhere (never do arithmetic on it there).
+    pub fn data(&self) -> *mut c_void {
+        self.data
+    }
+
+    /// `byte_offset`: bytes from `data` to the first element.
+    pub fn byte_offset(&self) -> u64 {
+        self.byte_offset
+    }
+
+    /// The address of the first element (`data + byte_offset`) for host-accessible memory, or
+    /// `None` where `data` may be an opaque handle.
+    pub fn first_element_address(&self) -> Option<usize> {
+        if !self.device.is_host_accessible() {
+            return None;
+        }
+        // Validation checked that this sum fits for non-empty host tensors; empty ones may
+        // carry anything, hence the wrapping.
+        Some((self.data as usize).wrapping_add(self.byte_offset as usize))
+    }
+
+    /// The device.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DataType {
+        self.dtype
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// The extents.
+    pub fn shape(&self) -> &'a [i64] {
+        self.shape
+    }
+
+    /// The strides as the producer sent them: `None` when it sent NULL (legacy compact).
+    pub fn raw_strides(&self) -> Option<&'a [i64]> {
+        self.strides
+    }
+
+    /// The stride of `axis` in elements (computed for NULL strides). `None` if out of range.
+    pub fn stride(&self, axis: usize) -> Option<i64> {
+        if axis >= self.shape.len() {
+            return None;
+        }
+        Some(match self.strides {
+            Some(s) => s[axis],
+            // Compact row-major: products of later extents. They fit: the element count of a
+            // validated tensor fits in i64 (or an extent is 0, where max(1) keeps them small).
+            None => self.shape[axis + 1..]
+                .iter()
+                .fold(1i64, |acc, &e| acc.saturating_mul(e.max(1))),
+        })
+    }
+
+    /// Every stride in elements, explicit or computed.
+    pub fn strides(&self) -> impl ExactSizeIterator<Item = i64> + '_ {
+        (0..self.shape.len()).map(|axis| self.stride(axis).unwrap_or(0))
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> u64 {
+        self.layout.numel
+    }
+
+    /// The validated layout summary.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// C / F / permuted / strided.
+    pub fn contiguity(&self) -> Contiguity {
+        self.layout.contiguity
+    }
+
+    /// Bytes touched, `[lo, hi)` relative to `data + byte_offset`.
+    pub fn byte_span(&self) -> ByteSpan {
+        self.layout.span
+    }
+
+    /// The DLPack version it came with (`None` for legacy).
+    pub fn version(&self) -> Option<DLPackVersion> {
+        self.version
+    }
+
+    /// The versioned flags (0 for legacy).
+    pub fn flags(&self) -> u64 {
+        self.flags
+    }
+
+    /// `READ_ONLY` is set.
+    pub fn is_read_only(&self) -> bool {
+        self.flags & FLAG_READ_ONLY != 0
+    }
+
+    /// `IS_COPIED` is set: the consumer owns the data alone until it calls the deleter.
+    pub fn is_copied(&self) -> bool {
+        self.flags & FLAG_IS_COPIED != 0
+    }
+
+    /// `IS_SUBBYTE_TYPE_PADDED` is set.
+    pub fn is_subbyte_padded(&self) -> bool {
+        self.flags & FLAG_IS_SUBBYTE_TYPE_PADDED != 0
+    }
+
+    /// The largest power of two (up to 4096) that divides the first element's address, or
+    /// `None` for memory the host cannot address.
+    pub fn alignment(&self) -> Option<usize> {
+        self.first_element_address().map(layout::address_alignment)
+    }
+
+    /// Checks everything typed access needs and returns the first element's address.
+    fn check_typed<T: Element>(&self) -> Result<usize, Error> {
+        if !self.device.is_host_accessible() {
+            return Err(Error::NotHostAccessible {
+                device: self.device,
+            });
+        }
+        if self.dtype != T::DTYPE {
+            return Err(Error::DtypeMismatch {
+                requested: T::DTYPE,
+                actual: self.dtype,
+            });
+        }
+        if !self.layout.contiguity.is_row_major() {
+            return Err(Error::NotContiguous {
+                contiguity: self.layout.contiguity,
+            });
+        }
+        let address = self.first_element_address().unwrap_or(0);
+        if self.layout.numel != 0 && address % core::mem::align_of::<T>() != 0 {
+            return Err(Error::Misaligned {
+                address,
+                required: core::mem::align_of::<T>(),
+            });
+        }
+        Ok(address)
+    }
+
+    /// The elements as a slice, in row-major order.
+    ///
+    /// Errors: [`Error::NotHostAccessible`], [`Error::DtypeMismatch`],
+    /// [`Error::NotContiguous`], [`Error::Misaligned`].
+    pub fn as_slice<T: Element>(&self) -> Result<&'a [T], Error> {
+        let address = self.check_typed::<T>()?;
+        if self.layout.numel == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: the memory is host-accessible; validation proved address + [0, numel *
+        // size_of::<T>()) is the span (row-major, dtype = T, so the span is exactly that),
+        // inside the address space and non-NULL; the alignment was checked; the constructor's
+        // caller guarantees the bytes are readable and unmutated for 'a; T is Pod, so any bit
+        // pattern is a valid T.
+        Ok(unsafe { core::slice::from_raw_parts(address as *const T, self.layout.numel as usize) })
+    }
+
+    /// The raw bytes of a row-major contiguous host tensor (any dtype, sub-byte packed ones
+    /// included).
+    pub fn as_bytes(&self) -> Result<&'a [u8], Error> {
+        if !self.device.is_host_accessible() {
+            return Err(Error::NotHostAccessible {
+                device: self.device,
+            });
+        }
+        if !self.layout.contiguity.is_row_major() {
+            return Err(Error::NotContiguous {
+                contiguity: self.layout.contiguity,
+            });
+        }
+        if self.layout.numel == 0 {
+            return Ok(&[]);
+        }
+        let address = self.first_element_address().unwrap_or(0);
+        // SAFETY: host-accessible, row-major, so the span is [0, hi) from `address`, which
+        // validation kept inside the address space; readable for 'a by the constructor's
+        // contract; u8 has no alignment or validity requirement.
+        Ok(unsafe {
+            core::slice::from_raw_parts(address as *const u8, self.layout.span.hi as usize)
+        })
+    }
+
+    /// Reads the element at a multi-index, for any layout (strided, negative, broadcast).
+    ///
+    /// Returns `Ok(None)` if `index` has the wrong length or is out of bounds.
+    pub fn get<T: Element>(&self, index: &[usize]) -> Result<Option<T>, Error> {
+        if !self.device.is_host_accessible() {
+            return Err(Error::NotHostAccessible {
+                device: self.device,
+            });
+        }
+        if self.dtype != T::DTYPE {
+            return Err(Error::DtypeMismatch {
+                requested: T::DTYPE,
+                actual: self.dtype,
+            });
+        }
+        if index.len() != self.shape.len() {
+            return Ok(None);
+        }
+        let mut offset: i64 = 0;
+        for (axis, (&i, &extent)) in index.iter().zip(self.shape).enumerate() {
+            if i as u64 >= extent as u64 {
+                return Ok(None);
+            }
+            // Within the validated span, so no overflow: |i * stride| ≤ |(extent-1) * stride|.
+            offset += i as i64 * self.stride(axis).unwrap_or(0);
+        }
+        let base = self.first_element_address().unwrap_or(0);
+        let address =
+            base.wrapping_add_signed((offset * core::mem::size_of::<T>() as i64) as isize);
+        // SAFETY: the index is in bounds, so the element lies inside the validated span, which
+        // is readable for 'a (constructor contract); read_unaligned has no alignment demand and
+        // T is Pod, so any bytes make a valid T.
+        Ok(Some(unsafe {
+            core::ptr::read_unaligned(address as *const T)
+        }))
+    }
+
+    /// Copies the elements out in row-major order, whatever the layout.
+    #[cfg(feature = "alloc")]
+    pub fn to_vec<T: Element>(&self) -> Result<alloc::vec::Vec<T>, Error> {
+        if let Ok(slice) = self.as_slice::<T>() {
+            return Ok(slice.to_vec());
+        }
+        if !self.device.is_host_accessible() {
+            return Err(Error::NotHostAccessible {
+                device: self.device,
+            });
+        }
+        if self.dtype != T::DTYPE {
+            return Err(Error::DtypeMismatch {
+                requested: T::DTYPE,
+                actual: self.dtype,
+            });
+        }
+        let mut out = alloc::vec::Vec::with_capacity(self.layout.numel as usize);
+        let mut index = [0usize; layout::MAX_NDIM];
+        let index = &mut index[..self.shape.len()];
+        for _ in 0..self.layout.numel {
+            out.push(self.get::<T>(index)?.unwrap_or_else(T::zeroed));
+            // Odometer increment, last axis fastest.
+            for axis in (0..index.len()).rev() {
+                index[axis] += 1;
+                if (index[axis] as i64) < self.shape[axis] {
+                    break;
+                }
+                index[axis] = 0;
+            }
+        }
+        Ok(out)
+    }
+}
