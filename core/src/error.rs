@@ -158,6 +158,139 @@ pub enum Error {
         /// The names of the registered backends, comma-separated (possibly truncated).
         registered: ShortStr,
     },
+    /// The capsule's device and the one the producer advertises (`__dlpack_device__`)
+    /// contradict each other.
+    DeviceMismatch {
+        /// The device in the DLTensor.
+        capsule: Device,
+        /// The device the producer advertised.
+        advertised: Device,
+    },
+    /// The copy policy forbids a copy, but one is needed.
+    CopyRequired {
+        /// Why a zero-copy view is impossible.
+        reason: CopyReason,
+    },
+    /// The buffer was handed to a DLPack consumer by `release_ownership`; this handle can no
+    /// longer reach it.
+    BufferReleased,
+    /// The buffer cannot be released while views or external references use it.
+    BufferInUse {
+        /// Active users (views and DLPack references).
+        users: usize,
+    },
+    /// A backend does not support an operation.
+    Unsupported {
+        /// The backend's name.
+        backend: ShortStr,
+        /// The operation, in words.
+        operation: &'static str,
+    },
+    /// Memory could not be allocated.
+    AllocationFailed {
+        /// Bytes requested.
+        bytes: u64,
+        /// Alignment requested.
+        align: usize,
+    },
+    /// A backend with this name is already registered.
+    DuplicateBackend {
+        /// The name.
+        name: ShortStr,
+    },
+    /// A backend cannot translate a producer's device id.
+    InvalidDeviceId {
+        /// The backend's name.
+        backend: ShortStr,
+        /// The id received.
+        device_id: i32,
+    },
+}
+
+/// Why [`Error::CopyRequired`] was raised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CopyReason {
+    /// The target backend cannot reach the memory.
+    Device {
+        /// Where the data is.
+        from: Device,
+        /// Where it was asked for.
+        to: Device,
+    },
+    /// The target needs another layout.
+    Layout {
+        /// The layout found.
+        contiguity: Contiguity,
+    },
+    /// The target needs a stronger alignment.
+    Alignment {
+        /// The first element's address.
+        address: usize,
+        /// The alignment needed.
+        required: usize,
+    },
+}
+
+impl fmt::Display for CopyReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Device { from, to } => {
+                write!(f, "the data is on {from}, which {to} cannot reach")
+            }
+            Self::Layout { contiguity } => write!(
+                f,
+                "the layout is {contiguity}, which the target cannot view"
+            ),
+            Self::Alignment { address, required } => write!(
+                f,
+                "data + byte_offset = {address:#x} is not {required}-byte aligned, as the target requires"
+            ),
+        }
+    }
+}
+
+impl Error {
+    /// How many distinct codes [`code`](Self::code) returns (codes are `1..=CODE_COUNT`).
+    pub const CODE_COUNT: u32 = 31;
+
+    /// A stable number for this variant (1-based), used by the C ABI and by tests that check
+    /// every variant is reachable. Codes are never reused; new variants get new numbers.
+    pub const fn code(&self) -> u32 {
+        match self {
+            Self::NullManagedTensor => 1,
+            Self::UnsupportedVersion { .. } => 2,
+            Self::UnknownFlags { .. } => 3,
+            Self::NdimOutOfRange { .. } => 4,
+            Self::NullShape { .. } => 5,
+            Self::NullStrides { .. } => 6,
+            Self::NullData { .. } => 7,
+            Self::NegativeExtent { .. } => 8,
+            Self::ElementCountOverflow { .. } => 9,
+            Self::SpanOverflow { .. } => 10,
+            Self::AddressOverflow { .. } => 11,
+            Self::UnknownTypeCode { .. } => 12,
+            Self::InvalidBits { .. } => 13,
+            Self::InvalidLanes { .. } => 14,
+            Self::DtypeMismatch { .. } => 15,
+            Self::NotHostAccessible { .. } => 16,
+            Self::NotContiguous { .. } => 17,
+            Self::Misaligned { .. } => 18,
+            Self::ReadOnly => 19,
+            Self::StorageTooSmall { .. } => 20,
+            Self::StridesLength { .. } => 21,
+            Self::InvalidName { .. } => 22,
+            Self::NoBackend { .. } => 23,
+            Self::DeviceMismatch { .. } => 24,
+            Self::CopyRequired { .. } => 25,
+            Self::BufferReleased => 26,
+            Self::BufferInUse { .. } => 27,
+            Self::Unsupported { .. } => 28,
+            Self::AllocationFailed { .. } => 29,
+            Self::DuplicateBackend { .. } => 30,
+            Self::InvalidDeviceId { .. } => 31,
+        }
+    }
 }
 
 impl fmt::Display for Error {
@@ -261,6 +394,39 @@ impl fmt::Display for Error {
                 f,
                 "no backend for {device_type} device {device_id}; registered: {registered}"
             ),
+            Self::DeviceMismatch { capsule, advertised } => write!(
+                f,
+                "the capsule says device = {capsule} but the producer advertises {advertised}: \
+                 they contradict each other; fix the producer's __dlpack_device__"
+            ),
+            Self::CopyRequired { reason } => write!(
+                f,
+                "a copy would be needed, but the copy policy is Never: {reason}; allow a copy \
+                 (copy=None or True) or move the data first"
+            ),
+            Self::BufferReleased => f.write_str(
+                "the buffer was released to a DLPack consumer (release_ownership): this handle \
+                 is no longer valid; keep a reference with acquire_external instead",
+            ),
+            Self::BufferInUse { users } => write!(
+                f,
+                "the buffer has {users} active view(s) or DLPack reference(s): drop them before \
+                 releasing ownership"
+            ),
+            Self::Unsupported { backend, operation } => {
+                write!(f, "backend \"{backend}\" does not support {operation}")
+            }
+            Self::AllocationFailed { bytes, align } => {
+                write!(f, "allocating {bytes} bytes aligned to {align} failed: out of memory")
+            }
+            Self::DuplicateBackend { name } => write!(
+                f,
+                "a backend named \"{name}\" is already registered: unregister it first"
+            ),
+            Self::InvalidDeviceId { backend, device_id } => write!(
+                f,
+                "backend \"{backend}\" has no device for producer device_id = {device_id}"
+            ),
         }
     }
 }
@@ -320,14 +486,14 @@ impl fmt::Debug for ShortStr {
 }
 
 /// A `fmt::Write` sink into a [`ShortStr`]-sized buffer, used to build messages without `alloc`.
-#[allow(dead_code)] // used by the device registry
+#[cfg(feature = "alloc")]
 pub(crate) struct ShortWriter {
     buf: [u8; ShortStr::CAPACITY],
     len: usize,
     truncated: bool,
 }
 
-#[allow(dead_code)]
+#[cfg(feature = "alloc")]
 impl ShortWriter {
     pub(crate) fn new() -> Self {
         Self {
@@ -345,6 +511,7 @@ impl ShortWriter {
     }
 }
 
+#[cfg(feature = "alloc")]
 impl fmt::Write for ShortWriter {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let room = ShortStr::CAPACITY - self.len;

@@ -254,16 +254,7 @@ impl<S: TensorStorage> ExportBuilder<S> {
             Some(DLPackVersion::CURRENT),
             flags,
         )?;
-        if checked.numel != 0 {
-            let lo = i128::from(byte_offset) + i128::from(checked.span.lo);
-            let hi = i128::from(byte_offset) + i128::from(checked.span.hi);
-            if lo < 0 || hi > i128::from(available) {
-                return Err(Error::StorageTooSmall {
-                    needed: u64::try_from(hi.max(0)).unwrap_or(u64::MAX),
-                    available,
-                });
-            }
-        }
+        check_storage(checked, byte_offset, available)?;
         let parts = Parts {
             device,
             dtype,
@@ -278,21 +269,57 @@ impl<S: TensorStorage> ExportBuilder<S> {
     }
 }
 
+/// Checks that `byte_offset + span` lies inside `available` bytes of storage.
+pub(crate) fn check_storage(
+    checked: layout::Layout,
+    byte_offset: u64,
+    available: u64,
+) -> Result<(), Error> {
+    if checked.numel == 0 {
+        return Ok(());
+    }
+    let lo = i128::from(byte_offset) + i128::from(checked.span.lo);
+    let hi = i128::from(byte_offset) + i128::from(checked.span.hi);
+    if lo < 0 || hi > i128::from(available) {
+        return Err(Error::StorageTooSmall {
+            needed: u64::try_from(hi.max(0)).unwrap_or(u64::MAX),
+            available,
+        });
+    }
+    Ok(())
+}
+
+// SAFETY: forwards to the boxed storage, which upholds the contract itself.
+unsafe impl TensorStorage for Box<dyn TensorStorage> {
+    fn data_ptr(&mut self) -> *mut c_void {
+        (**self).data_ptr()
+    }
+    fn byte_len(&self) -> usize {
+        (**self).byte_len()
+    }
+    fn device(&self) -> Device {
+        (**self).device()
+    }
+    fn is_read_only(&self) -> bool {
+        (**self).is_read_only()
+    }
+}
+
 /// Which struct to emit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Form {
+pub(crate) enum Form {
     Versioned,
     Legacy,
 }
 
 /// The metadata of an export, already checked.
-struct Parts {
-    device: Device,
-    dtype: DataType,
-    byte_offset: u64,
-    flags: u64,
+pub(crate) struct Parts {
+    pub(crate) device: Device,
+    pub(crate) dtype: DataType,
+    pub(crate) byte_offset: u64,
+    pub(crate) flags: u64,
     /// `shape` followed by `strides`.
-    dims: Box<[i64]>,
+    pub(crate) dims: Box<[i64]>,
 }
 
 /// The heap block behind `manager_ctx`: header first, then the arrays and the storage.
@@ -303,7 +330,7 @@ struct Ctx<H, S> {
     storage: S,
 }
 
-fn assemble<S: TensorStorage>(storage: S, parts: Parts, form: Form) -> RawManaged {
+pub(crate) fn assemble<S: TensorStorage>(storage: S, parts: Parts, form: Form) -> RawManaged {
     let ndim = parts.dims.len() / 2;
     let tensor = DLTensor {
         data: core::ptr::null_mut(),
@@ -415,8 +442,15 @@ unsafe extern "C" fn delete_legacy<S: TensorStorage>(managed: *mut DLManagedTens
     drop(unsafe { Box::from_raw((*managed).manager_ctx.cast::<Ctx<DLManagedTensor, S>>()) });
 }
 
-/// An imported tensor kept alive as the storage of a re-export (legacy ↔ versioned).
-struct Reexport(ManagedTensor);
+/// An imported tensor kept alive as the storage of a re-export (legacy ↔ versioned, or a
+/// backend's view of external memory).
+pub(crate) struct Reexport(ManagedTensor);
+
+impl Reexport {
+    pub(crate) fn new(managed: ManagedTensor) -> Self {
+        Self(managed)
+    }
+}
 
 // SAFETY: `data_ptr` returns the imported tensor's own `data`, which its producer keeps valid
 // until the inner deleter runs, i.e. until this value drops. Writes are allowed only if the
@@ -426,8 +460,11 @@ unsafe impl TensorStorage for Reexport {
         self.0.view().data()
     }
     fn byte_len(&self) -> usize {
-        // Not used: re-exports reuse the validated layout and skip the size check.
-        0
+        // Bytes from `data` to the end of the validated span (informational: re-exports reuse
+        // the validated layout).
+        let view = self.0.view();
+        let end = i128::from(view.byte_offset()) + i128::from(view.byte_span().hi);
+        usize::try_from(end.max(0)).unwrap_or(usize::MAX)
     }
     fn device(&self) -> Device {
         self.0.view().device()

@@ -50,9 +50,11 @@ mod managed;
 mod tensor;
 
 pub use abi::{DLPackVersion, DeviceType, TypeCode};
+#[cfg(feature = "alloc")]
+pub use device::{CopyPolicy, Registry, Tensor};
 pub use device::{Device, MemoryClass};
 pub use dtype::{Bool8, Complex32, Complex64, DataType, Element, Fp4Convention};
-pub use error::{Error, ShortStr};
+pub use error::{CopyReason, Error, ShortStr};
 #[cfg(feature = "alloc")]
 pub use export::{ExportBuilder, TensorStorage};
 #[cfg(feature = "alloc")]

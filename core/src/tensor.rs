@@ -144,6 +144,36 @@ impl<'a> TensorRef<'a> {
         }
     }
 
+    /// Builds a view from fields already validated together (a backend tensor's).
+    ///
+    /// # Safety
+    /// `layout` is what [`layout::validate`] returned for exactly these fields (with
+    /// `strides = Some(strides)`), and they satisfy [`TensorRef::from_raw`]'s contract for `'a`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn from_parts(
+        data: *mut c_void,
+        device: Device,
+        dtype: DataType,
+        byte_offset: u64,
+        shape: &'a [i64],
+        strides: &'a [i64],
+        flags: u64,
+        layout: Layout,
+    ) -> Self {
+        Self {
+            data,
+            device,
+            dtype,
+            byte_offset,
+            shape,
+            strides: Some(strides),
+            version: Some(DLPackVersion::CURRENT),
+            flags,
+            layout,
+            _data: PhantomData,
+        }
+    }
+
     /// The raw `data` field: a pointer on host-accessible devices, possibly an opaque handle
     /// elsewhere (never do arithmetic on it there).
     pub fn data(&self) -> *mut c_void {

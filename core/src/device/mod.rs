@@ -4,6 +4,26 @@
 //! `webgpu:0`, or `device_type(99):0` for a type DLPack does not name, and parses back.
 //! [`MemoryClass`] says whether the host can read a device's memory without a copy.
 
+#[cfg(feature = "alloc")]
+mod backend;
+#[cfg(feature = "alloc")]
+mod buffer;
+#[cfg(feature = "alloc")]
+mod cpu;
+#[cfg(feature = "alloc")]
+mod registry;
+
+#[cfg(feature = "alloc")]
+pub use backend::{Backend, BackendRef, LayoutNeed, ViewRequirements, platform_id};
+#[cfg(feature = "alloc")]
+pub use buffer::{Buffer, ReadGuard, Tensor};
+#[cfg(feature = "alloc")]
+pub use cpu::{AlignedBuffer, CPU_ALIGN, CpuBackend, compact_bytes, copy_to_compact};
+#[cfg(feature = "alloc")]
+pub use registry::{
+    CopyPolicy, Decision, ExportOptions, ImportOptions, Registry, reconcile_device,
+};
+
 use core::fmt;
 use core::str::FromStr;
 

@@ -1,0 +1,219 @@
+//! The [`Backend`] trait: what a device backend or plugin provides to the registry.
+
+use alloc::sync::Arc;
+
+use super::buffer::Tensor;
+use crate::abi::DeviceType;
+use crate::device::Device;
+use crate::dtype::DataType;
+use crate::error::{CopyReason, Error, ShortStr};
+use crate::layout::Contiguity;
+use crate::managed::ManagedTensor;
+use crate::tensor::TensorRef;
+
+/// The stable platform id of a backend name: 64-bit FNV-1a over the name's UTF-8 bytes
+/// (offset basis `0xcbf29ce484222325`, prime `0x100000001b3`).
+///
+/// It never changes for a given name, on any platform or release, so it can be stored and
+/// compared across processes (as PJRT's platform ids are).
+///
+/// ```
+/// use dlport_core::device::platform_id;
+/// assert_eq!(platform_id(""), 0xcbf2_9ce4_8422_2325); // the FNV-1a test vectors
+/// assert_eq!(platform_id("a"), 0xaf63_dc4c_8601_ec8c);
+/// assert_ne!(dlport_core::device::platform_id("cuda"), dlport_core::device::platform_id("cpu"));
+/// ```
+pub const fn platform_id(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u64;
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}
+
+/// What a backend needs before it can view foreign memory without a copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ViewRequirements {
+    /// The layouts it can view.
+    pub layout: LayoutNeed,
+    /// The alignment it needs for the first element (1 = none). JAX/XLA needs 64 on the CPU.
+    pub alignment: usize,
+}
+
+impl ViewRequirements {
+    /// Any layout, any alignment.
+    pub const ANY: Self = Self {
+        layout: LayoutNeed::Any,
+        alignment: 1,
+    };
+
+    /// The first reason (layout, then alignment) why `view` does not meet these requirements.
+    pub fn unmet(&self, view: &TensorRef<'_>) -> Option<CopyReason> {
+        let contiguity = view.contiguity();
+        let layout_ok = match self.layout {
+            LayoutNeed::Any => true,
+            LayoutNeed::Dense => contiguity.is_dense(),
+            LayoutNeed::RowMajor => contiguity.is_row_major(),
+        };
+        if !layout_ok {
+            return Some(CopyReason::Layout { contiguity });
+        }
+        match view.first_element_address() {
+            Some(address) if view.numel() != 0 && address % self.alignment.max(1) != 0 => {
+                Some(CopyReason::Alignment {
+                    address,
+                    required: self.alignment,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Which layouts a backend can view without a copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LayoutNeed {
+    /// Any strides, negative and zero included.
+    Any,
+    /// Dense in some axis order ([`Contiguity::is_dense`]).
+    Dense,
+    /// Row-major contiguous ([`Contiguity::is_row_major`]).
+    RowMajor,
+}
+
+impl From<Contiguity> for LayoutNeed {
+    fn from(c: Contiguity) -> Self {
+        if c.is_row_major() {
+            Self::RowMajor
+        } else if c.is_dense() {
+            Self::Dense
+        } else {
+            Self::Any
+        }
+    }
+}
+
+/// A device backend or plugin, as the registry sees it.
+///
+/// Import is a *view of external memory*: [`view_external`](Self::view_external) wraps a DLPack
+/// tensor without copying, and its deleter runs when the last user drops it. Export is an
+/// *external reference*: [`acquire_external`](Self::acquire_external) returns a DLPack tensor
+/// that keeps the buffer alive by a reference count. [`release_ownership`]
+/// (Self::release_ownership) hands the buffer over instead; later use of it through the
+/// backend's handles is an error, never undefined behaviour.
+///
+/// Only [`name`](Self::name), [`device_types`](Self::device_types) and
+/// [`can_access`](Self::can_access) are required; the rest have working defaults built on
+/// [`Tensor`].
+pub trait Backend: Send + Sync + 'static {
+    /// A short, stable name: `"cpu"`, `"cuda"`, `"cuda_host"`, `"webgpu"`, or a plugin's own.
+    fn name(&self) -> &'static str;
+
+    /// A stable id derived from the name ([`platform_id`]).
+    fn platform_id(&self) -> u64 {
+        platform_id(self.name())
+    }
+
+    /// The device types this backend serves.
+    fn device_types(&self) -> &[DeviceType];
+
+    /// Whether this backend reaches memory on `memory` without a copy.
+    fn can_access(&self, memory: Device) -> bool;
+
+    /// What it needs to view foreign memory without a copy.
+    fn view_requirements(&self) -> ViewRequirements {
+        ViewRequirements::ANY
+    }
+
+    /// Maps a producer's device id to this backend's numbering (a plugin may number devices
+    /// differently, as the XPU device selector does). Identity by default.
+    fn translate_device_id(&self, producer_id: i32) -> Result<i32, Error> {
+        Ok(producer_id)
+    }
+
+    /// The inverse of [`translate_device_id`](Self::translate_device_id), for export.
+    fn export_device_id(&self, local_id: i32) -> i32 {
+        local_id
+    }
+
+    /// Import: a view of the DLPack tensor's memory. The default refuses memory the backend
+    /// cannot reach and renumbers the device with
+    /// [`translate_device_id`](Self::translate_device_id).
+    fn view_external(&self, tensor: ManagedTensor, memory: Device) -> Result<Tensor, Error> {
+        if !self.can_access(memory) {
+            return Err(Error::CopyRequired {
+                reason: CopyReason::Device {
+                    from: memory,
+                    to: memory,
+                },
+            });
+        }
+        let local = Device::new(
+            memory.device_type,
+            self.translate_device_id(memory.device_id)?,
+        );
+        Ok(Tensor::from_external(tensor, self.name()).with_device(local))
+    }
+
+    /// Export: a DLPack tensor that keeps `tensor`'s buffer alive by a counted reference.
+    /// `as_device` is the device to write (the tensor's own, or `cpu` for host-accessible
+    /// memory shown to a consumer that knows only the CPU); its id is in this backend's
+    /// numbering and is translated back with [`export_device_id`](Self::export_device_id).
+    fn acquire_external(
+        &self,
+        tensor: &Tensor,
+        versioned: bool,
+        as_device: Device,
+    ) -> Result<ManagedTensor, Error> {
+        let dev = Device::new(
+            as_device.device_type,
+            self.export_device_id(as_device.device_id),
+        );
+        tensor.acquire_external(versioned, dev)
+    }
+
+    /// Export that hands the buffer over: afterwards the backend's handles get
+    /// [`Error::BufferReleased`].
+    fn release_ownership(
+        &self,
+        tensor: &Tensor,
+        versioned: bool,
+        as_device: Device,
+    ) -> Result<ManagedTensor, Error> {
+        let dev = Device::new(
+            as_device.device_type,
+            self.export_device_id(as_device.device_id),
+        );
+        tensor.release_ownership(versioned, dev)
+    }
+
+    /// Allocates a compact tensor (zeroed where the backend can) on `device`.
+    fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
+        let _ = (device, dtype, shape);
+        Err(Error::Unsupported {
+            backend: ShortStr::new(self.name()),
+            operation: "allocation",
+        })
+    }
+
+    /// Copies `src` into a new compact tensor on `target`, if this backend can perform that
+    /// pair of devices; `Ok(None)` if it cannot (the registry then asks the other side).
+    fn copy(&self, src: &TensorRef<'_>, target: Device) -> Result<Option<Tensor>, Error> {
+        let _ = (src, target);
+        Ok(None)
+    }
+}
+
+impl core::fmt::Debug for dyn Backend {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Backend({})", self.name())
+    }
+}
+
+/// Shared handle to a registered backend.
+pub type BackendRef = Arc<dyn Backend>;

@@ -1,0 +1,452 @@
+//! Backend tensors: shared buffers with explicit ownership states, and the views and DLPack
+//! references taken from them.
+//!
+//! A [`Buffer`] is one range of memory on one device, owned either by a backend allocation or
+//! by an imported DLPack tensor (whose deleter runs when the last user drops it: XLA's *view of
+//! external memory*). [`Tensor`]s are cheap handles (an `Arc` plus metadata) onto a buffer.
+//! [`Tensor::acquire_external`] exports a DLPack tensor that holds a counted reference (XLA's
+//! *external reference*); [`Tensor::release_ownership`] hands the memory itself to a consumer,
+//! after which every handle's access returns [`Error::BufferReleased`], never a dangling read.
+
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::cell::UnsafeCell;
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::abi::{DLPackVersion, FLAG_IS_COPIED, FLAG_READ_ONLY};
+use crate::device::Device;
+use crate::dtype::{DataType, Element};
+use crate::error::Error;
+use crate::export::{self, Form, TensorStorage};
+use crate::layout::{self, Contiguity, Layout};
+use crate::managed::ManagedTensor;
+use crate::tensor::TensorRef;
+
+const RELEASED: usize = 1 << (usize::BITS - 1);
+
+/// One range of memory on one device, with a count of its active users.
+pub struct Buffer {
+    ptr: *mut c_void,
+    len: usize,
+    device: Device,
+    /// `RELEASED` bit | number of active users (read guards and DLPack references).
+    state: AtomicUsize,
+    /// What frees the memory. Touched only with exclusive access: in `Drop`, or by the one
+    /// caller that moved `state` from 0 users to `RELEASED`.
+    owner: UnsafeCell<Option<Box<dyn TensorStorage>>>,
+}
+
+// SAFETY: `ptr` is only handed out under a counted borrow; `owner` is accessed exclusively (see
+// the field's comment); the owner itself is `Send`, and DLPack lets deleters run on any thread.
+unsafe impl Send for Buffer {}
+// SAFETY: shared access only reads immutable fields and uses atomics.
+unsafe impl Sync for Buffer {}
+
+impl core::fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Buffer")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .field("device", &self.device)
+            .field("state", &self.state.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Buffer {
+    /// Wraps owned storage. Its pointer is taken once, here.
+    pub fn new(mut storage: Box<dyn TensorStorage>) -> Arc<Self> {
+        let ptr = storage.data_ptr();
+        Arc::new(Self {
+            ptr,
+            len: storage.byte_len(),
+            device: storage.device(),
+            state: AtomicUsize::new(0),
+            owner: UnsafeCell::new(Some(storage)),
+        })
+    }
+
+    /// The base pointer or handle.
+    pub fn ptr(&self) -> *mut c_void {
+        self.ptr
+    }
+
+    /// Bytes behind [`ptr`](Self::ptr).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device of the memory.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// Whether the memory was released to a DLPack consumer.
+    pub fn is_released(&self) -> bool {
+        self.state.load(Ordering::Acquire) & RELEASED != 0
+    }
+
+    /// Active users: read guards and outstanding DLPack references.
+    pub fn users(&self) -> usize {
+        self.state.load(Ordering::Acquire) & !RELEASED
+    }
+
+    fn try_use(self: &Arc<Self>) -> Result<Use, Error> {
+        let mut s = self.state.load(Ordering::Acquire);
+        loop {
+            if s & RELEASED != 0 {
+                return Err(Error::BufferReleased);
+            }
+            match self
+                .state
+                .compare_exchange_weak(s, s + 1, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Ok(Use(Arc::clone(self))),
+                Err(now) => s = now,
+            }
+        }
+    }
+
+    /// Moves the owner out, marking the buffer released. Fails if anyone uses it.
+    fn release(&self) -> Result<Box<dyn TensorStorage>, Error> {
+        match self
+            .state
+            .compare_exchange(0, RELEASED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {}
+            Err(s) if s & RELEASED != 0 => return Err(Error::BufferReleased),
+            Err(s) => return Err(Error::BufferInUse { users: s }),
+        }
+        // SAFETY: we moved the state from "no users" to RELEASED, so no other thread can start
+        // using the buffer or release it again; `Drop` cannot run while `&self` exists.
+        let owner = unsafe { (*self.owner.get()).take() };
+        owner.ok_or(Error::BufferReleased)
+    }
+}
+
+/// A counted use of a buffer: while it lives, the memory cannot be released.
+struct Use(Arc<Buffer>);
+
+impl Drop for Use {
+    fn drop(&mut self) {
+        self.0.state.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A backend's tensor: a handle onto a [`Buffer`] plus shape, strides, dtype and offset.
+///
+/// Cloning is cheap and shares the buffer. The memory is freed (or the DLPack deleter of an
+/// imported tensor called) when the last handle and the last DLPack reference are gone.
+#[derive(Clone)]
+pub struct Tensor {
+    buffer: Arc<Buffer>,
+    backend: &'static str,
+    dtype: DataType,
+    /// `shape` followed by `strides`.
+    dims: Arc<[i64]>,
+    byte_offset: u64,
+    flags: u64,
+    layout: Layout,
+    device: Device,
+}
+
+impl core::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Tensor")
+            .field("backend", &self.backend)
+            .field("device", &self.device)
+            .field("dtype", &self.dtype)
+            .field("shape", &self.shape())
+            .field("strides", &self.strides())
+            .field("byte_offset", &self.byte_offset)
+            .field("flags", &self.flags)
+            .finish()
+    }
+}
+
+impl Tensor {
+    /// A tensor over `buffer`, checked against the buffer's size: `byte_offset + span` must lie
+    /// inside it. `device` is the device as the backend numbers it (usually the buffer's).
+    pub fn new(
+        buffer: Arc<Buffer>,
+        backend: &'static str,
+        dtype: DataType,
+        shape: &[i64],
+        strides: Option<&[i64]>,
+        byte_offset: u64,
+        flags: u64,
+    ) -> Result<Self, Error> {
+        let ndim = layout::check_ndim(shape.len() as i64)?;
+        let mut dims = Vec::with_capacity(2 * ndim);
+        dims.extend_from_slice(shape);
+        match strides {
+            Some(s) if s.len() != ndim => {
+                return Err(Error::StridesLength {
+                    strides: s.len(),
+                    ndim,
+                });
+            }
+            Some(s) => dims.extend_from_slice(s),
+            None => {
+                dims.resize(2 * ndim, 0);
+                let (sh, st) = dims.split_at_mut(ndim);
+                layout::compact_row_major(sh, st)?;
+            }
+        }
+        let layout = layout::validate_metadata(
+            dtype,
+            &dims[..ndim],
+            Some(&dims[ndim..]),
+            Some(DLPackVersion::CURRENT),
+            flags,
+        )?;
+        export::check_storage(layout, byte_offset, buffer.len() as u64)?;
+        let device = buffer.device();
+        Ok(Self {
+            buffer,
+            backend,
+            dtype,
+            dims: dims.into(),
+            byte_offset,
+            flags,
+            layout,
+            device,
+        })
+    }
+
+    /// Imports a DLPack tensor as a view of its memory (no copy). The DLPack deleter runs when
+    /// the last handle onto the view, and the last reference re-exported from it, are dropped.
+    pub fn from_external(managed: ManagedTensor, backend: &'static str) -> Self {
+        let view = managed.view();
+        let (dtype, byte_offset, flags, layout, device) = (
+            view.dtype(),
+            view.byte_offset(),
+            view.flags(),
+            view.layout(),
+            view.device(),
+        );
+        let mut dims: Vec<i64> = view.shape().to_vec();
+        dims.extend(view.strides());
+        let buffer = Buffer::new(Box::new(export::Reexport::new(managed)));
+        Self {
+            buffer,
+            backend,
+            dtype,
+            dims: dims.into(),
+            byte_offset,
+            flags,
+            layout,
+            device,
+        }
+    }
+
+    /// The name of the backend that holds it.
+    pub fn backend(&self) -> &'static str {
+        self.backend
+    }
+
+    /// The buffer.
+    pub fn buffer(&self) -> &Arc<Buffer> {
+        &self.buffer
+    }
+
+    /// The device, as the holding backend numbers it.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The same tensor with its device renumbered (after a device-id translation).
+    pub fn with_device(mut self, device: Device) -> Self {
+        self.device = device;
+        self
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> DataType {
+        self.dtype
+    }
+
+    /// Extents.
+    pub fn shape(&self) -> &[i64] {
+        &self.dims[..self.dims.len() / 2]
+    }
+
+    /// Strides in elements.
+    pub fn strides(&self) -> &[i64] {
+        &self.dims[self.dims.len() / 2..]
+    }
+
+    /// Bytes from the buffer's start to the first element.
+    pub fn byte_offset(&self) -> u64 {
+        self.byte_offset
+    }
+
+    /// Flags (READ_ONLY, IS_COPIED, IS_SUBBYTE_TYPE_PADDED).
+    pub fn flags(&self) -> u64 {
+        self.flags
+    }
+
+    /// The tensor is a copy made for this import or export.
+    pub fn is_copied(&self) -> bool {
+        self.flags & FLAG_IS_COPIED != 0
+    }
+
+    /// The producer forbade writes.
+    pub fn is_read_only(&self) -> bool {
+        self.flags & FLAG_READ_ONLY != 0
+    }
+
+    /// The same tensor with IS_COPIED set or cleared.
+    pub fn with_copied(mut self, copied: bool) -> Self {
+        if copied {
+            self.flags |= FLAG_IS_COPIED
+        } else {
+            self.flags &= !FLAG_IS_COPIED
+        }
+        self
+    }
+
+    /// Layout summary.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// C / F / permuted / strided.
+    pub fn contiguity(&self) -> Contiguity {
+        self.layout.contiguity
+    }
+
+    /// Address of the first element for host-accessible memory (`None` for device memory or a
+    /// released buffer).
+    pub fn first_element_address(&self) -> Option<usize> {
+        if !self.buffer.device.is_host_accessible() || self.buffer.is_released() {
+            return None;
+        }
+        Some((self.buffer.ptr as usize).wrapping_add(self.byte_offset as usize))
+    }
+
+    /// Takes a counted read of the memory: a validated view for as long as the guard lives.
+    /// Fails with [`Error::BufferReleased`] once the memory was released to a consumer.
+    pub fn read(&self) -> Result<ReadGuard<'_>, Error> {
+        let guard = self.buffer.try_use()?;
+        Ok(ReadGuard {
+            tensor: self,
+            _use: guard,
+        })
+    }
+
+    /// Copies the elements out in row-major order (host-accessible memory only).
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, Error> {
+        self.read()?.view().to_vec()
+    }
+
+    /// Exports a DLPack tensor that keeps the buffer alive by a counted reference (XLA's
+    /// external reference). The buffer cannot be released while it exists. `form` picks a
+    /// versioned (1.3) or legacy struct. `device` is the DLPack device to write (after any
+    /// device-id translation by the backend).
+    pub fn acquire_external(
+        &self,
+        versioned: bool,
+        device: Device,
+    ) -> Result<ManagedTensor, Error> {
+        let guard = self.buffer.try_use()?;
+        let parts = self.parts(device);
+        let form = if versioned {
+            Form::Versioned
+        } else {
+            Form::Legacy
+        };
+        let raw = export::assemble(ExternalRef { guard }, parts, form);
+        // SAFETY: a fresh, owned export whose layout was validated against this buffer.
+        unsafe { ManagedTensor::from_raw(raw) }
+    }
+
+    /// Hands the memory itself to a DLPack consumer. Afterwards every handle onto this buffer
+    /// gets [`Error::BufferReleased`]. Fails with [`Error::BufferInUse`] while views or external
+    /// references exist.
+    pub fn release_ownership(
+        &self,
+        versioned: bool,
+        device: Device,
+    ) -> Result<ManagedTensor, Error> {
+        let owner = self.buffer.release()?;
+        let parts = self.parts(device);
+        let form = if versioned {
+            Form::Versioned
+        } else {
+            Form::Legacy
+        };
+        let raw = export::assemble(owner, parts, form);
+        // SAFETY: a fresh, owned export of memory we owned alone until now.
+        unsafe { ManagedTensor::from_raw(raw) }
+    }
+
+    fn parts(&self, device: Device) -> export::Parts {
+        export::Parts {
+            device,
+            dtype: self.dtype,
+            byte_offset: self.byte_offset,
+            flags: self.flags,
+            dims: self.dims.iter().copied().collect(),
+        }
+    }
+}
+
+/// A counted read of a [`Tensor`]'s memory.
+pub struct ReadGuard<'a> {
+    tensor: &'a Tensor,
+    _use: Use,
+}
+
+impl ReadGuard<'_> {
+    /// The validated view (host-accessible memory can be read through it).
+    pub fn view(&self) -> TensorRef<'_> {
+        let t = self.tensor;
+        let ndim = t.dims.len() / 2;
+        // SAFETY: the tensor's layout was validated against the buffer (or came from a
+        // validated import), and the counted use keeps the buffer unreleased and alive for the
+        // guard's lifetime.
+        unsafe {
+            TensorRef::from_parts(
+                t.buffer.ptr,
+                t.buffer.device,
+                t.dtype,
+                t.byte_offset,
+                &t.dims[..ndim],
+                &t.dims[ndim..],
+                t.flags,
+                t.layout,
+            )
+        }
+    }
+}
+
+/// The storage of an external reference: holds a counted use of the buffer.
+struct ExternalRef {
+    guard: Use,
+}
+
+// SAFETY: the counted use keeps the buffer alive and unreleased for as long as this value
+// lives; the pointer and length are the buffer's, fixed at its creation.
+unsafe impl TensorStorage for ExternalRef {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.guard.0.ptr
+    }
+    fn byte_len(&self) -> usize {
+        self.guard.0.len
+    }
+    fn device(&self) -> Device {
+        self.guard.0.device
+    }
+    fn is_read_only(&self) -> bool {
+        // Other handles may still read or write the buffer.
+        false
+    }
+}

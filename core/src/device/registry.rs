@@ -1,0 +1,306 @@
+//! The [`Registry`] of backends, device reconciliation, and the two entry points
+//! [`Registry::from_dlpack`] and [`Registry::to_dlpack`].
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt::Write as _;
+
+use super::backend::{BackendRef, ViewRequirements};
+use super::buffer::Tensor;
+use super::cpu::CpuBackend;
+use crate::abi::{DLPackVersion, DeviceType};
+use crate::device::{Device, MemoryClass};
+use crate::error::{CopyReason, Error, ShortStr, ShortWriter};
+use crate::managed::ManagedTensor;
+use crate::tensor::TensorRef;
+
+/// The array-API `copy` argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum CopyPolicy {
+    /// `copy=False`: never copy; fail with [`Error::CopyRequired`] if a copy would be needed.
+    Never,
+    /// `copy=None`: copy only if needed.
+    #[default]
+    IfNeeded,
+    /// `copy=True`: always copy (the result has IS_COPIED).
+    Always,
+}
+
+impl CopyPolicy {
+    /// From the array-API argument: `None` → IfNeeded, `Some(true)` → Always,
+    /// `Some(false)` → Never.
+    pub const fn from_copy(copy: Option<bool>) -> Self {
+        match copy {
+            None => Self::IfNeeded,
+            Some(true) => Self::Always,
+            Some(false) => Self::Never,
+        }
+    }
+}
+
+/// Reconciles the device written in the DLTensor (the capsule's) with the one the producer
+/// advertises through `__dlpack_device__`.
+///
+/// - Nothing advertised, or both equal: that device.
+/// - One says plain `cpu` and the other a host-accessible class (pinned, managed): the more
+///   specific one. PyTorch's pinned tensors advertise `kDLCUDAHost` while their capsule says
+///   `kDLCPU`; that is pinned host memory.
+/// - Anything else (a `cuda` capsule advertised as `cpu`, two GPU ids): [`Error::DeviceMismatch`].
+pub fn reconcile_device(capsule: Device, advertised: Option<Device>) -> Result<Device, Error> {
+    let Some(advertised) = advertised else {
+        return Ok(capsule);
+    };
+    if capsule == advertised {
+        return Ok(capsule);
+    }
+    let is_plain_cpu = |d: Device| d.memory_class() == MemoryClass::Host;
+    match (is_plain_cpu(capsule), is_plain_cpu(advertised)) {
+        (true, false) if advertised.is_host_accessible() => Ok(advertised),
+        (false, true) if capsule.is_host_accessible() => Ok(capsule),
+        _ => Err(Error::DeviceMismatch {
+            capsule,
+            advertised,
+        }),
+    }
+}
+
+/// How to import: the array-API `from_dlpack(x, device=, copy=)` plus the producer's
+/// advertised device and the consumer's own layout needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// The target device; `None` means the data's own device.
+    pub device: Option<Device>,
+    /// What the producer's `__dlpack_device__` said, if known.
+    pub advertised: Option<Device>,
+    /// The copy policy.
+    pub copy: CopyPolicy,
+    /// Extra needs of the consumer (layout, alignment), on top of the backend's own.
+    pub requirements: Option<ViewRequirements>,
+}
+
+/// How to export: the array-API `__dlpack__(max_version=, dl_device=, copy=)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExportOptions {
+    /// The highest version the consumer understands: `None` or major 0 → legacy
+    /// `DLManagedTensor`; major ≥ 1 → `DLManagedTensorVersioned` 1.3.
+    pub max_version: Option<DLPackVersion>,
+    /// The device the consumer wants; `None` means the tensor's own.
+    pub dl_device: Option<Device>,
+    /// The copy policy.
+    pub copy: CopyPolicy,
+}
+
+/// What the registry decided for an import, before doing it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// Where the memory really is (after reconciliation).
+    pub memory: Device,
+    /// Where the result goes.
+    pub target: Device,
+    /// The backend that will hold the result.
+    pub backend: &'static str,
+    /// Why a view is impossible, if it is.
+    pub copy_reason: Option<CopyReason>,
+    /// Whether a copy will be made.
+    pub copies: bool,
+}
+
+/// A run-time registry of backends. Resolution prefers the most recently registered backend
+/// that serves a device type; for a type no backend serves, it falls back to one that can
+/// reach that memory without a copy (so `kDLCUDAHost` resolves to the CPU backend when no CUDA
+/// backend is present — never to a bare `KeyError`).
+#[derive(Clone, Default)]
+pub struct Registry {
+    backends: Vec<BackendRef>,
+}
+
+impl core::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_list()
+            .entries(self.backends.iter().map(|b| b.name()))
+            .finish()
+    }
+}
+
+impl Registry {
+    /// An empty registry.
+    pub const fn new() -> Self {
+        Self {
+            backends: Vec::new(),
+        }
+    }
+
+    /// A registry holding the core CPU backend.
+    pub fn with_cpu() -> Self {
+        let mut r = Self::new();
+        r.backends.push(Arc::new(CpuBackend));
+        r
+    }
+
+    /// Registers a backend. Names are unique: [`Error::DuplicateBackend`] otherwise.
+    pub fn register(&mut self, backend: BackendRef) -> Result<(), Error> {
+        if self.get(backend.name()).is_some() {
+            return Err(Error::DuplicateBackend {
+                name: ShortStr::new(backend.name()),
+            });
+        }
+        self.backends.push(backend);
+        Ok(())
+    }
+
+    /// Removes a backend by name, returning it. Tensors it made stay valid.
+    pub fn unregister(&mut self, name: &str) -> Option<BackendRef> {
+        let at = self.backends.iter().position(|b| b.name() == name)?;
+        Some(self.backends.remove(at))
+    }
+
+    /// A backend by name.
+    pub fn get(&self, name: &str) -> Option<&BackendRef> {
+        self.backends.iter().find(|b| b.name() == name)
+    }
+
+    /// The registered names, in registration order.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.backends.iter().map(|b| b.name())
+    }
+
+    /// The backend for a device: the latest one serving its type, else the latest one that can
+    /// reach its memory, else [`Error::NoBackend`] naming the type, its number, the id and what
+    /// is registered.
+    pub fn resolve(&self, device: Device) -> Result<&BackendRef, Error> {
+        let serving = self
+            .backends
+            .iter()
+            .rev()
+            .find(|b| b.device_types().contains(&device.device_type));
+        if let Some(b) = serving {
+            return Ok(b);
+        }
+        if let Some(b) = self.backends.iter().rev().find(|b| b.can_access(device)) {
+            return Ok(b);
+        }
+        let mut names = ShortWriter::new();
+        for (i, name) in self.names().enumerate() {
+            let _ = write!(names, "{}{name}", if i == 0 { "" } else { ", " });
+        }
+        if self.backends.is_empty() {
+            let _ = names.write_str("none");
+        }
+        Err(Error::NoBackend {
+            device_type: device.device_type,
+            device_id: device.device_id,
+            registered: names.finish(),
+        })
+    }
+
+    /// Decides how an import would go, without doing it.
+    pub fn decide(&self, view: &TensorRef<'_>, options: &ImportOptions) -> Result<Decision, Error> {
+        let memory = reconcile_device(view.device(), options.advertised)?;
+        let target = options.device.unwrap_or(memory);
+        let backend = self.resolve(target)?;
+        let copy_reason = if !backend.can_access(memory) {
+            Some(CopyReason::Device {
+                from: memory,
+                to: target,
+            })
+        } else {
+            backend
+                .view_requirements()
+                .unmet(view)
+                .or_else(|| options.requirements.and_then(|r| r.unmet(view)))
+        };
+        let copies = match (copy_reason, options.copy) {
+            (_, CopyPolicy::Always) | (Some(_), CopyPolicy::IfNeeded) => true,
+            (None, _) => false,
+            (Some(reason), CopyPolicy::Never) => return Err(Error::CopyRequired { reason }),
+        };
+        Ok(Decision {
+            memory,
+            target,
+            backend: backend.name(),
+            copy_reason,
+            copies,
+        })
+    }
+
+    /// Imports a DLPack tensor onto a backend: a zero-copy view when the target backend reaches
+    /// the memory in a layout and alignment it accepts, else a copy when the policy allows
+    /// (the result has IS_COPIED), else [`Error::CopyRequired`] saying why. Every error path
+    /// releases the tensor.
+    pub fn from_dlpack(
+        &self,
+        tensor: ManagedTensor,
+        options: &ImportOptions,
+    ) -> Result<Tensor, Error> {
+        let decision = self.decide(&tensor.view(), options)?;
+        let backend = self.resolve(decision.target)?;
+        if !decision.copies {
+            return backend.view_external(tensor, decision.memory);
+        }
+        let copied = self.copy_view(&tensor.view(), decision.memory, decision.target)?;
+        Ok(copied.with_copied(true))
+    }
+
+    /// Copies a view to `target` through the target's backend, or else the source's.
+    fn copy_view(
+        &self,
+        view: &TensorRef<'_>,
+        memory: Device,
+        target: Device,
+    ) -> Result<Tensor, Error> {
+        let to = self.resolve(target)?;
+        if let Some(t) = to.copy(view, target)? {
+            return Ok(t);
+        }
+        if let Ok(from) = self.resolve(memory) {
+            if let Some(t) = from.copy(view, target)? {
+                return Ok(t);
+            }
+        }
+        Err(Error::Unsupported {
+            backend: ShortStr::new(to.name()),
+            operation: "a copy between these devices",
+        })
+    }
+
+    /// Exports a backend tensor, following `__dlpack__`: legacy or versioned from
+    /// `max_version`; a copy when `dl_device` differs (host-accessible memory is shown to a
+    /// `cpu` consumer without one) or `copy` is Always; an external reference otherwise.
+    pub fn to_dlpack(
+        &self,
+        tensor: &Tensor,
+        options: &ExportOptions,
+    ) -> Result<ManagedTensor, Error> {
+        let versioned = options.max_version.is_some_and(|v| v.major >= 1);
+        let own = tensor.device();
+        let wanted = options.dl_device.unwrap_or(own);
+        let backend = self
+            .get(tensor.backend())
+            .cloned()
+            .map_or_else(|| self.resolve(own).cloned(), Ok)?;
+        let relabel = wanted == own
+            || (wanted.device_type == DeviceType::CPU
+                && tensor.buffer().device().is_host_accessible());
+        if relabel && options.copy != CopyPolicy::Always {
+            return backend.acquire_external(tensor, versioned, wanted);
+        }
+        if !relabel && options.copy == CopyPolicy::Never {
+            return Err(Error::CopyRequired {
+                reason: CopyReason::Device {
+                    from: own,
+                    to: wanted,
+                },
+            });
+        }
+        let copy = {
+            let guard = tensor.read()?;
+            self.copy_view(&guard.view(), tensor.buffer().device(), wanted)?
+                .with_copied(true)
+        };
+        let holder = self
+            .get(copy.backend())
+            .cloned()
+            .map_or_else(|| self.resolve(wanted).cloned(), Ok)?;
+        holder.release_ownership(&copy, versioned, wanted)
+    }
+}

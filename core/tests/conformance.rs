@@ -1,0 +1,946 @@
+//! The DLPack conformance table: one case per rule (from dlpack.h 1.3, the array-API DLPack
+//! section and the behaviour of the main producers), each asserting the exact outcome.
+//!
+//! Validation cases build a real `DLTensor` and go through the unsafe entry point
+//! (`TensorRef::from_raw`); a few go through the pure validator, typed access, ownership,
+//! export and parsing. The last test checks that every `Error` variant is reached.
+
+use std::collections::BTreeSet;
+use std::ffi::c_void;
+
+use dlport_core::abi::{
+    DLManagedTensorVersioned, DLTensor, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
+};
+use dlport_core::layout::{self, RawFields};
+use dlport_core::{
+    Contiguity, DLPackVersion, DataType, Device, DeviceType, Error, ExportBuilder, ManagedTensor,
+    TensorRef, TypeCode,
+};
+
+#[derive(Clone, Copy, Debug)]
+enum Data {
+    Null,
+    /// The middle of a 64-byte-aligned 4 KiB buffer, so negative strides stay inside it.
+    Buffer,
+    Addr(usize),
+}
+
+#[derive(Clone, Debug)]
+enum Expect {
+    Ok {
+        numel: u64,
+        contiguity: Contiguity,
+        span: (i64, i64),
+        strides: Vec<i64>,
+    },
+    Err(Error),
+}
+
+#[derive(Clone, Debug)]
+struct Case {
+    rule: &'static str,
+    dtype: DataType,
+    ndim: Option<i32>,
+    shape: Option<Vec<i64>>,
+    strides: Option<Vec<i64>>,
+    byte_offset: u64,
+    data: Data,
+    device: Device,
+    version: Option<DLPackVersion>,
+    flags: u64,
+}
+
+fn case(rule: &'static str) -> Case {
+    Case {
+        rule,
+        dtype: DataType::FLOAT32,
+        ndim: None,
+        shape: Some(vec![]),
+        strides: Some(vec![]),
+        byte_offset: 0,
+        data: Data::Buffer,
+        device: Device::CPU,
+        version: Some(DLPackVersion::new(1, 3)),
+        flags: 0,
+    }
+}
+
+impl Case {
+    fn shape(mut self, s: &[i64]) -> Self {
+        self.shape = Some(s.to_vec());
+        self
+    }
+    fn strides(mut self, s: &[i64]) -> Self {
+        self.strides = Some(s.to_vec());
+        self
+    }
+    fn null_strides(mut self) -> Self {
+        self.strides = None;
+        self
+    }
+    fn null_shape(mut self, ndim: i32) -> Self {
+        self.shape = None;
+        self.ndim = Some(ndim);
+        self
+    }
+    fn ndim(mut self, ndim: i32) -> Self {
+        self.ndim = Some(ndim);
+        self
+    }
+    fn dtype(mut self, code: TypeCode, bits: u8, lanes: u16) -> Self {
+        self.dtype = DataType::new(code, bits, lanes);
+        self
+    }
+    fn dt(mut self, dtype: DataType) -> Self {
+        self.dtype = dtype;
+        self
+    }
+    fn data(mut self, d: Data) -> Self {
+        self.data = d;
+        self
+    }
+    fn device(mut self, d: Device) -> Self {
+        self.device = d;
+        self
+    }
+    fn version(mut self, v: Option<(u32, u32)>) -> Self {
+        self.version = v.map(|(a, b)| DLPackVersion::new(a, b));
+        self
+    }
+    fn flags(mut self, f: u64) -> Self {
+        self.flags = f;
+        self
+    }
+    fn byte_offset(mut self, b: u64) -> Self {
+        self.byte_offset = b;
+        self
+    }
+
+    /// Builds the DLTensor and validates it through `TensorRef::from_raw`.
+    fn run(&self) -> Result<(u64, Contiguity, (i64, i64), Vec<i64>), Error> {
+        #[repr(C, align(64))]
+        struct Buf([u8; 4096]);
+        let mut buf = Buf([0; 4096]);
+        let mut shape = self.shape.clone().unwrap_or_default();
+        let mut strides = self.strides.clone().unwrap_or_default();
+        let ndim = self.ndim.unwrap_or(shape.len() as i32);
+        // Arrays long enough for any ndim the case claims, so a bogus ndim never reads out of
+        // bounds even if a bug let it through.
+        if ndim > 0 && shape.len() < ndim as usize && self.shape.is_some() {
+            shape.resize(ndim as usize, 1);
+        }
+        if ndim > 0 && strides.len() < ndim as usize && self.strides.is_some() {
+            strides.resize(ndim as usize, 1);
+        }
+        let data: *mut c_void = match self.data {
+            Data::Null => std::ptr::null_mut(),
+            Data::Buffer => buf.0[2048..].as_mut_ptr().cast(),
+            Data::Addr(a) => a as *mut c_void,
+        };
+        let tensor = DLTensor {
+            data,
+            device: self.device,
+            ndim,
+            dtype: self.dtype,
+            shape: if self.shape.is_some() && ndim > 0 {
+                shape.as_mut_ptr()
+            } else {
+                std::ptr::null_mut()
+            },
+            strides: if self.strides.is_some() && ndim > 0 {
+                strides.as_mut_ptr()
+            } else {
+                std::ptr::null_mut()
+            },
+            byte_offset: self.byte_offset,
+        };
+        // SAFETY: shape/strides hold at least ndim values; data points into `buf` (2 KiB on
+        // either side) or is never dereferenced (validation reads no data).
+        let view = unsafe { TensorRef::from_raw(&tensor, self.version, self.flags) }?;
+        let span = view.byte_span();
+        Ok((
+            view.numel(),
+            view.contiguity(),
+            (span.lo, span.hi),
+            view.strides().collect(),
+        ))
+    }
+}
+
+fn ok(numel: u64, contiguity: Contiguity, span: (i64, i64), strides: &[i64]) -> Expect {
+    Expect::Ok {
+        numel,
+        contiguity,
+        span,
+        strides: strides.to_vec(),
+    }
+}
+
+fn v(a: u32, b: u32) -> DLPackVersion {
+    DLPackVersion::new(a, b)
+}
+
+use Contiguity::*;
+
+fn table() -> Vec<(Case, Expect)> {
+    vec![
+        // ── shapes and dimensions ──
+        (
+            case("0-d scalar: shape and strides may be NULL when ndim = 0 (v1.3)")
+                .null_shape(0)
+                .null_strides(),
+            ok(1, Both, (0, 4), &[]),
+        ),
+        (
+            case("0-d scalar from a legacy producer")
+                .null_shape(0)
+                .null_strides()
+                .version(None),
+            ok(1, Both, (0, 4), &[]),
+        ),
+        (
+            case("1-d compact").shape(&[5]).strides(&[1]),
+            ok(5, Both, (0, 20), &[1]),
+        ),
+        (
+            case("2-d row-major").shape(&[2, 3]).strides(&[3, 1]),
+            ok(6, RowMajor, (0, 24), &[3, 1]),
+        ),
+        (
+            case("2-d column-major").shape(&[2, 3]).strides(&[1, 2]),
+            ok(6, ColumnMajor, (0, 24), &[1, 2]),
+        ),
+        (
+            case("3-d permutation of a compact layout (what JAX accepts)")
+                .shape(&[2, 3, 4])
+                .strides(&[4, 8, 1]),
+            ok(24, Permuted, (0, 96), &[4, 8, 1]),
+        ),
+        (
+            case("rows with a gap are strided")
+                .shape(&[2, 3])
+                .strides(&[4, 1]),
+            ok(6, Strided, (0, 28), &[4, 1]),
+        ),
+        (
+            case("overlapping strides are legal, strided")
+                .shape(&[2, 3])
+                .strides(&[1, 1]),
+            ok(6, Strided, (0, 16), &[1, 1]),
+        ),
+        (
+            case("negative stride reaches below the first element")
+                .shape(&[4])
+                .strides(&[-1]),
+            ok(4, Strided, (-12, 4), &[-1]),
+        ),
+        (
+            case("negative and positive strides combine")
+                .shape(&[2, 3])
+                .strides(&[-3, 1]),
+            ok(6, Strided, (-12, 12), &[-3, 1]),
+        ),
+        (
+            case("zero (broadcast) stride is legal")
+                .shape(&[3, 4])
+                .strides(&[0, 1]),
+            ok(12, Strided, (0, 16), &[0, 1]),
+        ),
+        (
+            case("an extent-1 axis may carry any stride")
+                .shape(&[1, 4])
+                .strides(&[999, 1]),
+            ok(4, Both, (0, 16), &[999, 1]),
+        ),
+        (
+            case("an extent-1 axis may carry a negative stride")
+                .shape(&[3, 1])
+                .strides(&[1, -7]),
+            ok(3, Both, (0, 12), &[1, -7]),
+        ),
+        (
+            case("ndim = 64 is the maximum")
+                .shape(&[1; 64])
+                .strides(&[1; 64]),
+            ok(1, Both, (0, 4), &[1; 64]),
+        ),
+        (
+            case("ndim = 65 is refused before shape is read")
+                .ndim(65)
+                .shape(&[1; 65])
+                .strides(&[1; 65]),
+            Expect::Err(Error::NdimOutOfRange { ndim: 65 }),
+        ),
+        (
+            case("negative ndim is refused")
+                .ndim(-1)
+                .shape(&[])
+                .strides(&[]),
+            Expect::Err(Error::NdimOutOfRange { ndim: -1 }),
+        ),
+        (
+            case("shape NULL with ndim > 0").null_shape(2),
+            Expect::Err(Error::NullShape { ndim: 2 }),
+        ),
+        (
+            case("negative extent").shape(&[2, -3]).strides(&[1, 1]),
+            Expect::Err(Error::NegativeExtent {
+                axis: 1,
+                extent: -3,
+            }),
+        ),
+        (
+            case("element count overflows 64 bits")
+                .shape(&[1 << 32, 1 << 32])
+                .strides(&[1, 1]),
+            Expect::Err(Error::ElementCountOverflow {
+                axis: 1,
+                extent: 1 << 32,
+            }),
+        ),
+        (
+            case("element count above i64::MAX")
+                .shape(&[1 << 61, 4])
+                .strides(&[4, 1]),
+            Expect::Err(Error::ElementCountOverflow { axis: 1, extent: 4 }),
+        ),
+        (
+            case("a zero extent makes an overflowing shape empty")
+                .shape(&[i64::MAX, i64::MAX, 0])
+                .strides(&[1, 1, 1]),
+            ok(0, Both, (0, 0), &[1, 1, 1]),
+        ),
+        // ── size-0 tensors ──
+        (
+            case("size-0 tensor with NULL data")
+                .shape(&[0, 3])
+                .strides(&[3, 1])
+                .data(Data::Null),
+            ok(0, Both, (0, 0), &[3, 1]),
+        ),
+        (
+            case("size-0 tensor: strides are irrelevant")
+                .shape(&[3, 0])
+                .strides(&[-99, i64::MAX])
+                .data(Data::Null),
+            ok(0, Both, (0, 0), &[-99, i64::MAX]),
+        ),
+        // ── NULL strides by version ──
+        (
+            case("legacy NULL strides mean compact row-major")
+                .shape(&[2, 3])
+                .null_strides()
+                .version(None),
+            ok(6, RowMajor, (0, 24), &[3, 1]),
+        ),
+        (
+            case("v1.1 NULL strides mean compact row-major")
+                .shape(&[2, 3, 4])
+                .null_strides()
+                .version(Some((1, 1))),
+            ok(24, RowMajor, (0, 96), &[12, 4, 1]),
+        ),
+        (
+            case("v1.2 forbids NULL strides when ndim > 0")
+                .shape(&[2, 3])
+                .null_strides()
+                .version(Some((1, 2))),
+            Expect::Err(Error::NullStrides {
+                ndim: 2,
+                version: v(1, 2),
+            }),
+        ),
+        (
+            case("v1.3 forbids NULL strides even for a size-0 tensor")
+                .shape(&[0, 3])
+                .null_strides()
+                .data(Data::Null),
+            Expect::Err(Error::NullStrides {
+                ndim: 2,
+                version: v(1, 3),
+            }),
+        ),
+        (
+            case("legacy NULL strides with a zero extent")
+                .shape(&[4, 0, 2])
+                .null_strides()
+                .version(None)
+                .data(Data::Null),
+            ok(0, Both, (0, 0), &[2, 2, 1]),
+        ),
+        // ── span arithmetic ──
+        (
+            case("stride × extent overflows")
+                .shape(&[3])
+                .strides(&[i64::MAX]),
+            Expect::Err(Error::SpanOverflow {
+                axis: 0,
+                extent: 3,
+                stride: i64::MAX,
+            }),
+        ),
+        (
+            case("span in bytes overflows")
+                .shape(&[2])
+                .strides(&[i64::MAX / 2]),
+            Expect::Err(Error::SpanOverflow {
+                axis: 0,
+                extent: 2,
+                stride: i64::MAX / 2,
+            }),
+        ),
+        (
+            case("sum of reaches overflows")
+                .shape(&[2, 2])
+                .strides(&[i64::MAX / 2 + 1, i64::MAX / 2 + 1]),
+            Expect::Err(Error::SpanOverflow {
+                axis: 1,
+                extent: 2,
+                stride: i64::MAX / 2 + 1,
+            }),
+        ),
+        // ── data and byte_offset ──
+        (
+            case("NULL data with elements")
+                .shape(&[2])
+                .strides(&[1])
+                .data(Data::Null),
+            Expect::Err(Error::NullData { numel: 2 }),
+        ),
+        (
+            case("NULL data with elements on a device")
+                .shape(&[2])
+                .strides(&[1])
+                .data(Data::Null)
+                .device(Device::cuda(0)),
+            Expect::Err(Error::NullData { numel: 2 }),
+        ),
+        (
+            case("byte_offset moves the first element; the span is relative to it")
+                .shape(&[6])
+                .strides(&[1])
+                .byte_offset(8),
+            ok(6, Both, (0, 24), &[1]),
+        ),
+        (
+            case("host span past the end of the address space")
+                .shape(&[4])
+                .strides(&[1])
+                .data(Data::Addr(usize::MAX - 8)),
+            Expect::Err(Error::AddressOverflow {
+                data: usize::MAX - 8,
+                byte_offset: 0,
+                lo: 0,
+                hi: 16,
+            }),
+        ),
+        (
+            case("negative stride below address 0")
+                .shape(&[8])
+                .strides(&[-1])
+                .data(Data::Addr(16)),
+            Expect::Err(Error::AddressOverflow {
+                data: 16,
+                byte_offset: 0,
+                lo: -28,
+                hi: 4,
+            }),
+        ),
+        (
+            case("byte_offset past the address space")
+                .shape(&[1])
+                .strides(&[1])
+                .byte_offset(u64::MAX)
+                .data(Data::Addr(64)),
+            Expect::Err(Error::AddressOverflow {
+                data: 64,
+                byte_offset: u64::MAX,
+                lo: 0,
+                hi: 4,
+            }),
+        ),
+        (
+            case("device data is an opaque handle: no address arithmetic")
+                .shape(&[4])
+                .strides(&[1])
+                .data(Data::Addr(usize::MAX - 8))
+                .device(Device::webgpu(0)),
+            ok(4, Both, (0, 16), &[1]),
+        ),
+        (
+            case("pinned host memory is host-accessible: address checked")
+                .shape(&[4])
+                .strides(&[1])
+                .data(Data::Addr(usize::MAX - 8))
+                .device(Device::cuda_host()),
+            Expect::Err(Error::AddressOverflow {
+                data: usize::MAX - 8,
+                byte_offset: 0,
+                lo: 0,
+                hi: 16,
+            }),
+        ),
+        // ── dtypes ──
+        (
+            case("unknown type code")
+                .shape(&[1])
+                .strides(&[1])
+                .dtype(TypeCode(99), 8, 1),
+            Expect::Err(Error::UnknownTypeCode { code: TypeCode(99) }),
+        ),
+        (
+            case("fp4 with bits != 4 must stop the import")
+                .shape(&[1])
+                .strides(&[1])
+                .dtype(TypeCode::FLOAT4_E2M1FN, 8, 1),
+            Expect::Err(Error::InvalidBits {
+                dtype: DataType::new(TypeCode::FLOAT4_E2M1FN, 8, 1),
+                expected: "4",
+            }),
+        ),
+        (
+            case("fp6 with bits != 6 must stop the import")
+                .shape(&[1])
+                .strides(&[1])
+                .dtype(TypeCode::FLOAT6_E3M2FN, 8, 1),
+            Expect::Err(Error::InvalidBits {
+                dtype: DataType::new(TypeCode::FLOAT6_E3M2FN, 8, 1),
+                expected: "6",
+            }),
+        ),
+        (
+            case("fp8 needs 8 bits")
+                .shape(&[1])
+                .strides(&[1])
+                .dtype(TypeCode::FLOAT8_E5M2, 16, 1),
+            Expect::Err(Error::InvalidBits {
+                dtype: DataType::new(TypeCode::FLOAT8_E5M2, 16, 1),
+                expected: "8",
+            }),
+        ),
+        (
+            case("bool is stored in 8 bits")
+                .shape(&[1])
+                .strides(&[1])
+                .dtype(TypeCode::BOOL, 1, 1),
+            Expect::Err(Error::InvalidBits {
+                dtype: DataType::new(TypeCode::BOOL, 1, 1),
+                expected: "8",
+            }),
+        ),
+        (
+            case("bfloat is 16 bits")
+                .shape(&[1])
+                .strides(&[1])
+                .dtype(TypeCode::BFLOAT, 8, 1),
+            Expect::Err(Error::InvalidBits {
+                dtype: DataType::new(TypeCode::BFLOAT, 8, 1),
+                expected: "16",
+            }),
+        ),
+        (
+            case("int with 0 bits")
+                .shape(&[1])
+                .strides(&[1])
+                .dtype(TypeCode::INT, 0, 1),
+            Expect::Err(Error::InvalidBits {
+                dtype: DataType::new(TypeCode::INT, 0, 1),
+                expected: "at least 1",
+            }),
+        ),
+        (
+            case("lanes = 0")
+                .shape(&[1])
+                .strides(&[1])
+                .dtype(TypeCode::FLOAT, 32, 0),
+            Expect::Err(Error::InvalidLanes {
+                dtype: DataType::new(TypeCode::FLOAT, 32, 0),
+                reason: "lanes must be at least 1",
+            }),
+        ),
+        (
+            case("fp4 lanes = 3 is neither convention")
+                .shape(&[1])
+                .strides(&[1])
+                .dtype(TypeCode::FLOAT4_E2M1FN, 4, 3),
+            Expect::Err(Error::InvalidLanes {
+                dtype: DataType::new(TypeCode::FLOAT4_E2M1FN, 4, 3),
+                reason: "sub-byte types take lanes = 1 (fp4 also takes 2, PyTorch's _x2)",
+            }),
+        ),
+        (
+            case("fp4 JAX convention (17,4,1): 5 values packed in 3 bytes")
+                .shape(&[5])
+                .strides(&[1])
+                .dt(DataType::FLOAT4_E2M1FN),
+            ok(5, Both, (0, 3), &[1]),
+        ),
+        (
+            case("fp4 PyTorch convention (17,4,2): one byte per element")
+                .shape(&[5])
+                .strides(&[1])
+                .dt(DataType::FLOAT4_E2M1FN_X2),
+            ok(5, Both, (0, 5), &[1]),
+        ),
+        (
+            case("fp6 packed: 4 values in 3 bytes")
+                .shape(&[4])
+                .strides(&[1])
+                .dt(DataType::FLOAT6_E2M3FN),
+            ok(4, Both, (0, 3), &[1]),
+        ),
+        (
+            case("fp6 with IS_SUBBYTE_TYPE_PADDED: one byte each")
+                .shape(&[4])
+                .strides(&[1])
+                .dt(DataType::FLOAT6_E2M3FN)
+                .flags(FLAG_IS_SUBBYTE_TYPE_PADDED),
+            ok(4, Both, (0, 4), &[1]),
+        ),
+        (
+            case("int4 packed, strided by 2 elements")
+                .shape(&[3])
+                .strides(&[2])
+                .dtype(TypeCode::INT, 4, 1),
+            ok(3, Strided, (0, 3), &[2]),
+        ),
+        (
+            case("vector lanes: float32x4")
+                .shape(&[2])
+                .strides(&[1])
+                .dtype(TypeCode::FLOAT, 32, 4),
+            ok(2, Both, (0, 32), &[1]),
+        ),
+        (
+            case("bcomplex (code 18, after 1.3)")
+                .shape(&[2])
+                .strides(&[1])
+                .dt(DataType::BCOMPLEX32),
+            ok(2, Both, (0, 8), &[1]),
+        ),
+        (
+            case("complex needs an even width")
+                .shape(&[1])
+                .strides(&[1])
+                .dtype(TypeCode::COMPLEX, 24, 1),
+            Expect::Err(Error::InvalidBits {
+                dtype: DataType::new(TypeCode::COMPLEX, 24, 1),
+                expected: "a non-zero multiple of 16",
+            }),
+        ),
+        // ── versions and flags ──
+        (
+            case("major version 2 is refused")
+                .shape(&[1])
+                .strides(&[1])
+                .version(Some((2, 0))),
+            Expect::Err(Error::UnsupportedVersion { version: v(2, 0) }),
+        ),
+        (
+            case("major version 0 is refused")
+                .shape(&[1])
+                .strides(&[1])
+                .version(Some((0, 8))),
+            Expect::Err(Error::UnsupportedVersion { version: v(0, 8) }),
+        ),
+        (
+            case("a higher minor version is fine when every field is understood")
+                .shape(&[1])
+                .strides(&[1])
+                .version(Some((1, 9))),
+            ok(1, Both, (0, 4), &[1]),
+        ),
+        (
+            case("READ_ONLY | IS_COPIED are accepted")
+                .shape(&[1])
+                .strides(&[1])
+                .flags(FLAG_READ_ONLY | FLAG_IS_COPIED),
+            ok(1, Both, (0, 4), &[1]),
+        ),
+        (
+            case("undefined flag bits are refused")
+                .shape(&[1])
+                .strides(&[1])
+                .flags(1 << 5),
+            Expect::Err(Error::UnknownFlags { flags: 1 << 5 }),
+        ),
+    ]
+}
+
+#[test]
+fn conformance_table() {
+    let table = table();
+    assert!(
+        table.len() >= 40,
+        "the table must cover at least 40 rules, has {}",
+        table.len()
+    );
+    let mut failures = Vec::new();
+    for (case, expect) in &table {
+        let got = case.run();
+        let pass = match (expect, &got) {
+            (
+                Expect::Ok {
+                    numel,
+                    contiguity,
+                    span,
+                    strides,
+                },
+                Ok((n, c, s, st)),
+            ) => numel == n && contiguity == c && span == s && strides == st,
+            (Expect::Err(e), Err(g)) => e == g,
+            _ => false,
+        };
+        if !pass {
+            failures.push(format!(
+                "{}:\n    expected {:?}\n    got      {:?}",
+                case.rule, expect, got
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} rules failed:\n{}",
+        failures.len(),
+        table.len(),
+        failures.join("\n")
+    );
+}
+
+/// Every error of the table, plus the ones that only other operations reach.
+fn all_reached_errors() -> Vec<Error> {
+    let mut errors: Vec<Error> = table().iter().filter_map(|(c, _)| c.run().err()).collect();
+
+    // Pure validator: a strides array of the wrong length (impossible through a DLTensor).
+    errors.push(
+        layout::validate(&RawFields {
+            data: 64,
+            device: Device::CPU,
+            dtype: DataType::FLOAT32,
+            shape: &[2, 2],
+            strides: Some(&[1]),
+            byte_offset: 0,
+            version: None,
+            flags: 0,
+        })
+        .unwrap_err(),
+    );
+    // Ownership: a NULL managed pointer.
+    // SAFETY: NULL is explicitly allowed.
+    errors.push(
+        unsafe {
+            ManagedTensor::from_raw_versioned(std::ptr::null_mut::<DLManagedTensorVersioned>())
+        }
+        .unwrap_err(),
+    );
+    // Typed access.
+    let t = ExportBuilder::from_vec(vec![1.0f32; 6], &[2, 3])
+        .build()
+        .unwrap();
+    errors.push(t.as_slice::<i32>().unwrap_err());
+    let t = ExportBuilder::from_vec(vec![1.0f32; 6], &[3, 2])
+        .strides(&[1, 3])
+        .build()
+        .unwrap();
+    errors.push(t.as_slice::<f32>().unwrap_err());
+    let t = ExportBuilder::from_vec(vec![1.0f32; 6], &[5])
+        .byte_offset(2)
+        .build()
+        .unwrap();
+    errors.push(t.as_slice::<f32>().unwrap_err());
+    let mut t = ExportBuilder::from_vec(vec![1.0f32; 6], &[6])
+        .read_only(true)
+        .build()
+        .unwrap();
+    errors.push(t.as_mut_slice::<f32>().unwrap_err());
+    // Export: storage too small.
+    errors.push(
+        ExportBuilder::from_vec(vec![1.0f32; 6], &[7])
+            .build()
+            .unwrap_err(),
+    );
+    // Names.
+    errors.push("float33x".parse::<DataType>().unwrap_err());
+    // Device memory is not host-accessible.
+    struct DeviceBuf;
+    // SAFETY: the handle is never dereferenced; the test only reads metadata.
+    unsafe impl dlport_core::TensorStorage for DeviceBuf {
+        fn data_ptr(&mut self) -> *mut c_void {
+            0x1000 as *mut c_void
+        }
+        fn byte_len(&self) -> usize {
+            64
+        }
+        fn device(&self) -> Device {
+            Device::cuda(0)
+        }
+    }
+    let t = ExportBuilder::new(DeviceBuf, DataType::FLOAT32, &[4])
+        .build()
+        .unwrap();
+    errors.push(t.as_slice::<f32>().unwrap_err());
+    // Dispatch: no backend for a device type.
+    errors.push(
+        dlport_core::device::Registry::with_cpu()
+            .resolve(Device::new(DeviceType::ONEAPI, 0))
+            .err()
+            .unwrap(),
+    );
+    // Dispatch and backend tensors.
+    use dlport_core::device::{
+        AlignedBuffer, Backend, CopyPolicy, CpuBackend, ImportOptions, LayoutNeed, Registry,
+        ViewRequirements, reconcile_device,
+    };
+    use std::sync::Arc;
+    errors.push(reconcile_device(Device::cuda(0), Some(Device::CPU)).unwrap_err());
+    let registry = Registry::with_cpu();
+    let strided = ExportBuilder::from_vec(vec![0f32; 6], &[2, 3])
+        .strides(&[1, 2])
+        .build()
+        .unwrap();
+    let opts = ImportOptions {
+        copy: CopyPolicy::Never,
+        requirements: Some(ViewRequirements {
+            layout: LayoutNeed::RowMajor,
+            alignment: 1,
+        }),
+        ..Default::default()
+    };
+    errors.push(registry.from_dlpack(strided, &opts).unwrap_err());
+    let t = CpuBackend
+        .allocate(Device::CPU, DataType::FLOAT32, &[4])
+        .unwrap();
+    {
+        let _reading = t.read().unwrap();
+        errors.push(t.release_ownership(true, Device::CPU).unwrap_err());
+    }
+    let released = t.release_ownership(true, Device::CPU).unwrap();
+    errors.push(t.read().err().unwrap());
+    drop(released);
+    errors.push(
+        CpuBackend
+            .allocate(Device::cuda(0), DataType::FLOAT32, &[4])
+            .unwrap_err(),
+    );
+    errors.push(AlignedBuffer::zeroed(usize::MAX, 64).unwrap_err());
+    let mut r = Registry::with_cpu();
+    errors.push(r.register(Arc::new(CpuBackend)).unwrap_err());
+    struct OneDevice;
+    impl Backend for OneDevice {
+        fn name(&self) -> &'static str {
+            "one"
+        }
+        fn device_types(&self) -> &[DeviceType] {
+            &[DeviceType::EXT_DEV]
+        }
+        fn can_access(&self, memory: Device) -> bool {
+            memory.device_type == DeviceType::EXT_DEV
+        }
+        fn translate_device_id(&self, producer_id: i32) -> Result<i32, Error> {
+            if producer_id == 0 {
+                Ok(0)
+            } else {
+                Err(Error::InvalidDeviceId {
+                    backend: dlport_core::ShortStr::new("one"),
+                    device_id: producer_id,
+                })
+            }
+        }
+    }
+    r.register(Arc::new(OneDevice)).unwrap();
+    let ext = ExportBuilder::new(DeviceBuf2, DataType::FLOAT32, &[4])
+        .build()
+        .unwrap();
+    errors.push(r.from_dlpack(ext, &ImportOptions::default()).unwrap_err());
+    errors
+}
+
+/// Device memory of an extension device, id 3 (never dereferenced).
+struct DeviceBuf2;
+// SAFETY: the handle is never dereferenced by these tests.
+unsafe impl dlport_core::TensorStorage for DeviceBuf2 {
+    fn data_ptr(&mut self) -> *mut c_void {
+        0x2000 as *mut c_void
+    }
+    fn byte_len(&self) -> usize {
+        16
+    }
+    fn device(&self) -> Device {
+        Device::new(DeviceType::EXT_DEV, 3)
+    }
+}
+
+#[test]
+fn every_error_variant_is_reached() {
+    let reached: BTreeSet<u32> = all_reached_errors().iter().map(Error::code).collect();
+    let all: BTreeSet<u32> = (1..=Error::CODE_COUNT).collect();
+    let missing: Vec<_> = all.difference(&reached).collect();
+    assert!(
+        missing.is_empty(),
+        "error codes never reached by a case: {missing:?}"
+    );
+}
+
+#[test]
+fn error_messages_name_the_field_and_value() {
+    let expect = [
+        (
+            Error::NegativeExtent {
+                axis: 2,
+                extent: -3,
+            },
+            "shape[2] = -3 is negative",
+        ),
+        (
+            Error::NullStrides {
+                ndim: 2,
+                version: v(1, 3),
+            },
+            "strides is NULL, but DLPack 1.3 requires strides when ndim = 2",
+        ),
+        (
+            Error::UnknownTypeCode { code: TypeCode(99) },
+            "dtype.code = 99",
+        ),
+        (
+            Error::UnsupportedVersion { version: v(2, 0) },
+            "version = 2.0",
+        ),
+        (
+            Error::NdimOutOfRange { ndim: 65 },
+            "ndim = 65 is out of range 0..=64",
+        ),
+        (
+            Error::InvalidBits {
+                dtype: DataType::new(TypeCode::FLOAT4_E2M1FN, 8, 1),
+                expected: "4",
+            },
+            "dtype.bits = 8 is invalid for kDLFloat4_e2m1fn (17): it must be 4",
+        ),
+        (
+            Error::NullData { numel: 6 },
+            "data is NULL, but the tensor has 6 elements",
+        ),
+        (
+            Error::UnknownFlags { flags: 0x21 },
+            "flags = 0x21 has bits DLPack 1.3 does not define (0x20)",
+        ),
+        (
+            Error::DtypeMismatch {
+                requested: DataType::INT32,
+                actual: DataType::FLOAT32,
+            },
+            "dtype is float32, but int32 was requested",
+        ),
+        (
+            Error::NotHostAccessible {
+                device: Device::cuda(1),
+            },
+            "device = cuda:1 is not host-accessible",
+        ),
+    ];
+    for (err, text) in expect {
+        let msg = err.to_string();
+        assert!(msg.contains(text), "{msg:?} should contain {text:?}");
+    }
+}
