@@ -80,7 +80,7 @@ impl Drop for Releaser {
 /// ```
 /// use dlport_core::{ExportBuilder, ManagedTensor};
 ///
-/// let exported = ExportBuilder::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2])?.build()?;
+/// let exported = ExportBuilder::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).build()?;
 /// let raw = exported.into_raw(); // hand this pointer to any DLPack consumer …
 /// // … or take it back:
 /// let imported = unsafe { ManagedTensor::from_raw(raw) }?;

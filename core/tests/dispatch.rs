@@ -1,0 +1,738 @@
+//! Device dispatch: resolution of every device type, host-accessible imports without copies,
+//! device reconciliation, a run-time "xpu" plugin with its own device numbering, and the copy
+//! policy matrix.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use dlport_core::device::{
+    AlignedBuffer, Backend, Buffer, CopyPolicy, ExportOptions, ImportOptions, LayoutNeed, Registry,
+    Tensor, ViewRequirements, copy_to_compact, platform_id,
+};
+use dlport_core::{
+    CopyReason, DLPackVersion, DataType, Device, DeviceType, Error, ExportBuilder, ManagedTensor,
+    TensorRef, TensorStorage,
+};
+
+#[test]
+fn every_device_type_resolves_to_the_expected_backend_or_error() {
+    let registry = Registry::with_cpu();
+    for n in (1..=21).chain([99]) {
+        let device = Device::new(DeviceType(n), 0);
+        let got = registry.resolve(device).map(|b| b.name());
+        match n {
+            // Plain host memory, and every host-accessible class: the CPU backend reads them.
+            1 | 3 | 11 | 13 | 20 => assert_eq!(got.unwrap(), "cpu", "device type {n}"),
+            _ => {
+                let err = got.unwrap_err();
+                assert_eq!(
+                    err.code(),
+                    Error::NoBackend {
+                        device_type: DeviceType(0),
+                        device_id: 0,
+                        registered: dlport_core::ShortStr::new("")
+                    }
+                    .code()
+                );
+                let text = err.to_string();
+                let expected_name = DeviceType(n).to_string();
+                assert!(
+                    text.starts_with(&format!("no backend for {expected_name} device 0")),
+                    "{text}"
+                );
+                assert!(text.ends_with("registered: cpu"), "{text}");
+            }
+        }
+    }
+    let err = registry
+        .resolve(Device::new(DeviceType::ONEAPI, 0))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no backend for kDLOneAPI (14) device 0; registered: cpu"
+    );
+    let err = registry
+        .resolve(Device::new(DeviceType(99), 2))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no backend for device_type(99) device 2; registered: cpu"
+    );
+    let empty = Registry::new();
+    assert!(
+        empty
+            .resolve(Device::CPU)
+            .unwrap_err()
+            .to_string()
+            .ends_with("registered: none")
+    );
+}
+
+/// Host memory that claims a given device type (pinned or managed memory without a driver).
+struct HostAs(Vec<f32>, Device);
+
+// SAFETY: a Vec's buffer, stable and owned alone; the device label does not change the memory.
+unsafe impl TensorStorage for HostAs {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.0.as_mut_ptr().cast()
+    }
+    fn byte_len(&self) -> usize {
+        self.0.len() * 4
+    }
+    fn device(&self) -> Device {
+        self.1
+    }
+}
+
+#[test]
+fn host_accessible_imports_share_the_address() {
+    let registry = Registry::with_cpu();
+    for device in [
+        Device::CPU,
+        Device::cuda_host(),
+        Device::new(DeviceType::ROCM_HOST, 0),
+        Device::new(DeviceType::CUDA_MANAGED, 0),
+        Device::new(DeviceType::TPU_HOST, 0),
+    ] {
+        let m = ExportBuilder::new(HostAs(vec![1.0, 2.0, 3.0], device), DataType::FLOAT32, &[3])
+            .build()
+            .unwrap();
+        let address = m.view().first_element_address().unwrap();
+        let t = registry.from_dlpack(m, &ImportOptions::default()).unwrap();
+        assert_eq!(t.backend(), "cpu", "{device}");
+        assert_eq!(t.device(), device, "the memory keeps its class");
+        assert_eq!(
+            t.first_element_address(),
+            Some(address),
+            "{device}: must be a view, not a copy"
+        );
+        assert!(!t.is_copied());
+        assert_eq!(t.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+    }
+}
+
+#[test]
+fn pytorch_pinned_mismatch_means_pinned_host_memory() {
+    // PyTorch: the capsule says kDLCPU, __dlpack_device__ says kDLCUDAHost.
+    let registry = Registry::with_cpu();
+    let m = ExportBuilder::from_vec(vec![5i32; 4], &[4])
+        .build()
+        .unwrap();
+    let address = m.view().first_element_address().unwrap();
+    let opts = ImportOptions {
+        advertised: Some(Device::cuda_host()),
+        ..Default::default()
+    };
+    let decision = registry.decide(&m.view(), &opts).unwrap();
+    assert_eq!(decision.memory, Device::cuda_host());
+    assert_eq!(decision.backend, "cpu");
+    assert!(!decision.copies);
+    let t = registry.from_dlpack(m, &opts).unwrap();
+    assert_eq!(t.device(), Device::cuda_host());
+    assert_eq!(t.first_element_address(), Some(address));
+    // And JAX-style consumers that ask for the CPU get the same view.
+    let m = ExportBuilder::from_vec(vec![5i32; 4], &[4])
+        .build()
+        .unwrap();
+    let opts = ImportOptions {
+        advertised: Some(Device::cuda_host()),
+        device: Some(Device::CPU),
+        ..Default::default()
+    };
+    let t = registry.from_dlpack(m, &opts).unwrap();
+    assert!(!t.is_copied());
+}
+
+#[test]
+fn a_true_contradiction_is_an_error_naming_both() {
+    let registry = Registry::with_cpu();
+    let counter = Arc::new(AtomicUsize::new(0));
+    let m = plugin_export(&counter, Device::cuda(0));
+    let opts = ImportOptions {
+        advertised: Some(Device::CPU),
+        ..Default::default()
+    };
+    let err = registry.from_dlpack(m, &opts).unwrap_err();
+    assert_eq!(
+        err,
+        Error::DeviceMismatch {
+            capsule: Device::cuda(0),
+            advertised: Device::CPU
+        }
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("device = cuda:0") && text.contains("advertises cpu"),
+        "{text}"
+    );
+    assert_eq!(
+        counter.load(Ordering::SeqCst),
+        1,
+        "the refused tensor is released"
+    );
+    let err =
+        dlport_core::device::reconcile_device(Device::cuda(0), Some(Device::cuda(1))).unwrap_err();
+    assert_eq!(
+        err,
+        Error::DeviceMismatch {
+            capsule: Device::cuda(0),
+            advertised: Device::cuda(1)
+        }
+    );
+}
+
+// ── the xpu plugin ──
+
+/// Host memory standing in for XPU memory, counting frees.
+struct XpuMemory {
+    buf: AlignedBuffer,
+    device: Device,
+    freed: Arc<AtomicUsize>,
+}
+
+impl Drop for XpuMemory {
+    fn drop(&mut self) {
+        self.freed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+// SAFETY: the aligned allocation is stable, `len` bytes, owned alone.
+unsafe impl TensorStorage for XpuMemory {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.buf.as_ptr().cast()
+    }
+    fn byte_len(&self) -> usize {
+        self.buf.len()
+    }
+    fn device(&self) -> Device {
+        self.device
+    }
+}
+
+/// A plugin for kDLOneAPI whose devices are numbered from 10 (producer id 0 = local 10).
+struct Xpu {
+    freed: Arc<AtomicUsize>,
+}
+
+const XPU_OFFSET: i32 = 10;
+
+impl Backend for Xpu {
+    fn name(&self) -> &'static str {
+        "xpu"
+    }
+    fn device_types(&self) -> &[DeviceType] {
+        &[DeviceType::ONEAPI]
+    }
+    fn can_access(&self, memory: Device) -> bool {
+        memory.device_type == DeviceType::ONEAPI
+    }
+    fn translate_device_id(&self, producer_id: i32) -> Result<i32, Error> {
+        if (0..4).contains(&producer_id) {
+            Ok(producer_id + XPU_OFFSET)
+        } else {
+            Err(Error::InvalidDeviceId {
+                backend: dlport_core::ShortStr::new("xpu"),
+                device_id: producer_id,
+            })
+        }
+    }
+    fn export_device_id(&self, local_id: i32) -> i32 {
+        local_id - XPU_OFFSET
+    }
+    fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
+        let bytes = dlport_core::device::compact_bytes(dtype, shape)?;
+        let mut buf = AlignedBuffer::zeroed(bytes, 64)?;
+        for (i, b) in buf.as_mut_slice().iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        let mem = XpuMemory {
+            buf,
+            device,
+            freed: Arc::clone(&self.freed),
+        };
+        Tensor::new(Buffer::new(Box::new(mem)), "xpu", dtype, shape, None, 0, 0)
+    }
+    fn copy(&self, src: &TensorRef<'_>, target: Device) -> Result<Option<Tensor>, Error> {
+        // Download to the CPU ("XPU memory" is host memory in this test).
+        if src.device().device_type != DeviceType::ONEAPI || target != Device::CPU {
+            return Ok(None);
+        }
+        let cpu = dlport_core::device::CpuBackend;
+        let out = cpu.allocate(Device::CPU, src.dtype(), src.shape())?;
+        let len = dlport_core::device::compact_bytes(src.dtype(), src.shape())?;
+        let host = TensorRefOnHost(src);
+        let dst_ptr = out.first_element_address().unwrap() as *mut u8;
+        // SAFETY: `out` is a fresh compact allocation of `len` bytes that only we reach.
+        let dst = unsafe { std::slice::from_raw_parts_mut(dst_ptr, len) };
+        host.copy_into(dst)?;
+        Ok(Some(out))
+    }
+}
+
+/// Reads a OneAPI view as host memory (true in this test only).
+struct TensorRefOnHost<'a, 'b>(&'a TensorRef<'b>);
+
+impl TensorRefOnHost<'_, '_> {
+    fn copy_into(&self, dst: &mut [u8]) -> Result<(), Error> {
+        let v = self.0;
+        let fields = dlport_core::abi::DLTensor {
+            data: v.data(),
+            device: Device::CPU,
+            ndim: v.ndim() as i32,
+            dtype: v.dtype(),
+            shape: v.shape().as_ptr() as *mut i64,
+            strides: v
+                .raw_strides()
+                .map_or(std::ptr::null_mut(), |s| s.as_ptr() as *mut i64),
+            byte_offset: v.byte_offset(),
+        };
+        // SAFETY: the "device" memory is host memory here, alive while `v` is.
+        let host = unsafe { TensorRef::from_raw(&fields, v.version(), v.flags()) }?;
+        copy_to_compact(&host, dst)
+    }
+}
+
+fn xpu_registry() -> (Registry, Arc<AtomicUsize>) {
+    let freed = Arc::new(AtomicUsize::new(0));
+    let mut r = Registry::with_cpu();
+    r.register(Arc::new(Xpu {
+        freed: Arc::clone(&freed),
+    }))
+    .unwrap();
+    (r, freed)
+}
+
+/// A producer tensor on any device (host memory underneath), counting its deleter calls.
+fn plugin_export(counter: &Arc<AtomicUsize>, device: Device) -> ManagedTensor {
+    struct Counting(Vec<f32>, Device, Arc<AtomicUsize>);
+    impl Drop for Counting {
+        fn drop(&mut self) {
+            self.2.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    // SAFETY: a Vec's buffer, stable and owned alone.
+    unsafe impl TensorStorage for Counting {
+        fn data_ptr(&mut self) -> *mut c_void {
+            self.0.as_mut_ptr().cast()
+        }
+        fn byte_len(&self) -> usize {
+            self.0.len() * 4
+        }
+        fn device(&self) -> Device {
+            self.1
+        }
+    }
+    ExportBuilder::new(
+        Counting(vec![1.0, 2.0, 3.0, 4.0], device, Arc::clone(counter)),
+        DataType::FLOAT32,
+        &[2, 2],
+    )
+    .build()
+    .unwrap()
+}
+
+#[test]
+fn xpu_plugin_registered_at_run_time() {
+    let (registry, freed) = xpu_registry();
+    assert_eq!(registry.names().collect::<Vec<_>>(), ["cpu", "xpu"]);
+    let xpu = registry
+        .resolve(Device::new(DeviceType::ONEAPI, 0))
+        .unwrap();
+    assert_eq!(xpu.name(), "xpu");
+    assert_eq!(xpu.platform_id(), platform_id("xpu"));
+
+    // The plugin allocates on its local device 10 (= producer/DLPack device 0).
+    let t = xpu
+        .allocate(
+            Device::new(DeviceType::ONEAPI, 10),
+            DataType::UINT8,
+            &[2, 4],
+        )
+        .unwrap();
+    let exported = registry
+        .to_dlpack(
+            &t,
+            &ExportOptions {
+                max_version: Some(DLPackVersion::new(1, 3)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(exported.is_versioned());
+    assert_eq!(
+        exported.view().device(),
+        Device::new(DeviceType::ONEAPI, 0),
+        "exported in DLPack numbering"
+    );
+    assert_eq!(
+        t.buffer().users(),
+        1,
+        "the export holds a counted reference"
+    );
+
+    // Imported back through the registry: a view, renumbered into the plugin's ids.
+    let imported = registry
+        .from_dlpack(exported, &ImportOptions::default())
+        .unwrap();
+    assert_eq!(imported.backend(), "xpu");
+    assert_eq!(imported.device(), Device::new(DeviceType::ONEAPI, 10));
+    assert_eq!(imported.buffer().ptr(), t.buffer().ptr(), "zero-copy");
+
+    // Freed exactly once, only after both sides dropped.
+    drop(t);
+    assert_eq!(
+        freed.load(Ordering::SeqCst),
+        0,
+        "the importer still holds it"
+    );
+    drop(imported);
+    assert_eq!(freed.load(Ordering::SeqCst), 1);
+
+    // A producer id the plugin does not know is a clear error, and the tensor is released.
+    let n = Arc::new(AtomicUsize::new(0));
+    let err = registry.from_dlpack(
+        plugin_export(&n, Device::new(DeviceType::ONEAPI, 7)),
+        &ImportOptions::default(),
+    );
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        "backend \"xpu\" has no device for producer device_id = 7"
+    );
+    assert_eq!(n.load(Ordering::SeqCst), 1);
+
+    // Unregistered at run time: resolution fails again, existing tensors stay valid.
+    let mut registry = registry;
+    let t = registry
+        .resolve(Device::new(DeviceType::ONEAPI, 0))
+        .unwrap()
+        .allocate(Device::new(DeviceType::ONEAPI, 10), DataType::UINT8, &[3]);
+    let t = t.unwrap();
+    assert!(registry.unregister("xpu").is_some());
+    assert!(
+        registry
+            .resolve(Device::new(DeviceType::ONEAPI, 0))
+            .is_err()
+    );
+    let guard = t.read().unwrap();
+    assert_eq!(guard.view().shape(), &[3]);
+    // Device memory is never read as host memory.
+    assert_eq!(
+        guard.view().as_bytes().unwrap_err(),
+        Error::NotHostAccessible {
+            device: Device::new(DeviceType::ONEAPI, 10)
+        }
+    );
+}
+
+#[test]
+fn release_ownership_makes_later_use_an_error() {
+    let (registry, freed) = xpu_registry();
+    let xpu = registry.get("xpu").unwrap().clone();
+    let t = xpu
+        .allocate(Device::new(DeviceType::ONEAPI, 11), DataType::FLOAT32, &[4])
+        .unwrap();
+    let alias = t.clone();
+
+    // Not while an external reference exists.
+    let external = xpu.acquire_external(&t, true, t.device()).unwrap();
+    assert_eq!(
+        xpu.release_ownership(&t, true, t.device()).unwrap_err(),
+        Error::BufferInUse { users: 1 }
+    );
+    drop(external);
+
+    let released = xpu.release_ownership(&t, true, t.device()).unwrap();
+    assert_eq!(released.view().device(), Device::new(DeviceType::ONEAPI, 1));
+    // Every later use through the plugin's handles is an error, not a dangling access.
+    assert_eq!(t.read().err(), Some(Error::BufferReleased));
+    assert_eq!(alias.read().err(), Some(Error::BufferReleased));
+    assert_eq!(
+        xpu.acquire_external(&alias, true, alias.device())
+            .unwrap_err(),
+        Error::BufferReleased
+    );
+    assert_eq!(
+        registry
+            .to_dlpack(&alias, &ExportOptions::default())
+            .unwrap_err(),
+        Error::BufferReleased
+    );
+    assert_eq!(
+        xpu.release_ownership(&t, true, t.device()).unwrap_err(),
+        Error::BufferReleased
+    );
+    assert!(
+        Error::BufferReleased
+            .to_string()
+            .contains("release_ownership")
+    );
+
+    // The consumer now owns the memory: freed once, when it drops it.
+    assert_eq!(freed.load(Ordering::SeqCst), 0);
+    drop((t, alias));
+    assert_eq!(freed.load(Ordering::SeqCst), 0);
+    drop(released);
+    assert_eq!(freed.load(Ordering::SeqCst), 1);
+}
+
+// ── copy policy ──
+
+#[derive(Clone, Copy, Debug)]
+enum Situation {
+    Reachable,
+    NotReachable,
+    NonCompact,
+}
+
+fn make(situation: Situation, registry_freed: &Arc<AtomicUsize>) -> (ManagedTensor, ImportOptions) {
+    match situation {
+        Situation::Reachable => (
+            ExportBuilder::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2])
+                .build()
+                .unwrap(),
+            ImportOptions::default(),
+        ),
+        Situation::NotReachable => (
+            plugin_export(registry_freed, Device::new(DeviceType::ONEAPI, 0)),
+            ImportOptions {
+                device: Some(Device::CPU),
+                ..Default::default()
+            },
+        ),
+        Situation::NonCompact => (
+            // Column-major [[1, 2], [3, 4]].
+            ExportBuilder::from_vec(vec![1.0f32, 3.0, 2.0, 4.0], &[2, 2])
+                .strides(&[1, 2])
+                .build()
+                .unwrap(),
+            ImportOptions {
+                requirements: Some(ViewRequirements {
+                    layout: LayoutNeed::RowMajor,
+                    alignment: 1,
+                }),
+                ..Default::default()
+            },
+        ),
+    }
+}
+
+#[test]
+fn copy_policy_matrix() {
+    let (registry, _) = xpu_registry();
+    for situation in [
+        Situation::Reachable,
+        Situation::NotReachable,
+        Situation::NonCompact,
+    ] {
+        for policy in [CopyPolicy::Never, CopyPolicy::IfNeeded, CopyPolicy::Always] {
+            let released = Arc::new(AtomicUsize::new(0));
+            let (m, mut opts) = make(situation, &released);
+            opts.copy = policy;
+            let source_address = m.view().data() as usize + m.view().byte_offset() as usize;
+            let result = registry.from_dlpack(m, &opts);
+            let label = format!("{situation:?} × {policy:?}");
+            let needs_copy = !matches!(situation, Situation::Reachable);
+            match (needs_copy, policy) {
+                (true, CopyPolicy::Never) => {
+                    let err = result.unwrap_err();
+                    let (reason, text) = match situation {
+                        Situation::NotReachable => (
+                            CopyReason::Device {
+                                from: Device::new(DeviceType::ONEAPI, 0),
+                                to: Device::CPU,
+                            },
+                            "the data is on oneapi:0, which cpu cannot reach",
+                        ),
+                        _ => (
+                            CopyReason::Layout {
+                                contiguity: dlport_core::Contiguity::ColumnMajor,
+                            },
+                            "the layout is column-major (F) contiguous, which the target cannot view",
+                        ),
+                    };
+                    assert_eq!(err, Error::CopyRequired { reason }, "{label}");
+                    let msg = err.to_string();
+                    assert!(
+                        msg.starts_with("a copy would be needed, but the copy policy is Never"),
+                        "{label}: {msg}"
+                    );
+                    assert!(msg.contains(text), "{label}: {msg}");
+                }
+                (false, CopyPolicy::Never | CopyPolicy::IfNeeded) => {
+                    let t = result.unwrap();
+                    assert!(!t.is_copied(), "{label}");
+                    assert_eq!(
+                        t.first_element_address(),
+                        Some(source_address),
+                        "{label}: zero-copy"
+                    );
+                    assert_eq!(t.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0], "{label}");
+                }
+                _ => {
+                    let t = result.unwrap();
+                    assert!(t.is_copied(), "{label}: IS_COPIED");
+                    assert_eq!(t.device(), Device::CPU, "{label}");
+                    assert_ne!(
+                        t.first_element_address(),
+                        Some(source_address),
+                        "{label}: a real copy"
+                    );
+                    assert!(t.contiguity().is_row_major(), "{label}: copies are compact");
+                    assert_eq!(
+                        t.first_element_address().unwrap() % 64,
+                        0,
+                        "{label}: 64-byte aligned"
+                    );
+                    // Row-major values, whatever the source layout was.
+                    assert_eq!(t.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0], "{label}");
+                    // The copy is exported with IS_COPIED.
+                    let out = registry
+                        .to_dlpack(
+                            &t,
+                            &ExportOptions {
+                                max_version: Some(DLPackVersion::new(1, 3)),
+                                ..Default::default()
+                            },
+                        )
+                        .unwrap();
+                    assert!(out.is_copied(), "{label}");
+                }
+            }
+            if matches!(situation, Situation::NotReachable) {
+                assert_eq!(
+                    released.load(Ordering::SeqCst),
+                    1,
+                    "{label}: the source is released once"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn alignment_requirement_copies_or_explains() {
+    let registry = Registry::with_cpu();
+    let jax_like = ViewRequirements {
+        layout: LayoutNeed::Dense,
+        alignment: 64,
+    };
+    let m = ExportBuilder::from_vec(vec![0u8; 130], &[128])
+        .byte_offset(1)
+        .build()
+        .unwrap();
+    let address = m.view().first_element_address().unwrap();
+    let opts = ImportOptions {
+        copy: CopyPolicy::Never,
+        requirements: Some(jax_like),
+        ..Default::default()
+    };
+    let err = registry.from_dlpack(m, &opts).unwrap_err();
+    assert_eq!(
+        err,
+        Error::CopyRequired {
+            reason: CopyReason::Alignment {
+                address,
+                required: 64
+            }
+        }
+    );
+    assert!(err.to_string().contains("is not 64-byte aligned"));
+}
+
+#[test]
+fn to_dlpack_follows_max_version_dl_device_and_copy() {
+    let registry = Registry::with_cpu();
+    let cpu = registry.resolve(Device::CPU).unwrap().clone();
+    let t = cpu.allocate(Device::CPU, DataType::INT16, &[3, 2]).unwrap();
+    let legacy = registry.to_dlpack(&t, &ExportOptions::default()).unwrap();
+    assert!(!legacy.is_versioned(), "no max_version → legacy");
+    let legacy0 = registry
+        .to_dlpack(
+            &t,
+            &ExportOptions {
+                max_version: Some(DLPackVersion::new(0, 8)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(!legacy0.is_versioned(), "max_version 0.x → legacy");
+    let v = registry
+        .to_dlpack(
+            &t,
+            &ExportOptions {
+                max_version: Some(DLPackVersion::new(1, 1)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(v.version(), Some(DLPackVersion::new(1, 3)));
+    assert_eq!(
+        v.view().data(),
+        t.buffer().ptr(),
+        "an external reference, not a copy"
+    );
+    let copied = registry
+        .to_dlpack(
+            &t,
+            &ExportOptions {
+                copy: CopyPolicy::Always,
+                max_version: Some(DLPackVersion::new(1, 3)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(copied.is_copied());
+    assert_ne!(copied.view().data(), t.buffer().ptr());
+    let err = registry
+        .to_dlpack(
+            &t,
+            &ExportOptions {
+                dl_device: Some(Device::cuda(0)),
+                copy: CopyPolicy::Never,
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert_eq!(
+        err,
+        Error::CopyRequired {
+            reason: CopyReason::Device {
+                from: Device::CPU,
+                to: Device::cuda(0)
+            }
+        }
+    );
+    assert_eq!(
+        t.buffer().users(),
+        3,
+        "legacy, legacy0 and v hold references"
+    );
+    drop((legacy, legacy0, v));
+    assert_eq!(t.buffer().users(), 0);
+}
+
+#[test]
+fn pinned_memory_is_shown_to_a_cpu_only_consumer_without_a_copy() {
+    let registry = Registry::with_cpu();
+    let m = ExportBuilder::new(
+        HostAs(vec![9.0; 4], Device::cuda_host()),
+        DataType::FLOAT32,
+        &[4],
+    )
+    .build()
+    .unwrap();
+    let t = registry.from_dlpack(m, &ImportOptions::default()).unwrap();
+    let out = registry
+        .to_dlpack(
+            &t,
+            &ExportOptions {
+                dl_device: Some(Device::CPU),
+                copy: CopyPolicy::Never,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(out.view().device(), Device::CPU);
+    assert_eq!(out.view().data(), t.buffer().ptr());
+}

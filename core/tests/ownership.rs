@@ -1,0 +1,421 @@
+//! Ownership: the deleter of an imported tensor runs exactly once on every path — drop,
+//! `into_raw` then a later release, every refusal, legacy and versioned, and on another thread.
+//! Export: the storage is dropped exactly once, when the consumer calls the deleter.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use dlport_core::abi::{
+    DLManagedTensor, DLManagedTensorVersioned, DLTensor, FLAG_IS_COPIED, FLAG_READ_ONLY,
+};
+use dlport_core::{
+    DLPackVersion, DataType, Device, Error, ExportBuilder, ManagedTensor, TensorStorage,
+};
+
+/// A foreign producer: a heap block holding the managed struct, its arrays and a counter.
+#[repr(C)]
+struct Producer<H> {
+    header: H,
+    shape: [i64; 2],
+    strides: [i64; 2],
+    data: Vec<f32>,
+    deleted: Arc<AtomicUsize>,
+}
+
+unsafe extern "C" fn delete_versioned(p: *mut DLManagedTensorVersioned) {
+    // SAFETY: built by `versioned` below as a Box<Producer<..>> and released once.
+    let block = unsafe { Box::from_raw(p.cast::<Producer<DLManagedTensorVersioned>>()) };
+    block.deleted.fetch_add(1, Ordering::SeqCst);
+}
+
+unsafe extern "C" fn delete_legacy(p: *mut DLManagedTensor) {
+    // SAFETY: built by `legacy` below as a Box<Producer<..>> and released once.
+    let block = unsafe { Box::from_raw(p.cast::<Producer<DLManagedTensor>>()) };
+    block.deleted.fetch_add(1, Ordering::SeqCst);
+}
+
+fn tensor_fields(shape: *mut i64, strides: *mut i64, data: *mut f32, ndim: i32) -> DLTensor {
+    DLTensor {
+        data: data.cast(),
+        device: Device::CPU,
+        ndim,
+        dtype: DataType::FLOAT32,
+        shape,
+        strides,
+        byte_offset: 0,
+    }
+}
+
+/// A versioned 2×3 float32 tensor; `tweak` may corrupt it before it is handed over.
+fn versioned(
+    counter: &Arc<AtomicUsize>,
+    tweak: impl FnOnce(&mut DLManagedTensorVersioned),
+) -> *mut DLManagedTensorVersioned {
+    let mut block = Box::new(Producer {
+        header: DLManagedTensorVersioned {
+            version: DLPackVersion::new(1, 3),
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(delete_versioned),
+            flags: 0,
+            dl_tensor: tensor_fields(
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                2,
+            ),
+        },
+        shape: [2, 3],
+        strides: [3, 1],
+        data: (0..6).map(|x| x as f32).collect(),
+        deleted: Arc::clone(counter),
+    });
+    block.header.dl_tensor.shape = block.shape.as_mut_ptr();
+    block.header.dl_tensor.strides = block.strides.as_mut_ptr();
+    block.header.dl_tensor.data = block.data.as_mut_ptr().cast();
+    tweak(&mut block.header);
+    Box::into_raw(block).cast()
+}
+
+fn legacy(
+    counter: &Arc<AtomicUsize>,
+    tweak: impl FnOnce(&mut DLManagedTensor),
+) -> *mut DLManagedTensor {
+    let mut block = Box::new(Producer {
+        header: DLManagedTensor {
+            dl_tensor: tensor_fields(
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                2,
+            ),
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(delete_legacy),
+        },
+        shape: [2, 3],
+        strides: [3, 1],
+        data: (0..6).map(|x| x as f32).collect(),
+        deleted: Arc::clone(counter),
+    });
+    block.header.dl_tensor.shape = block.shape.as_mut_ptr();
+    block.header.dl_tensor.strides = block.strides.as_mut_ptr();
+    block.header.dl_tensor.data = block.data.as_mut_ptr().cast();
+    tweak(&mut block.header);
+    Box::into_raw(block).cast()
+}
+
+fn counter() -> Arc<AtomicUsize> {
+    Arc::new(AtomicUsize::new(0))
+}
+
+#[test]
+fn versioned_deleter_runs_once_on_drop() {
+    let n = counter();
+    // SAFETY: a fresh producer tensor, handed over.
+    let t = unsafe { ManagedTensor::from_raw_versioned(versioned(&n, |_| {})) }.unwrap();
+    assert_eq!(t.as_slice::<f32>().unwrap(), &[0., 1., 2., 3., 4., 5.]);
+    assert_eq!(n.load(Ordering::SeqCst), 0);
+    drop(t);
+    assert_eq!(n.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn legacy_deleter_runs_once_on_drop() {
+    let n = counter();
+    // SAFETY: a fresh producer tensor, handed over.
+    let t = unsafe { ManagedTensor::from_raw_legacy(legacy(&n, |_| {})) }.unwrap();
+    assert_eq!(t.version(), None);
+    assert_eq!(t.view().shape(), &[2, 3]);
+    drop(t);
+    assert_eq!(n.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn into_raw_hands_ownership_back_and_a_later_release_runs_once() {
+    for versioned_form in [true, false] {
+        let n = counter();
+        let raw = if versioned_form {
+            // SAFETY: fresh producer tensor.
+            unsafe { ManagedTensor::from_raw_versioned(versioned(&n, |_| {})) }
+                .unwrap()
+                .into_raw()
+        } else {
+            // SAFETY: fresh producer tensor.
+            unsafe { ManagedTensor::from_raw_legacy(legacy(&n, |_| {})) }
+                .unwrap()
+                .into_raw()
+        };
+        assert_eq!(n.load(Ordering::SeqCst), 0, "into_raw must not release");
+        // SAFETY: we own `raw` again and release it once.
+        unsafe { raw.release() };
+        assert_eq!(n.load(Ordering::SeqCst), 1);
+    }
+}
+
+#[test]
+fn every_refusal_releases_exactly_once() {
+    type Tweak = fn(&mut DLManagedTensorVersioned);
+    let refusals: [(&str, Tweak, u32); 8] = [
+        (
+            "major version 2",
+            |h| h.version = DLPackVersion::new(2, 0),
+            2,
+        ),
+        ("unknown flags", |h| h.flags = 1 << 9, 3),
+        ("negative ndim", |h| h.dl_tensor.ndim = -4, 4),
+        (
+            "NULL shape",
+            |h| h.dl_tensor.shape = std::ptr::null_mut(),
+            5,
+        ),
+        (
+            "NULL strides at 1.3",
+            |h| h.dl_tensor.strides = std::ptr::null_mut(),
+            6,
+        ),
+        ("NULL data", |h| h.dl_tensor.data = std::ptr::null_mut(), 7),
+        ("unknown dtype", |h| h.dl_tensor.dtype.code.0 = 200, 12),
+        (
+            "fp4 with 8 bits",
+            |h| h.dl_tensor.dtype = DataType::new(dlport_core::TypeCode::FLOAT4_E2M1FN, 8, 1),
+            13,
+        ),
+    ];
+    for (what, tweak, code) in refusals {
+        let n = counter();
+        // SAFETY: a producer tensor (possibly corrupt in metadata only), handed over.
+        let err = unsafe { ManagedTensor::from_raw_versioned(versioned(&n, tweak)) }.unwrap_err();
+        assert_eq!(err.code(), code, "{what}: {err}");
+        assert_eq!(
+            n.load(Ordering::SeqCst),
+            1,
+            "{what}: the deleter must run exactly once"
+        );
+    }
+    // Legacy refusals release too.
+    let n = counter();
+    // SAFETY: as above.
+    let err = unsafe { ManagedTensor::from_raw_legacy(legacy(&n, |h| h.dl_tensor.ndim = 99)) }
+        .unwrap_err();
+    assert_eq!(err, Error::NdimOutOfRange { ndim: 99 });
+    assert_eq!(n.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn wrong_major_version_reads_nothing_past_the_header() {
+    // Only the header is valid: the DLTensor part is garbage a 2.x producer might lay out
+    // differently. The import must release it without reading the tensor.
+    let n = counter();
+    let raw = versioned(&n, |h| {
+        h.version = DLPackVersion::new(2, 1);
+        h.dl_tensor.ndim = i32::MAX;
+        h.dl_tensor.shape = 0x10 as *mut i64;
+        h.dl_tensor.strides = 0x10 as *mut i64;
+    });
+    // SAFETY: the header is valid; nothing else may be read.
+    let err = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap_err();
+    assert_eq!(
+        err,
+        Error::UnsupportedVersion {
+            version: DLPackVersion::new(2, 1)
+        }
+    );
+    assert_eq!(n.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn null_deleter_is_legal() {
+    let mut shape = [3i64];
+    let mut strides = [1i64];
+    let mut data = [1.0f32, 2.0, 3.0];
+    let mut header = DLManagedTensorVersioned {
+        version: DLPackVersion::new(1, 1),
+        manager_ctx: std::ptr::null_mut(),
+        deleter: None,
+        flags: FLAG_READ_ONLY,
+        dl_tensor: tensor_fields(
+            shape.as_mut_ptr(),
+            strides.as_mut_ptr(),
+            data.as_mut_ptr(),
+            1,
+        ),
+    };
+    // SAFETY: everything lives on this stack frame longer than `t`.
+    let mut t = unsafe { ManagedTensor::from_raw_versioned(&mut header) }.unwrap();
+    assert!(t.is_read_only());
+    assert_eq!(t.as_mut_slice::<f32>().unwrap_err(), Error::ReadOnly);
+    assert_eq!(t.as_slice::<f32>().unwrap(), &[1.0, 2.0, 3.0]);
+    drop(t); // nothing to call
+}
+
+#[test]
+fn null_pointer_is_an_error_not_a_crash() {
+    // SAFETY: NULL is allowed.
+    let e = unsafe { ManagedTensor::from_raw_versioned(std::ptr::null_mut()) }.unwrap_err();
+    assert_eq!(e, Error::NullManagedTensor);
+    // SAFETY: NULL is allowed.
+    let e = unsafe { ManagedTensor::from_raw_legacy(std::ptr::null_mut()) }.unwrap_err();
+    assert_eq!(e, Error::NullManagedTensor);
+}
+
+#[test]
+fn dropped_on_another_thread_runs_once() {
+    let n = counter();
+    // SAFETY: fresh producer tensor.
+    let t = unsafe { ManagedTensor::from_raw_versioned(versioned(&n, |_| {})) }.unwrap();
+    let main = std::thread::current().id();
+    let dropped_on = std::thread::spawn(move || {
+        drop(t);
+        std::thread::current().id()
+    })
+    .join()
+    .unwrap();
+    assert_ne!(dropped_on, main);
+    assert_eq!(n.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn writes_through_as_mut_slice_reach_the_producer() {
+    let n = counter();
+    let raw = versioned(&n, |_| {});
+    // SAFETY: fresh producer tensor.
+    let mut t = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    t.as_mut_slice::<f32>().unwrap()[5] = 42.0;
+    assert_eq!(t.view().get::<f32>(&[1, 2]).unwrap(), Some(42.0));
+}
+
+/// Storage that counts its drops.
+struct Counted {
+    data: Vec<f64>,
+    dropped: Arc<AtomicUsize>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.dropped.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+// SAFETY: the Vec's buffer is stable and owned alone.
+unsafe impl TensorStorage for Counted {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.data.as_mut_ptr().cast()
+    }
+    fn byte_len(&self) -> usize {
+        self.data.len() * 8
+    }
+}
+
+#[test]
+fn export_drops_storage_once_when_the_consumer_calls_the_deleter() {
+    for legacy_form in [false, true] {
+        let n = counter();
+        let storage = Counted {
+            data: vec![1.0, 2.0, 3.0, 4.0],
+            dropped: Arc::clone(&n),
+        };
+        let builder = ExportBuilder::new(storage, DataType::FLOAT64, &[2, 2]).copied(true);
+        let t = if legacy_form {
+            builder.build_legacy()
+        } else {
+            builder.build()
+        }
+        .unwrap();
+        assert_eq!(t.is_versioned(), !legacy_form);
+        let raw = t.into_raw();
+        assert_eq!(n.load(Ordering::SeqCst), 0);
+        // A consumer imports it, then reads and drops it on another thread.
+        // SAFETY: the export is owned and handed over once.
+        let t = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+        let handle = std::thread::spawn(move || {
+            let sum: f64 = t.as_slice::<f64>().unwrap().iter().sum();
+            (sum, t.flags())
+        });
+        let (sum, flags) = handle.join().unwrap();
+        assert_eq!(sum, 10.0);
+        assert_eq!(
+            flags & FLAG_IS_COPIED != 0,
+            !legacy_form,
+            "legacy carries no flags"
+        );
+        assert_eq!(n.load(Ordering::SeqCst), 1);
+    }
+}
+
+#[test]
+fn export_refusal_drops_storage_once() {
+    let n = counter();
+    let storage = Counted {
+        data: vec![1.0; 4],
+        dropped: Arc::clone(&n),
+    };
+    let err = ExportBuilder::new(storage, DataType::FLOAT64, &[2, 3])
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        Error::StorageTooSmall {
+            needed: 48,
+            available: 32
+        }
+    );
+    assert_eq!(n.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn legacy_versioned_conversion_keeps_one_release() {
+    let n = counter();
+    // SAFETY: fresh producer tensor.
+    let t = unsafe { ManagedTensor::from_raw_legacy(legacy(&n, |_| {})) }.unwrap();
+    let addr = t.view().data();
+    let v = t.into_versioned().unwrap();
+    assert!(v.is_versioned());
+    assert_eq!(v.view().data(), addr, "conversion must not copy");
+    let back = v.into_legacy().unwrap();
+    assert!(!back.is_versioned());
+    assert_eq!(back.as_slice::<f32>().unwrap(), &[0., 1., 2., 3., 4., 5.]);
+    assert_eq!(n.load(Ordering::SeqCst), 0);
+    drop(back);
+    assert_eq!(n.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn shared_storage_is_exported_read_only() {
+    let shared: Arc<[u16]> = Arc::from(vec![7u16; 8]);
+    let t = ExportBuilder::new(Arc::clone(&shared), DataType::UINT16, &[8])
+        .build()
+        .unwrap();
+    assert!(t.is_read_only());
+    assert_eq!(
+        t.view().as_slice::<u16>().unwrap().as_ptr(),
+        shared.as_ptr()
+    );
+    assert_eq!(Arc::strong_count(&shared), 2);
+    drop(t);
+    assert_eq!(Arc::strong_count(&shared), 1);
+}
+
+#[test]
+fn exports_pass_the_validator_for_many_layouts() {
+    let cases: &[(&[i64], Option<&[i64]>, u64)] = &[
+        (&[], None, 0),
+        (&[0, 5], None, 0),
+        (&[4, 4], Some(&[1, 4]), 0),
+        (&[4], Some(&[-1]), 12),
+        (&[2, 2], Some(&[0, 1]), 0),
+        (&[3], Some(&[2]), 4),
+    ];
+    for &(shape, strides, off) in cases {
+        let mut b = ExportBuilder::from_vec(vec![0f32; 16], shape).byte_offset(off);
+        if let Some(s) = strides {
+            b = b.strides(s);
+        }
+        let t = b
+            .build()
+            .unwrap_or_else(|e| panic!("{shape:?} {strides:?}: {e}"));
+        let raw = t.into_raw();
+        // SAFETY: re-import of our own export.
+        let again = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+        assert_eq!(again.view().shape(), shape);
+    }
+}
