@@ -237,8 +237,11 @@ impl ManagedTensor {
         if self.is_read_only() {
             return Err(Error::ReadOnly);
         }
-        let slice = self.view().as_slice::<T>()?;
-        let (ptr, len) = (slice.as_ptr() as *mut T, slice.len());
+        let view = self.view();
+        let len = view.as_slice::<T>()?.len();
+        // Derived from the raw `data` pointer, not from the shared slice, so writes through it
+        // keep the producer's provenance.
+        let ptr = view.first_element_ptr().cast::<T>();
         if len == 0 {
             return Ok(&mut []);
         }

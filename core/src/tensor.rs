@@ -196,6 +196,12 @@ impl<'a> TensorRef<'a> {
         Some((self.data as usize).wrapping_add(self.byte_offset as usize))
     }
 
+    /// `data + byte_offset` as a pointer that keeps `data`'s provenance (host memory only;
+    /// meaningful only for non-empty tensors).
+    pub(crate) fn first_element_ptr(&self) -> *mut u8 {
+        (self.data as *mut u8).wrapping_add(self.byte_offset as usize)
+    }
+
     /// The device.
     pub fn device(&self) -> Device {
         self.device
@@ -334,7 +340,13 @@ impl<'a> TensorRef<'a> {
         // inside the address space and non-NULL; the alignment was checked; the constructor's
         // caller guarantees the bytes are readable and unmutated for 'a; T is Pod, so any bit
         // pattern is a valid T.
-        Ok(unsafe { core::slice::from_raw_parts(address as *const T, self.layout.numel as usize) })
+        let _ = address;
+        Ok(unsafe {
+            core::slice::from_raw_parts(
+                self.first_element_ptr().cast::<T>(),
+                self.layout.numel as usize,
+            )
+        })
     }
 
     /// The raw bytes of a row-major contiguous host tensor (any dtype, sub-byte packed ones
@@ -353,12 +365,11 @@ impl<'a> TensorRef<'a> {
         if self.layout.numel == 0 {
             return Ok(&[]);
         }
-        let address = self.first_element_address().unwrap_or(0);
-        // SAFETY: host-accessible, row-major, so the span is [0, hi) from `address`, which
+        // SAFETY: host-accessible, row-major, so the span is [0, hi) from the first element, which
         // validation kept inside the address space; readable for 'a by the constructor's
         // contract; u8 has no alignment or validity requirement.
         Ok(unsafe {
-            core::slice::from_raw_parts(address as *const u8, self.layout.span.hi as usize)
+            core::slice::from_raw_parts(self.first_element_ptr(), self.layout.span.hi as usize)
         })
     }
 
@@ -388,14 +399,14 @@ impl<'a> TensorRef<'a> {
             // Within the validated span, so no overflow: |i * stride| ≤ |(extent-1) * stride|.
             offset += i as i64 * self.stride(axis).unwrap_or(0);
         }
-        let base = self.first_element_address().unwrap_or(0);
-        let address =
-            base.wrapping_add_signed((offset * core::mem::size_of::<T>() as i64) as isize);
+        let address = self
+            .first_element_ptr()
+            .wrapping_offset((offset * core::mem::size_of::<T>() as i64) as isize);
         // SAFETY: the index is in bounds, so the element lies inside the validated span, which
         // is readable for 'a (constructor contract); read_unaligned has no alignment demand and
         // T is Pod, so any bytes make a valid T.
         Ok(Some(unsafe {
-            core::ptr::read_unaligned(address as *const T)
+            core::ptr::read_unaligned(address.cast::<T>())
         }))
     }
 

@@ -135,7 +135,7 @@ impl Case {
         let data: *mut c_void = match self.data {
             Data::Null => std::ptr::null_mut(),
             Data::Buffer => buf.0[2048..].as_mut_ptr().cast(),
-            Data::Addr(a) => a as *mut c_void,
+            Data::Addr(a) => std::ptr::without_provenance_mut(a),
         };
         let tensor = DLTensor {
             data,
@@ -766,7 +766,7 @@ fn all_reached_errors() -> Vec<Error> {
     // SAFETY: the handle is never dereferenced; the test only reads metadata.
     unsafe impl dlport_core::TensorStorage for DeviceBuf {
         fn data_ptr(&mut self) -> *mut c_void {
-            0x1000 as *mut c_void
+            std::ptr::without_provenance_mut(0x1000)
         }
         fn byte_len(&self) -> usize {
             64
@@ -860,7 +860,7 @@ struct DeviceBuf2;
 // SAFETY: the handle is never dereferenced by these tests.
 unsafe impl dlport_core::TensorStorage for DeviceBuf2 {
     fn data_ptr(&mut self) -> *mut c_void {
-        0x2000 as *mut c_void
+        std::ptr::without_provenance_mut(0x2000)
     }
     fn byte_len(&self) -> usize {
         16

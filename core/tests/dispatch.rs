@@ -262,7 +262,7 @@ impl Backend for Xpu {
         let out = cpu.allocate(Device::CPU, src.dtype(), src.shape())?;
         let len = dlport_core::device::compact_bytes(src.dtype(), src.shape())?;
         let host = TensorRefOnHost(src);
-        let dst_ptr = out.first_element_address().unwrap() as *mut u8;
+        let dst_ptr = out.buffer().ptr().cast::<u8>();
         // SAFETY: `out` is a fresh compact allocation of `len` bytes that only we reach.
         let dst = unsafe { std::slice::from_raw_parts_mut(dst_ptr, len) };
         host.copy_into(dst)?;

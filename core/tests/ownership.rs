@@ -52,7 +52,7 @@ fn versioned(
     counter: &Arc<AtomicUsize>,
     tweak: impl FnOnce(&mut DLManagedTensorVersioned),
 ) -> *mut DLManagedTensorVersioned {
-    let mut block = Box::new(Producer {
+    let block = Box::new(Producer {
         header: DLManagedTensorVersioned {
             version: DLPackVersion::new(1, 3),
             manager_ctx: std::ptr::null_mut(),
@@ -70,18 +70,23 @@ fn versioned(
         data: (0..6).map(|x| x as f32).collect(),
         deleted: Arc::clone(counter),
     });
-    block.header.dl_tensor.shape = block.shape.as_mut_ptr();
-    block.header.dl_tensor.strides = block.strides.as_mut_ptr();
-    block.header.dl_tensor.data = block.data.as_mut_ptr().cast();
-    tweak(&mut block.header);
-    Box::into_raw(block).cast()
+    // Point the header into the block only once it sits at its final address.
+    let p = Box::into_raw(block);
+    // SAFETY: `p` is a fresh, exclusively owned block.
+    unsafe {
+        (*p).header.dl_tensor.shape = std::ptr::addr_of_mut!((*p).shape).cast();
+        (*p).header.dl_tensor.strides = std::ptr::addr_of_mut!((*p).strides).cast();
+        (*p).header.dl_tensor.data = (*p).data.as_mut_ptr().cast();
+        tweak(&mut (*p).header);
+    }
+    p.cast()
 }
 
 fn legacy(
     counter: &Arc<AtomicUsize>,
     tweak: impl FnOnce(&mut DLManagedTensor),
 ) -> *mut DLManagedTensor {
-    let mut block = Box::new(Producer {
+    let block = Box::new(Producer {
         header: DLManagedTensor {
             dl_tensor: tensor_fields(
                 std::ptr::null_mut(),
@@ -97,11 +102,16 @@ fn legacy(
         data: (0..6).map(|x| x as f32).collect(),
         deleted: Arc::clone(counter),
     });
-    block.header.dl_tensor.shape = block.shape.as_mut_ptr();
-    block.header.dl_tensor.strides = block.strides.as_mut_ptr();
-    block.header.dl_tensor.data = block.data.as_mut_ptr().cast();
-    tweak(&mut block.header);
-    Box::into_raw(block).cast()
+    // Point the header into the block only once it sits at its final address.
+    let p = Box::into_raw(block);
+    // SAFETY: `p` is a fresh, exclusively owned block.
+    unsafe {
+        (*p).header.dl_tensor.shape = std::ptr::addr_of_mut!((*p).shape).cast();
+        (*p).header.dl_tensor.strides = std::ptr::addr_of_mut!((*p).strides).cast();
+        (*p).header.dl_tensor.data = (*p).data.as_mut_ptr().cast();
+        tweak(&mut (*p).header);
+    }
+    p.cast()
 }
 
 fn counter() -> Arc<AtomicUsize> {
@@ -209,8 +219,8 @@ fn wrong_major_version_reads_nothing_past_the_header() {
     let raw = versioned(&n, |h| {
         h.version = DLPackVersion::new(2, 1);
         h.dl_tensor.ndim = i32::MAX;
-        h.dl_tensor.shape = 0x10 as *mut i64;
-        h.dl_tensor.strides = 0x10 as *mut i64;
+        h.dl_tensor.shape = std::ptr::without_provenance_mut(0x10);
+        h.dl_tensor.strides = std::ptr::without_provenance_mut(0x10);
     });
     // SAFETY: the header is valid; nothing else may be read.
     let err = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap_err();

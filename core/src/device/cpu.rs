@@ -42,7 +42,8 @@ impl AlignedBuffer {
         let layout = core::alloc::Layout::from_size_align(len, align.max(1)).map_err(|_| fail())?;
         if len == 0 {
             // A dangling, aligned, non-NULL pointer: nothing is ever read through it.
-            let ptr = NonNull::new(layout.align() as *mut u8).ok_or_else(fail)?;
+            let ptr =
+                NonNull::new(core::ptr::without_provenance_mut(layout.align())).ok_or_else(fail)?;
             return Ok(Self {
                 ptr,
                 len,
@@ -161,7 +162,7 @@ pub fn copy_to_compact(src: &TensorRef<'_>, dst: &mut [u8]) -> Result<(), Error>
     }
     let elem = (bits / 8) as usize;
     let ndim = src.ndim();
-    let base = src.first_element_address().unwrap_or(0) as *const u8;
+    let base = (src.data() as *const u8).wrapping_add(src.byte_offset() as usize);
     let mut strides = [0isize; MAX_NDIM];
     for (axis, s) in src.strides().enumerate() {
         // Within the validated span, so the byte stride fits.
