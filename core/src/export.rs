@@ -403,10 +403,10 @@ unsafe fn fill<H, S: TensorStorage>(
     } else {
         dims
     };
-    // SAFETY: `ndim` ≤ dims.len() / 2, so the offset stays inside the array.
     tensor.strides = if ndim == 0 {
         core::ptr::null_mut()
     } else {
+        // SAFETY: `dims` holds 2 × ndim values, so the offset stays inside the array.
         unsafe { dims.add(ndim) }
     };
     *manager_ctx = ctx.cast();

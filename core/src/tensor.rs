@@ -150,6 +150,7 @@ impl<'a> TensorRef<'a> {
     /// `layout` is what [`layout::validate`] returned for exactly these fields (with
     /// `strides = Some(strides)`), and they satisfy [`TensorRef::from_raw`]'s contract for `'a`.
     #[allow(clippy::too_many_arguments)]
+    #[cfg(feature = "alloc")]
     pub(crate) unsafe fn from_parts(
         data: *mut c_void,
         device: Device,
@@ -299,7 +300,7 @@ impl<'a> TensorRef<'a> {
     }
 
     /// Checks everything typed access needs and returns the first element's address.
-    fn check_typed<T: Element>(&self) -> Result<usize, Error> {
+    fn check_typed<T: Element>(&self) -> Result<(), Error> {
         if !self.device.is_host_accessible() {
             return Err(Error::NotHostAccessible {
                 device: self.device,
@@ -323,7 +324,7 @@ impl<'a> TensorRef<'a> {
                 required: core::mem::align_of::<T>(),
             });
         }
-        Ok(address)
+        Ok(())
     }
 
     /// The elements as a slice, in row-major order.
@@ -331,7 +332,7 @@ impl<'a> TensorRef<'a> {
     /// Errors: [`Error::NotHostAccessible`], [`Error::DtypeMismatch`],
     /// [`Error::NotContiguous`], [`Error::Misaligned`].
     pub fn as_slice<T: Element>(&self) -> Result<&'a [T], Error> {
-        let address = self.check_typed::<T>()?;
+        self.check_typed::<T>()?;
         if self.layout.numel == 0 {
             return Ok(&[]);
         }
@@ -340,7 +341,6 @@ impl<'a> TensorRef<'a> {
         // inside the address space and non-NULL; the alignment was checked; the constructor's
         // caller guarantees the bytes are readable and unmutated for 'a; T is Pod, so any bit
         // pattern is a valid T.
-        let _ = address;
         Ok(unsafe {
             core::slice::from_raw_parts(
                 self.first_element_ptr().cast::<T>(),

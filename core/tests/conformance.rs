@@ -17,6 +17,9 @@ use dlport_core::{
     TensorRef, TypeCode,
 };
 
+/// (numel, contiguity, span, strides) of an accepted tensor.
+type Outcome = (u64, Contiguity, (i64, i64), Vec<i64>);
+
 #[derive(Clone, Copy, Debug)]
 enum Data {
     Null,
@@ -117,7 +120,7 @@ impl Case {
     }
 
     /// Builds the DLTensor and validates it through `TensorRef::from_raw`.
-    fn run(&self) -> Result<(u64, Contiguity, (i64, i64), Vec<i64>), Error> {
+    fn run(&self) -> Result<Outcome, Error> {
         #[repr(C, align(64))]
         struct Buf([u8; 4096]);
         let mut buf = Buf([0; 4096]);

@@ -1,7 +1,6 @@
 //! Names of data types and devices: Display, FromStr back, byte sizes, and the serde form of
 //! `TensorInfo`.
 
-use dlport_core::abi::FLAG_READ_ONLY;
 use dlport_core::{DataType, Device, DeviceType, Element, ExportBuilder, Fp4Convention, TypeCode};
 
 #[test]
@@ -169,6 +168,7 @@ fn devices_display_and_parse() {
 #[test]
 fn tensor_info_serializes_to_json_and_back() {
     use dlport_core::TensorInfo;
+    use dlport_core::abi::FLAG_READ_ONLY;
     let t = ExportBuilder::from_vec(vec![0f32; 12], &[3, 4])
         .strides(&[1, 3])
         .read_only(true)

@@ -407,7 +407,8 @@ fn shared_storage_is_exported_read_only() {
 
 #[test]
 fn exports_pass_the_validator_for_many_layouts() {
-    let cases: &[(&[i64], Option<&[i64]>, u64)] = &[
+    type Case<'a> = (&'a [i64], Option<&'a [i64]>, u64);
+    let cases: &[Case] = &[
         (&[], None, 0),
         (&[0, 5], None, 0),
         (&[4, 4], Some(&[1, 4]), 0),

@@ -103,9 +103,9 @@ impl From<Contiguity> for LayoutNeed {
 /// Import is a *view of external memory*: [`view_external`](Self::view_external) wraps a DLPack
 /// tensor without copying, and its deleter runs when the last user drops it. Export is an
 /// *external reference*: [`acquire_external`](Self::acquire_external) returns a DLPack tensor
-/// that keeps the buffer alive by a reference count. [`release_ownership`]
-/// (Self::release_ownership) hands the buffer over instead; later use of it through the
-/// backend's handles is an error, never undefined behaviour.
+/// that keeps the buffer alive by a reference count.
+/// [`release_ownership`](Self::release_ownership) hands the buffer over instead; later use of
+/// it through the backend's handles is an error, never undefined behaviour.
 ///
 /// Only [`name`](Self::name), [`device_types`](Self::device_types) and
 /// [`can_access`](Self::can_access) are required; the rest have working defaults built on
