@@ -62,3 +62,8 @@ pub use info::TensorInfo;
 pub use layout::{ByteSpan, Contiguity, Layout};
 pub use managed::{ManagedTensor, RawManaged};
 pub use tensor::TensorRef;
+
+/// The README's Rust examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The test command: every check dlport has, in the order a failure is cheapest to find.
+# Usage: scripts/test.sh   (from anywhere; installs what it needs first)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "install"
+bash scripts/install-deps.sh
+
+step "format"
+cargo fmt --all --check
+
+step "clippy (all features, default features, no_std core)"
+cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy -p dlport-core --no-default-features --locked -- -D warnings
+
+step "docs"
+RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --all-features --locked
+
+step "no_std builds of dlport-core (bare and alloc) for thumbv7em-none-eabi and wasm32"
+for target in thumbv7em-none-eabi wasm32-unknown-unknown; do
+  cargo build -p dlport-core --no-default-features --target "$target" --locked
+  cargo build -p dlport-core --target "$target" --locked
+done
+
+step "tests (all features)"
+cargo test --workspace --all-features --locked
+
+step "tests (default features)"
+cargo test --workspace --locked
+
+step "miri"
+cargo +nightly miri test -p dlport-core --all-features --locked
+
+step "examples"
+cargo run -q -p dlport-core --example roundtrip --locked
+cargo run -q -p dlport-core --example dispatch --locked
+
+printf '\nall checks passed\n'
