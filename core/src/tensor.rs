@@ -427,7 +427,19 @@ impl<'a> TensorRef<'a> {
                 actual: self.dtype,
             });
         }
-        let mut out = alloc::vec::Vec::with_capacity(self.layout.numel as usize);
+        // A broadcast (zero-stride) tensor can have far more elements than bytes behind it:
+        // refuse what cannot be allocated instead of aborting.
+        let bytes = self
+            .layout
+            .numel
+            .saturating_mul(core::mem::size_of::<T>() as u64);
+        let fail = Error::AllocationFailed {
+            bytes,
+            align: core::mem::align_of::<T>(),
+        };
+        let count = usize::try_from(self.layout.numel).map_err(|_| fail.clone())?;
+        let mut out = alloc::vec::Vec::new();
+        out.try_reserve_exact(count).map_err(|_| fail)?;
         let mut index = [0usize; layout::MAX_NDIM];
         let index = &mut index[..self.shape.len()];
         for _ in 0..self.layout.numel {

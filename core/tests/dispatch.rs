@@ -59,6 +59,7 @@ fn every_device_type_resolves_to_the_expected_backend_or_error() {
         err.to_string(),
         "no backend for device_type(99) device 2; registered: cpu"
     );
+    assert_eq!(Registry::default().names().collect::<Vec<_>>(), ["cpu"]);
     let empty = Registry::new();
     assert!(
         empty

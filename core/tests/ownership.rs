@@ -430,3 +430,30 @@ fn exports_pass_the_validator_for_many_layouts() {
         assert_eq!(again.view().shape(), shape);
     }
 }
+
+#[test]
+fn a_huge_broadcast_tensor_is_an_error_not_an_abort() {
+    // 2^62 elements over 4 bytes of memory (stride 0): valid DLPack, but no copy can hold it.
+    let t = ExportBuilder::from_vec(vec![1.0f32], &[1 << 62])
+        .strides(&[0])
+        .build()
+        .unwrap();
+    assert_eq!(t.view().numel(), 1 << 62);
+    assert_eq!(t.view().get::<f32>(&[(1 << 62) - 1]).unwrap(), Some(1.0));
+    let err = t.view().to_vec::<f32>().unwrap_err();
+    assert_eq!(
+        err,
+        Error::AllocationFailed {
+            bytes: u64::MAX,
+            align: 4
+        }
+    );
+    let copy = dlport_core::Registry::with_cpu().from_dlpack(
+        t,
+        &dlport_core::device::ImportOptions {
+            copy: dlport_core::CopyPolicy::Always,
+            ..Default::default()
+        },
+    );
+    assert!(matches!(copy.unwrap_err(), Error::AllocationFailed { .. }));
+}

@@ -109,7 +109,7 @@ pub struct Decision {
 /// that serves a device type; for a type no backend serves, it falls back to one that can
 /// reach that memory without a copy (so `kDLCUDAHost` resolves to the CPU backend when no CUDA
 /// backend is present — never to a bare `KeyError`).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Registry {
     backends: Vec<BackendRef>,
 }
@@ -119,6 +119,13 @@ impl core::fmt::Debug for Registry {
         f.debug_list()
             .entries(self.backends.iter().map(|b| b.name()))
             .finish()
+    }
+}
+
+impl Default for Registry {
+    /// The default registry holds the core CPU backend ([`Registry::with_cpu`]).
+    fn default() -> Self {
+        Self::with_cpu()
     }
 }
 
