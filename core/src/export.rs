@@ -227,34 +227,15 @@ impl<S: TensorStorage> ExportBuilder<S> {
         if storage.is_read_only() {
             flags |= FLAG_READ_ONLY;
         }
-        let ndim = layout::check_ndim(shape.len() as i64)?;
-        let mut dims = Vec::with_capacity(2 * ndim);
-        dims.extend_from_slice(&shape);
-        match strides {
-            Some(strides) if strides.len() != ndim => {
-                return Err(Error::StridesLength {
-                    strides: strides.len(),
-                    ndim,
-                });
-            }
-            Some(strides) => dims.extend_from_slice(&strides),
-            None => {
-                dims.resize(2 * ndim, 0);
-                let (shape, strides) = dims.split_at_mut(ndim);
-                layout::compact_row_major(shape, strides)?;
-            }
-        }
         let device = storage.device();
-        let available = storage.byte_len() as u64;
-        // Check the layout and the storage size before anything is allocated for the header.
-        let checked = layout::validate_metadata(
+        let (dims, _) = checked_dims(
             dtype,
-            &dims[..ndim],
-            Some(&dims[ndim..]),
-            Some(DLPackVersion::CURRENT),
+            &shape,
+            strides.as_deref(),
+            byte_offset,
             flags,
+            storage.byte_len() as u64,
         )?;
-        check_storage(checked, byte_offset, available)?;
         let parts = Parts {
             device,
             dtype,
@@ -267,6 +248,44 @@ impl<S: TensorStorage> ExportBuilder<S> {
         // frees exactly what it allocated; nobody else holds it.
         unsafe { ManagedTensor::from_raw(raw) }
     }
+}
+
+/// Shape followed by strides (compact row-major when `strides` is `None`), validated as a
+/// DLPack 1.3 tensor with `flags` and checked to lie inside `available` bytes of storage.
+pub(crate) fn checked_dims(
+    dtype: DataType,
+    shape: &[i64],
+    strides: Option<&[i64]>,
+    byte_offset: u64,
+    flags: u64,
+    available: u64,
+) -> Result<(Vec<i64>, layout::Layout), Error> {
+    let ndim = layout::check_ndim(shape.len() as i64)?;
+    let mut dims = Vec::with_capacity(2 * ndim);
+    dims.extend_from_slice(shape);
+    match strides {
+        Some(s) if s.len() != ndim => {
+            return Err(Error::StridesLength {
+                strides: s.len(),
+                ndim,
+            });
+        }
+        Some(s) => dims.extend_from_slice(s),
+        None => {
+            dims.resize(2 * ndim, 0);
+            let (sh, st) = dims.split_at_mut(ndim);
+            layout::compact_row_major(sh, st)?;
+        }
+    }
+    let checked = layout::validate_metadata(
+        dtype,
+        &dims[..ndim],
+        Some(&dims[ndim..]),
+        Some(DLPackVersion::CURRENT),
+        flags,
+    )?;
+    check_storage(checked, byte_offset, available)?;
+    Ok((dims, checked))
 }
 
 /// Checks that `byte_offset + span` lies inside `available` bytes of storage.

@@ -11,6 +11,29 @@ use crate::dtype::{DataType, Element};
 use crate::error::Error;
 use crate::layout::{self, ByteSpan, Contiguity, Layout, RawFields};
 
+/// `shape` and `strides` of a tensor as slices (`None` strides when NULL).
+///
+/// # Safety
+/// `ndim` is `tensor.ndim`, already bounded by `MAX_NDIM`; non-NULL `shape` and `strides`
+/// point to `ndim` readable `i64` values that nobody mutates while `tensor` is borrowed.
+unsafe fn raw_dims(tensor: &DLTensor, ndim: usize) -> Result<(&[i64], Option<&[i64]>), Error> {
+    if ndim == 0 {
+        return Ok((&[], Some(&[])));
+    }
+    if tensor.shape.is_null() {
+        return Err(Error::NullShape { ndim: tensor.ndim });
+    }
+    // SAFETY: non-NULL, ndim values, per the contract.
+    let shape = unsafe { core::slice::from_raw_parts(tensor.shape, ndim) };
+    let strides = if tensor.strides.is_null() {
+        None
+    } else {
+        // SAFETY: as for `shape`.
+        Some(unsafe { core::slice::from_raw_parts(tensor.strides, ndim) })
+    };
+    Ok((shape, strides))
+}
+
 /// A validated, borrowed view of a `DLTensor`.
 ///
 /// Built once by [`TensorRef::from_raw`] (or handed out by
@@ -62,23 +85,8 @@ impl<'a> TensorRef<'a> {
             layout::check_version(version)?;
         }
         let ndim = layout::check_ndim(i64::from(tensor.ndim))?;
-        let shape: &'a [i64] = if ndim == 0 {
-            &[]
-        } else if tensor.shape.is_null() {
-            return Err(Error::NullShape { ndim: tensor.ndim });
-        } else {
-            // SAFETY: non-NULL, ndim ≤ MAX_NDIM, and the caller guarantees ndim readable,
-            // unmutated i64 values for 'a.
-            unsafe { core::slice::from_raw_parts(tensor.shape, ndim) }
-        };
-        let strides: Option<&'a [i64]> = if ndim == 0 {
-            Some(&[])
-        } else if tensor.strides.is_null() {
-            None
-        } else {
-            // SAFETY: as for `shape`.
-            Some(unsafe { core::slice::from_raw_parts(tensor.strides, ndim) })
-        };
+        // SAFETY: ndim is bounded; the caller guarantees the arrays for 'a.
+        let (shape, strides) = unsafe { raw_dims(tensor, ndim) }?;
         let layout = layout::validate(&RawFields {
             data: tensor.data as usize,
             device: tensor.device,
@@ -115,21 +123,9 @@ impl<'a> TensorRef<'a> {
         flags: u64,
         layout: Layout,
     ) -> Self {
-        let ndim = tensor.ndim as usize;
-        let shape: &'a [i64] = if ndim == 0 {
-            &[]
-        } else {
-            // SAFETY: validated non-NULL with ndim readable values (caller contract).
-            unsafe { core::slice::from_raw_parts(tensor.shape, ndim) }
-        };
-        let strides = if ndim == 0 {
-            Some(&[][..])
-        } else if tensor.strides.is_null() {
-            None
-        } else {
-            // SAFETY: as for `shape`.
-            Some(unsafe { core::slice::from_raw_parts(tensor.strides as *const i64, ndim) })
-        };
+        // SAFETY: the same call succeeded during validation (caller contract).
+        let (shape, strides) =
+            unsafe { raw_dims(tensor, tensor.ndim as usize) }.unwrap_or((&[], None));
         Self {
             data: tensor.data,
             device: tensor.device,

@@ -15,12 +15,12 @@ use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::abi::{DLPackVersion, FLAG_IS_COPIED, FLAG_READ_ONLY};
+use crate::abi::{FLAG_IS_COPIED, FLAG_READ_ONLY};
 use crate::device::Device;
 use crate::dtype::{DataType, Element};
 use crate::error::Error;
 use crate::export::{self, Form, TensorStorage};
-use crate::layout::{self, Contiguity, Layout};
+use crate::layout::{Contiguity, Layout};
 use crate::managed::ManagedTensor;
 use crate::tensor::TensorRef;
 
@@ -183,31 +183,14 @@ impl Tensor {
         byte_offset: u64,
         flags: u64,
     ) -> Result<Self, Error> {
-        let ndim = layout::check_ndim(shape.len() as i64)?;
-        let mut dims = Vec::with_capacity(2 * ndim);
-        dims.extend_from_slice(shape);
-        match strides {
-            Some(s) if s.len() != ndim => {
-                return Err(Error::StridesLength {
-                    strides: s.len(),
-                    ndim,
-                });
-            }
-            Some(s) => dims.extend_from_slice(s),
-            None => {
-                dims.resize(2 * ndim, 0);
-                let (sh, st) = dims.split_at_mut(ndim);
-                layout::compact_row_major(sh, st)?;
-            }
-        }
-        let layout = layout::validate_metadata(
+        let (dims, layout) = export::checked_dims(
             dtype,
-            &dims[..ndim],
-            Some(&dims[ndim..]),
-            Some(DLPackVersion::CURRENT),
+            shape,
+            strides,
+            byte_offset,
             flags,
+            buffer.len() as u64,
         )?;
-        export::check_storage(layout, byte_offset, buffer.len() as u64)?;
         let device = buffer.device();
         Ok(Self {
             buffer,
@@ -357,15 +340,7 @@ impl Tensor {
         device: Device,
     ) -> Result<ManagedTensor, Error> {
         let guard = self.buffer.try_use()?;
-        let parts = self.parts(device);
-        let form = if versioned {
-            Form::Versioned
-        } else {
-            Form::Legacy
-        };
-        let raw = export::assemble(ExternalRef { guard }, parts, form);
-        // SAFETY: a fresh, owned export whose layout was validated against this buffer.
-        unsafe { ManagedTensor::from_raw(raw) }
+        self.export(ExternalRef { guard }, versioned, device)
     }
 
     /// Hands the memory itself to a DLPack consumer. Afterwards every handle onto this buffer
@@ -377,14 +352,24 @@ impl Tensor {
         device: Device,
     ) -> Result<ManagedTensor, Error> {
         let owner = self.buffer.release()?;
-        let parts = self.parts(device);
+        self.export(owner, versioned, device)
+    }
+
+    /// Wraps `storage` (which keeps the memory alive) in a DLPack tensor with this metadata.
+    fn export(
+        &self,
+        storage: impl TensorStorage,
+        versioned: bool,
+        device: Device,
+    ) -> Result<ManagedTensor, Error> {
         let form = if versioned {
             Form::Versioned
         } else {
             Form::Legacy
         };
-        let raw = export::assemble(owner, parts, form);
-        // SAFETY: a fresh, owned export of memory we owned alone until now.
+        let raw = export::assemble(storage, self.parts(device), form);
+        // SAFETY: a fresh, owned export whose layout was validated against this buffer (or
+        // came from a validated import); nobody else holds it.
         unsafe { ManagedTensor::from_raw(raw) }
     }
 
