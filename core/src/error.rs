@@ -198,6 +198,33 @@ pub enum Error {
         /// The name.
         name: ShortStr,
     },
+    /// A backend's driver or operating system refused an operation.
+    Backend {
+        /// The backend's name.
+        backend: ShortStr,
+        /// The operation that failed ("mlock", "cuMemAlloc", …).
+        operation: &'static str,
+        /// The code it returned (errno, CUresult, …).
+        code: i64,
+        /// What it means and what to do.
+        detail: ShortStr,
+    },
+    /// A driver library is not installed on this machine.
+    DriverNotFound {
+        /// The API ("CUDA").
+        api: &'static str,
+        /// The library looked for ("libcuda.so.1").
+        library: &'static str,
+    },
+    /// The `stream` argument of `__dlpack__` is not valid for the device type.
+    InvalidStream {
+        /// The value received (`i64::MIN` stands for None).
+        stream: i64,
+        /// The device type it was meant for.
+        device_type: DeviceType,
+        /// Why it is refused.
+        reason: &'static str,
+    },
     /// A backend cannot translate a producer's device id.
     InvalidDeviceId {
         /// The backend's name.
@@ -252,7 +279,7 @@ impl fmt::Display for CopyReason {
 
 impl Error {
     /// How many distinct codes [`code`](Self::code) returns (codes are `1..=CODE_COUNT`).
-    pub const CODE_COUNT: u32 = 31;
+    pub const CODE_COUNT: u32 = 34;
 
     /// A stable number for this variant (1-based), used by the C ABI and by tests that check
     /// every variant is reachable. Codes are never reused; new variants get new numbers.
@@ -289,6 +316,9 @@ impl Error {
             Self::AllocationFailed { .. } => 29,
             Self::DuplicateBackend { .. } => 30,
             Self::InvalidDeviceId { .. } => 31,
+            Self::Backend { .. } => 32,
+            Self::DriverNotFound { .. } => 33,
+            Self::InvalidStream { .. } => 34,
         }
     }
 }
@@ -423,6 +453,16 @@ impl fmt::Display for Error {
                 f,
                 "a backend named \"{name}\" is already registered: unregister it first"
             ),
+            Self::Backend { backend, operation, code, detail } => {
+                write!(f, "backend \"{backend}\": {operation} failed with code {code}: {detail}")
+            }
+            Self::DriverNotFound { api, library } => write!(
+                f,
+                "no {api} driver: {library} not found; install the driver or use the host backends"
+            ),
+            Self::InvalidStream { stream, device_type, reason } => {
+                write!(f, "stream = {stream} is invalid for {device_type}: {reason}")
+            }
             Self::InvalidDeviceId { backend, device_id } => write!(
                 f,
                 "backend \"{backend}\" has no device for producer device_id = {device_id}"

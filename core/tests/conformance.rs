@@ -839,6 +839,29 @@ fn all_reached_errors() -> Vec<Error> {
         fn can_access(&self, memory: Device) -> bool {
             memory.device_type == DeviceType::EXT_DEV
         }
+        fn allocate(
+            &self,
+            device: Device,
+            _: DataType,
+            _: &[i64],
+        ) -> Result<dlport_core::Tensor, Error> {
+            // A stand-in driver: device 0 has no memory left, device 1 has no driver at all.
+            if device.device_id == 0 {
+                Err(Error::Backend {
+                    backend: dlport_core::ShortStr::new("one"),
+                    operation: "oneMalloc",
+                    code: 2,
+                    detail: dlport_core::ShortStr::new(
+                        "out of device memory; free tensors or use a smaller batch",
+                    ),
+                })
+            } else {
+                Err(Error::DriverNotFound {
+                    api: "One",
+                    library: "libone.so.1",
+                })
+            }
+        }
         fn translate_device_id(&self, producer_id: i32) -> Result<i32, Error> {
             if producer_id == 0 {
                 Ok(0)
@@ -851,6 +874,19 @@ fn all_reached_errors() -> Vec<Error> {
         }
     }
     r.register(Arc::new(OneDevice)).unwrap();
+    // The DLPack stream argument.
+    errors.push(dlport_core::device::StreamRequest::parse(Some(0), DeviceType::CUDA).unwrap_err());
+    // Driver and OS failures, as a backend reports them.
+    errors.push(
+        OneDevice
+            .allocate(Device::new(DeviceType::EXT_DEV, 0), DataType::FLOAT32, &[1])
+            .unwrap_err(),
+    );
+    errors.push(
+        OneDevice
+            .allocate(Device::new(DeviceType::EXT_DEV, 1), DataType::FLOAT32, &[1])
+            .unwrap_err(),
+    );
     let ext = ExportBuilder::new(DeviceBuf2, DataType::FLOAT32, &[4])
         .build()
         .unwrap();

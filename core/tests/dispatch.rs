@@ -737,3 +737,35 @@ fn pinned_memory_is_shown_to_a_cpu_only_consumer_without_a_copy() {
     assert_eq!(out.view().device(), Device::CPU);
     assert_eq!(out.view().data(), t.buffer().ptr());
 }
+
+#[test]
+fn stream_argument_follows_the_dlpack_protocol() {
+    use dlport_core::device::StreamRequest as S;
+    let cuda = DeviceType::CUDA;
+    assert_eq!(S::parse(None, cuda).unwrap(), S::LegacyDefault);
+    assert_eq!(S::parse(Some(1), cuda).unwrap(), S::LegacyDefault);
+    assert_eq!(S::parse(Some(2), cuda).unwrap(), S::PerThreadDefault);
+    assert_eq!(
+        S::parse(Some(0x7f00_1234), cuda).unwrap(),
+        S::Stream(0x7f00_1234)
+    );
+    assert_eq!(S::parse(Some(-1), cuda).unwrap(), S::NoSync);
+    let zero = S::parse(Some(0), cuda).unwrap_err();
+    assert_eq!(
+        zero.to_string(),
+        "stream = 0 is invalid for kDLCUDA (2): 0 is ambiguous for CUDA; use 1 (legacy default) or 2 (per-thread)"
+    );
+    assert!(S::parse(Some(-7), cuda).is_err());
+    assert_eq!(
+        S::parse(Some(0), DeviceType::ROCM).unwrap(),
+        S::LegacyDefault
+    );
+    assert!(S::parse(Some(1), DeviceType::ROCM).is_err());
+    assert!(S::parse(Some(2), DeviceType::ROCM).is_err());
+    assert_eq!(S::parse(None, DeviceType::CPU).unwrap(), S::NoSync);
+    assert!(S::parse(Some(1), DeviceType::CPU).is_err());
+    assert!(S::parse(Some(5), DeviceType::CUDA_HOST).is_err());
+    assert_eq!(S::LegacyDefault.cuda_handle(), Some(1));
+    assert_eq!(S::PerThreadDefault.cuda_handle(), Some(2));
+    assert_eq!(S::NoSync.cuda_handle(), None);
+}

@@ -12,6 +12,7 @@ mod buffer;
 mod cpu;
 #[cfg(feature = "alloc")]
 mod registry;
+mod stream;
 
 #[cfg(feature = "alloc")]
 pub use backend::{Backend, BackendRef, LayoutNeed, ViewRequirements, platform_id};
@@ -23,6 +24,7 @@ pub use cpu::{AlignedBuffer, CPU_ALIGN, CpuBackend, compact_bytes, copy_to_compa
 pub use registry::{
     CopyPolicy, Decision, ExportOptions, ImportOptions, Registry, reconcile_device,
 };
+pub use stream::StreamRequest;
 
 use core::fmt;
 use core::str::FromStr;
