@@ -182,7 +182,7 @@ pub enum Error {
     /// A backend does not support an operation.
     Unsupported {
         /// The backend's name.
-        backend: ShortStr,
+        backend: &'static str,
         /// The operation, in words.
         operation: &'static str,
     },
@@ -196,18 +196,18 @@ pub enum Error {
     /// A backend with this name is already registered.
     DuplicateBackend {
         /// The name.
-        name: ShortStr,
+        name: &'static str,
     },
     /// A backend's driver or operating system refused an operation.
     Backend {
         /// The backend's name.
-        backend: ShortStr,
+        backend: &'static str,
         /// The operation that failed ("mlock", "cuMemAlloc", …).
         operation: &'static str,
         /// The code it returned (errno, CUresult, …).
         code: i64,
         /// What it means and what to do.
-        detail: ShortStr,
+        detail: &'static str,
     },
     /// A driver library is not installed on this machine.
     DriverNotFound {
@@ -228,7 +228,7 @@ pub enum Error {
     /// A backend cannot translate a producer's device id.
     InvalidDeviceId {
         /// The backend's name.
-        backend: ShortStr,
+        backend: &'static str,
         /// The id received.
         device_id: i32,
     },

@@ -848,12 +848,10 @@ fn all_reached_errors() -> Vec<Error> {
             // A stand-in driver: device 0 has no memory left, device 1 has no driver at all.
             if device.device_id == 0 {
                 Err(Error::Backend {
-                    backend: dlport_core::ShortStr::new("one"),
+                    backend: "one",
                     operation: "oneMalloc",
                     code: 2,
-                    detail: dlport_core::ShortStr::new(
-                        "out of device memory; free tensors or use a smaller batch",
-                    ),
+                    detail: "out of device memory; free tensors or use a smaller batch",
                 })
             } else {
                 Err(Error::DriverNotFound {
@@ -867,7 +865,7 @@ fn all_reached_errors() -> Vec<Error> {
                 Ok(0)
             } else {
                 Err(Error::InvalidDeviceId {
-                    backend: dlport_core::ShortStr::new("one"),
+                    backend: "one",
                     device_id: producer_id,
                 })
             }

@@ -233,7 +233,7 @@ impl Backend for Xpu {
             Ok(producer_id + XPU_OFFSET)
         } else {
             Err(Error::InvalidDeviceId {
-                backend: dlport_core::ShortStr::new("xpu"),
+                backend: "xpu",
                 device_id: producer_id,
             })
         }

@@ -6,7 +6,7 @@ use super::buffer::Tensor;
 use crate::abi::DeviceType;
 use crate::device::Device;
 use crate::dtype::DataType;
-use crate::error::{CopyReason, Error, ShortStr};
+use crate::error::{CopyReason, Error};
 use crate::layout::Contiguity;
 use crate::managed::ManagedTensor;
 use crate::tensor::TensorRef;
@@ -196,7 +196,7 @@ pub trait Backend: Send + Sync + 'static {
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         let _ = (device, dtype, shape);
         Err(Error::Unsupported {
-            backend: ShortStr::new(self.name()),
+            backend: self.name(),
             operation: "allocation",
         })
     }

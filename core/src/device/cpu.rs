@@ -10,7 +10,7 @@ use super::buffer::{Buffer, Tensor};
 use crate::abi::{DeviceType, FLAG_IS_COPIED};
 use crate::device::Device;
 use crate::dtype::DataType;
-use crate::error::{CopyReason, Error, ShortStr};
+use crate::error::{CopyReason, Error};
 use crate::export::TensorStorage;
 use crate::layout::{self, MAX_NDIM};
 use crate::tensor::TensorRef;
@@ -226,7 +226,7 @@ impl Backend for CpuBackend {
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         if device.device_type != DeviceType::CPU {
             return Err(Error::Unsupported {
-                backend: ShortStr::new(Self::NAME),
+                backend: Self::NAME,
                 operation: "allocation on a device other than cpu",
             });
         }

@@ -10,7 +10,7 @@ use super::buffer::Tensor;
 use super::cpu::CpuBackend;
 use crate::abi::{DLPackVersion, DeviceType};
 use crate::device::{Device, MemoryClass};
-use crate::error::{CopyReason, Error, ShortStr, ShortWriter};
+use crate::error::{CopyReason, Error, ShortWriter};
 use crate::managed::ManagedTensor;
 use crate::tensor::TensorRef;
 
@@ -148,7 +148,7 @@ impl Registry {
     pub fn register(&mut self, backend: BackendRef) -> Result<(), Error> {
         if self.get(backend.name()).is_some() {
             return Err(Error::DuplicateBackend {
-                name: ShortStr::new(backend.name()),
+                name: backend.name(),
             });
         }
         self.backends.push(backend);
@@ -265,7 +265,7 @@ impl Registry {
             }
         }
         Err(Error::Unsupported {
-            backend: ShortStr::new(to.name()),
+            backend: to.name(),
             operation: "a copy between these devices",
         })
     }
