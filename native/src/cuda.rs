@@ -1,0 +1,415 @@
+//! The CUDA backend (feature `cuda`): device buffers, CUDA-pinned host memory, H2D/D2H copies
+//! through pinned staging, views of imported `kDLCUDA`/`kDLCUDAManaged` tensors, exports that keep
+//! buffers alive, and the DLPack stream hand-off.
+//!
+//! The driver is loaded at run time (cudarc's `fallback-dynamic-loading`). cudarc panics when
+//! `libcuda` is missing, so every entry goes through [`probe`] first, which turns absence into
+//! [`Error::DriverNotFound`].
+
+use std::ffi::c_void;
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::{CudaContext, DriverError, result, sys};
+use dlport_core::device::{Backend, Buffer, StreamRequest, Tensor, compact_bytes};
+use dlport_core::{DataType, Device, DeviceType, Error, ManagedTensor, TensorRef, TensorStorage};
+
+use crate::cpu::CpuBackend;
+
+/// The backend's name.
+pub const NAME: &str = "cuda";
+
+/// Turns a driver error into a dlport error naming the call.
+pub fn driver_error(operation: &'static str, e: DriverError) -> Error {
+    use sys::CUresult as R;
+    let detail = match e.0 {
+        R::CUDA_ERROR_OUT_OF_MEMORY => "out of memory: free tensors or allocate less",
+        R::CUDA_ERROR_NO_DEVICE => "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)",
+        R::CUDA_ERROR_INVALID_DEVICE => "invalid device ordinal",
+        R::CUDA_ERROR_INVALID_VALUE => "an argument is invalid (pointer, size or stream)",
+        R::CUDA_ERROR_INVALID_HANDLE => "the stream or event handle is invalid",
+        R::CUDA_ERROR_NOT_INITIALIZED => "the driver is not initialised",
+        _ => "the CUDA driver reported an error",
+    };
+    Error::Backend {
+        backend: NAME,
+        operation,
+        code: e.0 as i64,
+        detail,
+    }
+}
+
+/// Checks that a CUDA driver can be used, without panicking: `libcuda` must load and `cuInit`
+/// succeed. Returns the number of devices.
+pub fn probe() -> Result<usize, Error> {
+    static PROBE: OnceLock<Result<usize, Error>> = OnceLock::new();
+    PROBE
+        .get_or_init(|| {
+            // SAFETY: only tries to open the library; no symbol is called.
+            if !unsafe { sys::is_culib_present() } {
+                return Err(Error::DriverNotFound {
+                    api: "CUDA",
+                    library: "libcuda.so.1",
+                });
+            }
+            result::init().map_err(|e| driver_error("cuInit", e))?;
+            let n = result::device::get_count().map_err(|e| driver_error("cuDeviceGetCount", e))?;
+            Ok(n.max(0) as usize)
+        })
+        .clone()
+}
+
+fn contexts() -> Result<&'static [Arc<CudaContext>], Error> {
+    static CONTEXTS: OnceLock<Result<Vec<Arc<CudaContext>>, Error>> = OnceLock::new();
+    CONTEXTS
+        .get_or_init(|| {
+            let n = probe()?;
+            (0..n)
+                .map(|i| {
+                    CudaContext::new(i).map_err(|e| driver_error("cuDevicePrimaryCtxRetain", e))
+                })
+                .collect()
+        })
+        .as_deref()
+        .map_err(Clone::clone)
+}
+
+/// The primary context of device `ordinal`.
+pub fn context(ordinal: usize) -> Result<Arc<CudaContext>, Error> {
+    let all = contexts()?;
+    all.get(ordinal).cloned().ok_or(Error::Backend {
+        backend: NAME,
+        operation: "cuDeviceGet",
+        code: ordinal as i64,
+        detail: "no CUDA device with this ordinal",
+    })
+}
+
+/// Waits for all work on every device (managed memory is then host-readable).
+pub fn synchronize_all() -> Result<(), Error> {
+    for ctx in contexts()? {
+        ctx.synchronize()
+            .map_err(|e| driver_error("cuCtxSynchronize", e))?;
+    }
+    Ok(())
+}
+
+fn bind(ctx: &CudaContext) -> Result<(), Error> {
+    ctx.bind_to_thread()
+        .map_err(|e| driver_error("cuCtxSetCurrent", e))
+}
+
+/// CUDA-pinned host memory from `cuMemHostAlloc` (portable, not write-combined).
+#[derive(Debug)]
+pub struct HostPinned {
+    ctx: Arc<CudaContext>,
+    ptr: *mut c_void,
+    len: usize,
+}
+
+// SAFETY: the allocation is owned alone and freed once; the context handle is thread-safe.
+unsafe impl Send for HostPinned {}
+
+impl HostPinned {
+    /// Allocates `len` zeroed bytes of pinned host memory.
+    pub fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self, Error> {
+        bind(ctx)?;
+        // SAFETY: a plain allocation call; the size is ≥ 1 so the pointer is real.
+        let ptr = unsafe { result::malloc_host(len.max(1), sys::CU_MEMHOSTALLOC_PORTABLE) }
+            .map_err(|e| driver_error("cuMemHostAlloc", e))?;
+        // SAFETY: `ptr` is a fresh host allocation of at least `len` bytes.
+        unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, len) };
+        Ok(Self {
+            ctx: Arc::clone(ctx),
+            ptr,
+            len,
+        })
+    }
+}
+
+impl Drop for HostPinned {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: allocated by cuMemHostAlloc in `new`, freed once here.
+        let _ = unsafe { result::free_host(self.ptr) };
+    }
+}
+
+// SAFETY: a stable host allocation of `len` bytes, owned alone.
+unsafe impl TensorStorage for HostPinned {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.ptr
+    }
+    fn byte_len(&self) -> usize {
+        self.len
+    }
+    fn device(&self) -> Device {
+        Device::cuda_host()
+    }
+}
+
+/// Device memory from `cuMemAlloc`.
+#[derive(Debug)]
+pub struct DeviceMemory {
+    ctx: Arc<CudaContext>,
+    ptr: sys::CUdeviceptr,
+    len: usize,
+    ordinal: i32,
+}
+
+// SAFETY: the allocation is owned alone and freed once; the context handle is thread-safe.
+unsafe impl Send for DeviceMemory {}
+
+impl DeviceMemory {
+    /// Allocates `len` zeroed bytes on device `ordinal`.
+    pub fn new(ordinal: usize, len: usize) -> Result<Self, Error> {
+        let ctx = context(ordinal)?;
+        bind(&ctx)?;
+        // SAFETY: a plain allocation call in the bound context.
+        let ptr = unsafe { result::malloc_sync(len.max(1)) }
+            .map_err(|e| driver_error("cuMemAlloc", e))?;
+        // SAFETY: `ptr` is a fresh device allocation of at least `len` bytes.
+        unsafe { result::memset_d8_sync(ptr, 0, len) }
+            .map_err(|e| driver_error("cuMemsetD8", e))?;
+        Ok(Self {
+            ctx,
+            ptr,
+            len,
+            ordinal: ordinal as i32,
+        })
+    }
+}
+
+impl Drop for DeviceMemory {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: allocated by cuMemAlloc in `new`, freed once here.
+        let _ = unsafe { result::free_sync(self.ptr) };
+    }
+}
+
+// SAFETY: a stable device allocation of `len` bytes, owned alone; the pointer is a device
+// address, never dereferenced on the host.
+unsafe impl TensorStorage for DeviceMemory {
+    fn data_ptr(&mut self) -> *mut c_void {
+        std::ptr::without_provenance_mut(self.ptr as usize)
+    }
+    fn byte_len(&self) -> usize {
+        self.len
+    }
+    fn device(&self) -> Device {
+        Device::cuda(self.ordinal)
+    }
+}
+
+/// The CUDA backend (`"cuda"`).
+#[derive(Debug)]
+pub struct CudaBackend {
+    devices: usize,
+}
+
+impl CudaBackend {
+    /// Probes the driver; fails with [`Error::DriverNotFound`] where there is none.
+    pub fn new() -> Result<Self, Error> {
+        Ok(Self { devices: probe()? })
+    }
+
+    /// Number of visible devices.
+    pub fn device_count(&self) -> usize {
+        self.devices
+    }
+
+    fn ordinal(&self, device: Device) -> Result<usize, Error> {
+        usize::try_from(device.device_id)
+            .ok()
+            .filter(|&i| i < self.devices)
+            .ok_or(Error::InvalidDeviceId {
+                backend: NAME,
+                device_id: device.device_id,
+            })
+    }
+
+    /// A zeroed device tensor.
+    pub fn zeros(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
+        let bytes = compact_bytes(dtype, shape)?;
+        let mem = DeviceMemory::new(self.ordinal(device)?, bytes)?;
+        Tensor::new(Buffer::new(Box::new(mem)), NAME, dtype, shape, None, 0, 0)
+    }
+
+    /// A zeroed CUDA-pinned host tensor (`cuda_host:0`).
+    pub fn pinned_zeros(&self, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
+        let bytes = compact_bytes(dtype, shape)?;
+        let mem = HostPinned::new(&context(0)?, bytes)?;
+        Tensor::new(
+            Buffer::new(Box::new(mem)),
+            crate::pinned::PinnedBackend::NAME,
+            dtype,
+            shape,
+            None,
+            0,
+            0,
+        )
+    }
+
+    /// The stream hand-off of the DLPack protocol: the producer records an event on its stream
+    /// and the consumer's stream waits on it. `NoSync` does nothing.
+    pub fn hand_off(
+        &self,
+        device: Device,
+        producer: usize,
+        consumer: StreamRequest,
+    ) -> Result<(), Error> {
+        let Some(consumer) = consumer.cuda_handle() else {
+            return Ok(());
+        };
+        let ctx = context(self.ordinal(device)?)?;
+        bind(&ctx)?;
+        let event = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .map_err(|e| driver_error("cuEventCreate", e))?;
+        let outcome = (|| {
+            // SAFETY: the event is live; the producer and consumer streams are handles the
+            // caller vouches for (or the legacy/per-thread pseudo-handles 1 and 2).
+            unsafe { result::event::record(event, producer as sys::CUstream) }
+                .map_err(|e| driver_error("cuEventRecord", e))?;
+            // SAFETY: as above.
+            unsafe {
+                result::stream::wait_event(
+                    consumer as sys::CUstream,
+                    event,
+                    sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+                )
+            }
+            .map_err(|e| driver_error("cuStreamWaitEvent", e))
+        })();
+        // SAFETY: destroying a recorded event is allowed; its resources go once the wait is done.
+        let _ = unsafe { result::event::destroy(event) };
+        outcome
+    }
+
+    /// Exports a device tensor for a consumer that passed `stream` to `__dlpack__`: the hand-off
+    /// from `producer_stream`, then an external reference.
+    pub fn export_for_stream(
+        &self,
+        tensor: &Tensor,
+        versioned: bool,
+        stream: Option<i64>,
+        producer_stream: usize,
+    ) -> Result<ManagedTensor, Error> {
+        let request = StreamRequest::parse(stream, tensor.device().device_type)?;
+        self.hand_off(tensor.device(), producer_stream, request)?;
+        self.acquire_external(tensor, versioned, tensor.device())
+    }
+
+    /// Host → device: compacts into pinned staging unless the source is already pinned and
+    /// compact, then one `cuMemcpyHtoD`.
+    fn upload(&self, src: &TensorRef<'_>, target: Device) -> Result<Tensor, Error> {
+        let out = self.zeros(target, src.dtype(), src.shape())?;
+        let len = compact_bytes(src.dtype(), src.shape())?;
+        if len == 0 {
+            return Ok(out.with_copied(true));
+        }
+        let dst = out.buffer().ptr() as usize as sys::CUdeviceptr;
+        let direct =
+            src.device().device_type == DeviceType::CUDA_HOST && src.contiguity().is_row_major();
+        let staging;
+        let bytes: &[u8] = if direct {
+            src.as_bytes()?
+        } else {
+            staging = HostPinned::new(&context(0)?, len)?;
+            // SAFETY: the staging buffer holds `len` bytes that only we reach.
+            let buf = unsafe { std::slice::from_raw_parts_mut(staging.ptr.cast::<u8>(), len) };
+            crate::copy::copy_to_compact(src, buf)?;
+            buf
+        };
+        bind(&*context(self.ordinal(target)?)?)?;
+        // SAFETY: `dst` is a device allocation of `len` bytes; `bytes` is `len` readable bytes.
+        unsafe { result::memcpy_htod_sync(dst, bytes) }
+            .map_err(|e| driver_error("cuMemcpyHtoD", e))?;
+        Ok(out.with_copied(true))
+    }
+
+    /// Device → host (`cpu` or `cuda_host`): one `cuMemcpyDtoH` into pinned memory, then, for a
+    /// `cpu` target, a copy into a 64-byte-aligned host buffer.
+    fn download(&self, src: &TensorRef<'_>, target: Device) -> Result<Tensor, Error> {
+        if !src.contiguity().is_row_major() {
+            return Err(Error::Unsupported {
+                backend: NAME,
+                operation: "downloading a strided device tensor (compact it on the device first)",
+            });
+        }
+        let len = compact_bytes(src.dtype(), src.shape())?;
+        let pinned = self.pinned_zeros(src.dtype(), src.shape())?;
+        if len != 0 {
+            let from = (src.data() as usize as sys::CUdeviceptr) + src.byte_offset();
+            // SAFETY: a fresh pinned buffer of `len` bytes that only we reach.
+            let buf =
+                unsafe { std::slice::from_raw_parts_mut(pinned.buffer().ptr().cast::<u8>(), len) };
+            bind(&*context(self.ordinal(src.device())?)?)?;
+            // SAFETY: `from` starts a compact device range of `len` bytes (validated view).
+            unsafe { result::memcpy_dtoh_sync(buf, from) }
+                .map_err(|e| driver_error("cuMemcpyDtoH", e))?;
+        }
+        if target.device_type == DeviceType::CUDA_HOST {
+            return Ok(pinned.with_copied(true));
+        }
+        let guard = pinned.read()?;
+        CpuBackend::compact(&guard.view())
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn device_types(&self) -> &[DeviceType] {
+        &[DeviceType::CUDA, DeviceType::CUDA_MANAGED]
+    }
+
+    fn can_access(&self, memory: Device) -> bool {
+        match memory.device_type {
+            DeviceType::CUDA => self.ordinal(memory).is_ok(),
+            DeviceType::CUDA_MANAGED => true,
+            _ => false,
+        }
+    }
+
+    fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
+        match device.device_type {
+            DeviceType::CUDA => self.zeros(device, dtype, shape),
+            DeviceType::CUDA_HOST => self.pinned_zeros(dtype, shape),
+            _ => Err(Error::Unsupported {
+                backend: NAME,
+                operation: "allocation outside cuda and cuda_host",
+            }),
+        }
+    }
+
+    fn copy(&self, src: &TensorRef<'_>, target: Device) -> Result<Option<Tensor>, Error> {
+        let from_device = src.device().device_type == DeviceType::CUDA;
+        match target.device_type {
+            DeviceType::CUDA if src.device().is_host_accessible() => {
+                self.upload(src, target).map(Some)
+            }
+            DeviceType::CUDA if from_device => {
+                if !src.contiguity().is_row_major() {
+                    return Ok(None);
+                }
+                let out = self.zeros(target, src.dtype(), src.shape())?;
+                let len = compact_bytes(src.dtype(), src.shape())?;
+                if len != 0 {
+                    let from = (src.data() as usize as sys::CUdeviceptr) + src.byte_offset();
+                    let to = out.buffer().ptr() as usize as sys::CUdeviceptr;
+                    bind(&*context(self.ordinal(target)?)?)?;
+                    // SAFETY: both are device ranges of `len` bytes (validated; fresh).
+                    unsafe { result::memcpy_dtod_sync(to, from, len) }
+                        .map_err(|e| driver_error("cuMemcpyDtoD", e))?;
+                }
+                Ok(Some(out.with_copied(true)))
+            }
+            DeviceType::CPU | DeviceType::CUDA_HOST if from_device => {
+                self.download(src, target).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! # dlport-native
+//!
+//! dlport's native backends, registered into the core [`Registry`]:
+//! - [`cpu::CpuBackend`]: 64-byte-aligned host memory and fast strided → compact copies;
+//! - [`pinned::PinnedBackend`]: page-locked host memory (CUDA-pinned with a driver, `mlock`
+//!   otherwise);
+//! - `cuda::CudaBackend` (feature `cuda`): device memory, H2D/D2H through pinned staging, the
+//!   DLPack stream hand-off. The driver is loaded at run time; its absence is an error, not a
+//!   panic.
+//!
+//! [`registry()`] returns a registry holding every backend that really works on this machine.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod copy;
+pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
+pub mod pinned;
+
+use std::sync::Arc;
+
+pub use dlport_core;
+use dlport_core::Error;
+use dlport_core::device::Registry;
+
+/// A registry with every backend available here: the CPU and pinned backends always, the CUDA
+/// backend when the `cuda` feature is on and a driver answers.
+pub fn registry() -> Registry {
+    registry_with_report().0
+}
+
+/// [`registry()`] plus one line per backend saying whether it was registered and why not.
+pub fn registry_with_report() -> (Registry, Vec<String>) {
+    let mut r = Registry::new();
+    let mut report = Vec::new();
+    let mut add = |r: &mut Registry, b: Arc<dyn dlport_core::device::Backend>, note: String| {
+        let name = b.name();
+        match r.register(b) {
+            Ok(()) => report.push(format!("{name}: registered ({note})")),
+            Err(e) => report.push(format!("{name}: not registered: {e}")),
+        }
+    };
+    add(
+        &mut r,
+        Arc::new(cpu::CpuBackend),
+        "64-byte-aligned host memory".into(),
+    );
+    let pinned = pinned::PinnedBackend::new();
+    let note = pinned.describe().to_string();
+    add(&mut r, Arc::new(pinned), note);
+    #[cfg(feature = "cuda")]
+    match cuda::CudaBackend::new() {
+        Ok(b) => {
+            let note = format!("{} device(s)", b.device_count());
+            add(&mut r, Arc::new(b), note);
+        }
+        Err(e) => report.push(format!("cuda: not registered: {e}")),
+    }
+    #[cfg(not(feature = "cuda"))]
+    report.push("cuda: not registered: built without the `cuda` feature".into());
+    (r, report)
+}
+
+/// Makes managed (unified) memory host-readable: synchronises every CUDA device when a driver
+/// is present; a no-op otherwise (no device can be writing it).
+pub fn sync_managed() -> Result<(), Error> {
+    #[cfg(feature = "cuda")]
+    match cuda::probe() {
+        Ok(_) => return cuda::synchronize_all(),
+        Err(Error::DriverNotFound { .. }) => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    #[allow(unreachable_code)]
+    Ok(())
+}

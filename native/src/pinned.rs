@@ -1,0 +1,233 @@
+//! Page-locked ("pinned") host memory.
+//!
+//! With a CUDA driver (feature `cuda` and `libcuda` present) the memory comes from
+//! `cuMemHostAlloc` (portable, not write-combined, since the CPU reads it) and is exported as
+//! `kDLCUDAHost`. Without one it is ordinary host memory locked with `mlock`, exported as plain
+//! `kDLCPU` and described as page-locked: the backend never claims a device type the memory
+//! does not have.
+
+use std::ffi::c_void;
+
+use dlport_core::device::{AlignedBuffer, Backend, Buffer, Tensor, compact_bytes};
+use dlport_core::{DataType, Device, DeviceType, Error, TensorRef, TensorStorage};
+
+/// Page size used for locked allocations.
+const PAGE: usize = 4096;
+
+/// How the pinned backend obtains page-locked memory.
+#[derive(Clone, Debug)]
+pub enum PinnedMode {
+    /// `cuMemHostAlloc` through the CUDA driver: `kDLCUDAHost` memory.
+    #[cfg(feature = "cuda")]
+    Cuda(std::sync::Arc<cudarc::driver::CudaContext>),
+    /// `mlock`-ed host memory: `kDLCPU`, page-locked.
+    Mlock,
+}
+
+/// The pinned-memory backend (`"pinned"`).
+#[derive(Clone, Debug)]
+pub struct PinnedBackend {
+    mode: PinnedMode,
+    locker: Locker,
+}
+
+/// The function that locks pages (replaceable in tests to exercise the failure paths).
+pub type Locker = fn(*const c_void, usize) -> Result<(), i32>;
+
+fn mlock(ptr: *const c_void, len: usize) -> Result<(), i32> {
+    // SAFETY: mlock only changes the residency of the pages of [ptr, ptr + len), which the
+    // caller owns; it reads and writes no memory.
+    if unsafe { libc::mlock(ptr, len) } == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// The error for a failed `mlock` of `bytes` bytes.
+pub fn lock_error(errno: i32) -> Error {
+    let detail = match errno {
+        libc::ENOMEM => {
+            "ENOMEM: the locked-memory limit (RLIMIT_MEMLOCK) is too low; raise it with `ulimit -l` or lock less"
+        }
+        libc::EPERM => {
+            "EPERM: this process may not lock memory; grant CAP_IPC_LOCK or raise RLIMIT_MEMLOCK"
+        }
+        libc::EAGAIN => "EAGAIN: some pages could not be locked; retry with less memory",
+        _ => "the operating system refused to lock the pages",
+    };
+    Error::Backend {
+        backend: PinnedBackend::NAME,
+        operation: "mlock",
+        code: i64::from(errno),
+        detail,
+    }
+}
+
+impl Default for PinnedBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PinnedBackend {
+    /// The backend's name.
+    pub const NAME: &'static str = "pinned";
+
+    /// CUDA-pinned memory when a CUDA driver is usable, `mlock` otherwise.
+    pub fn new() -> Self {
+        #[cfg(feature = "cuda")]
+        if let Ok(ctx) = crate::cuda::context(0) {
+            return Self {
+                mode: PinnedMode::Cuda(ctx),
+                locker: mlock,
+            };
+        }
+        Self::mlock()
+    }
+
+    /// Always `mlock` (no driver involved).
+    pub fn mlock() -> Self {
+        Self {
+            mode: PinnedMode::Mlock,
+            locker: mlock,
+        }
+    }
+
+    /// `mlock` through a custom locker (for tests of the failure paths).
+    pub fn with_locker(locker: Locker) -> Self {
+        Self {
+            mode: PinnedMode::Mlock,
+            locker,
+        }
+    }
+
+    /// The mode in use.
+    pub fn mode(&self) -> &PinnedMode {
+        &self.mode
+    }
+
+    /// The device its tensors have: `cuda_host:0` with CUDA, `cpu` with `mlock`.
+    pub fn device(&self) -> Device {
+        match self.mode {
+            #[cfg(feature = "cuda")]
+            PinnedMode::Cuda(_) => Device::cuda_host(),
+            PinnedMode::Mlock => Device::CPU,
+        }
+    }
+
+    /// What the memory is, in words.
+    pub fn describe(&self) -> &'static str {
+        match self.mode {
+            #[cfg(feature = "cuda")]
+            PinnedMode::Cuda(_) => "CUDA-pinned host memory (cuMemHostAlloc), kDLCUDAHost",
+            PinnedMode::Mlock => "page-locked host memory (mlock), exported as kDLCPU",
+        }
+    }
+
+    /// Allocates `bytes` zeroed, page-locked bytes.
+    pub fn alloc_bytes(&self, bytes: usize) -> Result<Box<dyn TensorStorage>, Error> {
+        match &self.mode {
+            #[cfg(feature = "cuda")]
+            PinnedMode::Cuda(ctx) => Ok(Box::new(crate::cuda::HostPinned::new(ctx, bytes)?)),
+            PinnedMode::Mlock => Ok(Box::new(LockedBuffer::new(bytes, self.locker)?)),
+        }
+    }
+
+    /// A zeroed, compact, page-locked tensor.
+    pub fn zeros(&self, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
+        let bytes = compact_bytes(dtype, shape)?;
+        let storage = self.alloc_bytes(bytes)?;
+        Tensor::new(Buffer::new(storage), Self::NAME, dtype, shape, None, 0, 0)
+    }
+}
+
+impl Backend for PinnedBackend {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn device_types(&self) -> &[DeviceType] {
+        match self.mode {
+            #[cfg(feature = "cuda")]
+            PinnedMode::Cuda(_) => &[DeviceType::CUDA_HOST],
+            // mlock memory is plain kDLCPU, which the CPU backend serves.
+            PinnedMode::Mlock => &[],
+        }
+    }
+
+    fn can_access(&self, memory: Device) -> bool {
+        memory.is_host_accessible()
+    }
+
+    fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
+        if device.device_type != self.device().device_type {
+            return Err(Error::Unsupported {
+                backend: Self::NAME,
+                operation: "allocation on this device (pinned memory is cuda_host:0 with CUDA, cpu with mlock)",
+            });
+        }
+        self.zeros(dtype, shape)
+    }
+
+    fn copy(&self, src: &TensorRef<'_>, target: Device) -> Result<Option<Tensor>, Error> {
+        if target != self.device() || !src.device().is_host_accessible() {
+            return Ok(None);
+        }
+        let t = self.zeros(src.dtype(), src.shape())?;
+        let len = compact_bytes(src.dtype(), src.shape())?;
+        if len != 0 {
+            // SAFETY: a fresh pinned allocation of exactly `len` bytes, reachable only by us.
+            let dst = unsafe { std::slice::from_raw_parts_mut(t.buffer().ptr().cast::<u8>(), len) };
+            crate::copy::copy_to_compact(src, dst)?;
+        }
+        Ok(Some(t.with_copied(true)))
+    }
+}
+
+/// `mlock`-ed, page-aligned, zeroed host memory; unlocked and freed on drop.
+#[derive(Debug)]
+pub struct LockedBuffer {
+    buf: AlignedBuffer,
+    locked: bool,
+}
+
+impl LockedBuffer {
+    /// Allocates and locks `len` bytes (rounded up to whole pages for the lock).
+    pub fn new(len: usize, locker: Locker) -> Result<Self, Error> {
+        let buf = AlignedBuffer::zeroed(len, PAGE)?;
+        if len == 0 {
+            return Ok(Self { buf, locked: false });
+        }
+        locker(buf.as_ptr().cast(), len).map_err(lock_error)?;
+        Ok(Self { buf, locked: true })
+    }
+
+    /// Whether the pages are locked.
+    pub fn is_locked(&self) -> bool {
+        self.locked
+    }
+}
+
+impl Drop for LockedBuffer {
+    fn drop(&mut self) {
+        if self.locked {
+            // SAFETY: unlocks exactly the range locked in `new`, still owned by `buf`.
+            unsafe { libc::munlock(self.buf.as_ptr().cast(), self.buf.len()) };
+        }
+    }
+}
+
+// SAFETY: forwards to the aligned allocation, stable and owned alone.
+unsafe impl TensorStorage for LockedBuffer {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.buf.as_ptr().cast()
+    }
+    fn byte_len(&self) -> usize {
+        self.buf.len()
+    }
+}

@@ -1,0 +1,201 @@
+//! Strided → compact copies, checked element by element against the core's reference reader
+//! for every stride pattern (negative, zero, permuted, gaps) and many element sizes.
+
+use dlport_core::{DataType, ExportBuilder, TypeCode};
+use dlport_native::copy::copy_to_compact;
+
+/// A small deterministic generator (no dependency needed).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Builds a random strided view over a byte buffer and checks the copy.
+fn check(rng: &mut Lcg, elem: usize, ndim: usize) {
+    let dtype = match elem {
+        1 => DataType::UINT8,
+        2 => DataType::UINT16,
+        3 => DataType::new(TypeCode::UINT, 24, 1),
+        4 => DataType::UINT32,
+        8 => DataType::UINT64,
+        12 => DataType::new(TypeCode::FLOAT, 32, 3),
+        16 => DataType::COMPLEX128,
+        _ => unreachable!(),
+    };
+    let shape: Vec<i64> = (0..ndim)
+        .map(|_| rng.below(5) as i64 + if rng.below(4) == 0 { 0 } else { 1 })
+        .collect();
+    let strides: Vec<i64> = (0..ndim).map(|_| rng.below(13) as i64 - 6).collect();
+    // Place the first element so that negative strides stay inside the buffer.
+    let lo: i64 = shape
+        .iter()
+        .zip(&strides)
+        .map(|(&e, &s)| if s < 0 && e > 0 { (e - 1) * s } else { 0 })
+        .sum();
+    let hi: i64 = shape
+        .iter()
+        .zip(&strides)
+        .map(|(&e, &s)| if s > 0 && e > 0 { (e - 1) * s } else { 0 })
+        .sum();
+    let offset_elems = -lo;
+    let total = (offset_elems + hi + 1) as usize * elem + 7;
+    let bytes: Vec<u8> = (0..total).map(|i| (i * 31 + 7) as u8).collect();
+    let pad = rng.below(4) as usize;
+    let byte_offset = offset_elems as u64 * elem as u64 + pad as u64;
+    let t = ExportBuilder::new(bytes.clone(), dtype, &shape)
+        .strides(&strides)
+        .byte_offset(byte_offset)
+        .build()
+        .unwrap_or_else(|e| panic!("{shape:?} {strides:?}: {e}"));
+    let view = t.view();
+    let numel = view.numel() as usize;
+    let mut out = vec![0u8; numel * elem];
+    copy_to_compact(&view, &mut out).unwrap();
+    // Reference: walk the multi-index in row-major order.
+    let mut index = vec![0i64; ndim];
+    for k in 0..numel {
+        let off: i64 = byte_offset as i64
+            + index
+                .iter()
+                .zip(&strides)
+                .map(|(&i, &s)| i * s)
+                .sum::<i64>()
+                * elem as i64;
+        let expected = &bytes[off as usize..off as usize + elem];
+        assert_eq!(
+            &out[k * elem..(k + 1) * elem],
+            expected,
+            "elem {elem} shape {shape:?} strides {strides:?} at {index:?}"
+        );
+        for axis in (0..ndim).rev() {
+            index[axis] += 1;
+            if index[axis] < shape[axis] {
+                break;
+            }
+            index[axis] = 0;
+        }
+    }
+}
+
+#[test]
+fn random_layouts_match_the_reference() {
+    let mut rng = Lcg(42);
+    for elem in [1, 2, 3, 4, 8, 12, 16] {
+        for ndim in 0..=5 {
+            for _ in 0..60 {
+                check(&mut rng, elem, ndim);
+            }
+        }
+    }
+}
+
+#[test]
+fn transposes_take_the_tiled_path_and_stay_exact() {
+    for (rows, cols) in [(8, 8), (33, 70), (100, 77), (256, 3)] {
+        for elem in [1usize, 4, 8] {
+            let n = rows * cols;
+            let data: Vec<u64> = (0..n as u64).collect();
+            // Source is (cols, rows) row-major; we copy its transpose (rows, cols).
+            let (dtype, bytes): (DataType, Vec<u8>) = match elem {
+                1 => (DataType::UINT8, data.iter().map(|&x| x as u8).collect()),
+                4 => (
+                    DataType::UINT32,
+                    data.iter()
+                        .flat_map(|&x| (x as u32).to_ne_bytes())
+                        .collect(),
+                ),
+                _ => (
+                    DataType::UINT64,
+                    data.iter().flat_map(|&x| x.to_ne_bytes()).collect(),
+                ),
+            };
+            let t = ExportBuilder::new(bytes.clone(), dtype, &[rows as i64, cols as i64])
+                .strides(&[1, rows as i64])
+                .build()
+                .unwrap();
+            let mut out = vec![0u8; n * elem];
+            copy_to_compact(&t.view(), &mut out).unwrap();
+            for r in 0..rows {
+                for c in 0..cols {
+                    let src = (c * rows + r) * elem;
+                    let dst = (r * cols + c) * elem;
+                    assert_eq!(
+                        &out[dst..dst + elem],
+                        &bytes[src..src + elem],
+                        "{rows}x{cols} e{elem} ({r},{c})"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn broadcast_and_reversed_views() {
+    let t = ExportBuilder::from_vec(vec![1.0f32, 2.0, 3.0], &[4, 3])
+        .strides(&[0, 1])
+        .build()
+        .unwrap();
+    let mut out = vec![0u8; 48];
+    copy_to_compact(&t.view(), &mut out).unwrap();
+    let got: Vec<f32> = out
+        .chunks(4)
+        .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(got, [1., 2., 3., 1., 2., 3., 1., 2., 3., 1., 2., 3.]);
+
+    let t = ExportBuilder::from_vec(vec![1i16, 2, 3, 4, 5], &[5])
+        .strides(&[-1])
+        .byte_offset(8)
+        .build()
+        .unwrap();
+    let mut out = vec![0u8; 10];
+    copy_to_compact(&t.view(), &mut out).unwrap();
+    let got: Vec<i16> = out
+        .chunks(2)
+        .map(|c| i16::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(got, [5, 4, 3, 2, 1]);
+}
+
+#[test]
+fn packed_sub_byte_needs_a_contiguous_source() {
+    let fp4 = ExportBuilder::new(vec![0x21u8, 0x43], DataType::FLOAT4_E2M1FN, &[4])
+        .build()
+        .unwrap();
+    let mut out = vec![0u8; 2];
+    copy_to_compact(&fp4.view(), &mut out).unwrap();
+    assert_eq!(out, [0x21, 0x43]);
+    let strided = ExportBuilder::new(vec![0x21u8, 0x43], DataType::FLOAT4_E2M1FN, &[2])
+        .strides(&[2])
+        .build()
+        .unwrap();
+    let mut out = vec![0u8; 1];
+    let err = copy_to_compact(&strided.view(), &mut out).unwrap_err();
+    assert_eq!(err.code(), 17, "{err}");
+}
+
+#[test]
+fn wrong_destination_size_is_an_error() {
+    let t = ExportBuilder::from_vec(vec![0u32; 6], &[2, 3])
+        .build()
+        .unwrap();
+    let mut out = vec![0u8; 23];
+    let err = copy_to_compact(&t.view(), &mut out).unwrap_err();
+    assert_eq!(
+        err,
+        dlport_core::Error::StorageTooSmall {
+            needed: 24,
+            available: 23
+        }
+    );
+}
