@@ -32,11 +32,13 @@ cargo test --workspace --all-features --locked
 step "tests (default features)"
 cargo test --workspace --locked
 
-step "miri"
+step "miri (core, and the native copy kernels)"
 cargo +nightly miri test -p dlport-core --all-features --locked
+cargo +nightly miri test -p dlport-native --test copy --locked
 
 step "examples"
 cargo run -q -p dlport-core --example roundtrip --locked
 cargo run -q -p dlport-core --example dispatch --locked
+cargo run -q -p dlport-native --example pinned_to_host --locked
 
 printf '\nall checks passed\n'
