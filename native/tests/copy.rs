@@ -100,7 +100,11 @@ fn random_layouts_match_the_reference() {
 
 #[test]
 fn transposes_take_the_tiled_path_and_stay_exact() {
-    let sizes: &[(usize, usize)] = if cfg!(miri) { &[(8, 8), (9, 12)] } else { &[(8, 8), (33, 70), (100, 77), (256, 3)] };
+    let sizes: &[(usize, usize)] = if cfg!(miri) {
+        &[(8, 8), (9, 12)]
+    } else {
+        &[(8, 8), (33, 70), (100, 77), (256, 3)]
+    };
     for &(rows, cols) in sizes {
         for elem in [1usize, 4, 8] {
             let n = rows * cols;
