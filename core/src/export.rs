@@ -461,6 +461,28 @@ unsafe extern "C" fn delete_legacy<S: TensorStorage>(managed: *mut DLManagedTens
     drop(unsafe { Box::from_raw((*managed).manager_ctx.cast::<Ctx<DLManagedTensor, S>>()) });
 }
 
+/// A re-export with a guard value dropped along with it.
+struct Guarded<G> {
+    inner: Reexport,
+    _guard: G,
+}
+
+// SAFETY: forwards to the inner re-export; the guard does not touch the memory.
+unsafe impl<G: Send + 'static> TensorStorage for Guarded<G> {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.inner.data_ptr()
+    }
+    fn byte_len(&self) -> usize {
+        self.inner.byte_len()
+    }
+    fn device(&self) -> Device {
+        self.inner.device()
+    }
+    fn is_read_only(&self) -> bool {
+        self.inner.is_read_only()
+    }
+}
+
 /// An imported tensor kept alive as the storage of a re-export (legacy ↔ versioned, or a
 /// backend's view of external memory).
 pub(crate) struct Reexport(ManagedTensor);
@@ -512,19 +534,33 @@ impl ManagedTensor {
         self.rewrap(Form::Legacy)
     }
 
-    fn rewrap(self, form: Form) -> Result<ManagedTensor, Error> {
+    /// Re-exports this tensor (no copy) with `guard` attached: the new deleter drops the guard,
+    /// then this tensor (calling its deleter once). Useful to keep a foreign object, a stream
+    /// event or a counter alive exactly as long as the consumer holds the tensor.
+    pub fn reexport_with<G: Send + 'static>(self, guard: G, versioned: bool) -> Result<ManagedTensor, Error> {
+        let form = if versioned { Form::Versioned } else { Form::Legacy };
+        let parts = self.parts();
+        let raw = assemble(Guarded { inner: Reexport(self), _guard: guard }, parts, form);
+        // SAFETY: a fresh, owned export of an already validated tensor.
+        unsafe { ManagedTensor::from_raw(raw) }
+    }
+
+    fn parts(&self) -> Parts {
         let view = self.view();
-        let ndim = view.ndim();
-        let mut dims = Vec::with_capacity(2 * ndim);
+        let mut dims = Vec::with_capacity(2 * view.ndim());
         dims.extend_from_slice(view.shape());
         dims.extend(view.strides());
-        let parts = Parts {
+        Parts {
             device: view.device(),
             dtype: view.dtype(),
             byte_offset: view.byte_offset(),
             flags: view.flags(),
             dims: dims.into_boxed_slice(),
-        };
+        }
+    }
+
+    fn rewrap(self, form: Form) -> Result<ManagedTensor, Error> {
+        let parts = self.parts();
         let raw = assemble(Reexport(self), parts, form);
         // SAFETY: a fresh, owned export of an already validated tensor.
         unsafe { ManagedTensor::from_raw(raw) }

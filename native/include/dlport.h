@@ -1,0 +1,140 @@
+/*
+ * dlport.h — the C ABI of dlport-native (libdlport_native.so).
+ *
+ * Every function returns a status (0 = DLPORT_OK) unless it returns void or a string. On
+ * failure the status is the dlport error code (> 0) or one of the negative codes below, and
+ * dlport_last_error() returns the message for this thread. No function unwinds or aborts on bad
+ * input. Managed tensors are passed as `void*` plus `versioned` (0 = legacy DLManagedTensor,
+ * 1 = DLManagedTensorVersioned). Functions marked CONSUMING take ownership of their input on
+ * every path: on success and on error the caller must not release it again.
+ */
+#ifndef DLPORT_H_
+#define DLPORT_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The DLPack 1.3 structs, unless dlpack.h was included first. */
+#ifndef DLPACK_DLPACK_H_
+typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
+typedef struct { int32_t device_type; int32_t device_id; } DLDevice;
+typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
+typedef struct {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+} DLTensor;
+typedef struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensor* self);
+} DLManagedTensor;
+typedef struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned* self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+#define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
+#define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
+#define DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED (1UL << 2UL)
+#endif
+
+/* Status codes (besides the positive dlport error codes). */
+#define DLPORT_OK 0
+#define DLPORT_PANIC (-1)            /* an internal bug was caught at the boundary */
+#define DLPORT_INVALID_ARGUMENT (-2) /* a NULL out pointer or an enum out of range */
+
+/* Copy policies (the array-API `copy` argument). */
+#define DLPORT_COPY_NEVER 0
+#define DLPORT_COPY_IF_NEEDED 1
+#define DLPORT_COPY_ALWAYS 2
+
+/* Layout needs for import. */
+#define DLPORT_LAYOUT_ANY 0
+#define DLPORT_LAYOUT_DENSE 1
+#define DLPORT_LAYOUT_ROW_MAJOR 2
+
+/* A tensor held by a dlport backend. */
+typedef struct DlportTensor DlportTensor;
+
+/* Import options; device types of 0 mean "not given". */
+typedef struct {
+  int32_t target_device_type;     /* 0: the data's own device */
+  int32_t target_device_id;
+  int32_t advertised_device_type; /* what __dlpack_device__ said; 0: nothing */
+  int32_t advertised_device_id;
+  int32_t copy;                   /* DLPORT_COPY_* */
+  int32_t layout;                 /* DLPORT_LAYOUT_* */
+  uint32_t alignment;             /* bytes; 0 or 1: none */
+} DlportImportOptions;
+
+/* The library version ("0.1.0"), static. */
+const char* dlport_version(void);
+
+/* The last error message on this thread, or NULL after a success. Valid until the next call. */
+const char* dlport_last_error(void);
+
+/* Frees a string returned by dlport (NULL is ignored). */
+void dlport_string_free(char* s);
+
+/* Validates a managed tensor WITHOUT taking ownership and describes it as JSON. */
+int dlport_describe(const void* managed, int versioned, char** json_out);
+
+/* Calls a managed tensor's deleter (NULL is ignored). */
+void dlport_release(void* managed, int versioned);
+
+/* CONSUMING. Imports a managed tensor onto a backend (options may be NULL: copy if needed). */
+int dlport_import(void* managed, int versioned, const DlportImportOptions* options, DlportTensor** out);
+
+/* Exports a backend tensor. max_version_major < 1: legacy; >= 1: versioned (*versioned_out).
+ * dl_device_type 0: the tensor's own device. copy: DLPORT_COPY_*. */
+int dlport_export(const DlportTensor* tensor, int32_t max_version_major, int32_t max_version_minor,
+                  int32_t dl_device_type, int32_t dl_device_id, int32_t copy, void** managed_out,
+                  int* versioned_out);
+
+/* CONSUMING. Legacy <-> versioned without a copy. */
+int dlport_convert(void* managed, int versioned, int to_versioned, void** out);
+
+/* CONSUMING. Host-accessible memory (pinned, managed, cpu) shown as kDLCPU without a copy,
+ * keeping the original alive. advertised_*: what __dlpack_device__ said (0: nothing). */
+int dlport_host_view(void* managed, int versioned, int32_t advertised_device_type,
+                     int32_t advertised_device_id, int to_versioned, void** out);
+
+/* CONSUMING. A compact, 64-byte-aligned copy of a strided host tensor (copy: DLPORT_COPY_*). */
+int dlport_compact(void* managed, int versioned, int to_versioned, int32_t copy, void** out);
+
+/* Allocates a zeroed compact tensor; backend NULL: the one that serves the device. */
+int dlport_alloc(const char* backend, int32_t device_type, int32_t device_id, uint8_t code,
+                 uint8_t bits, uint16_t lanes, const int64_t* shape, int32_t ndim,
+                 DlportTensor** out);
+
+/* JSON description of a backend tensor (adds "backend", "users" and "data"). */
+int dlport_tensor_describe(const DlportTensor* tensor, char** json_out);
+
+/* Data pointer (host address or device handle) and byte offset of a backend tensor. */
+int dlport_tensor_data(const DlportTensor* tensor, void** data_out, uint64_t* byte_offset_out);
+
+/* Frees a backend tensor handle (NULL is ignored); exported DLPack tensors stay valid. */
+void dlport_tensor_free(DlportTensor* tensor);
+
+/* DLPack tensors handed out by this ABI, and how many consumers released. NULLs allowed. */
+void dlport_export_counts(uint64_t* exported, uint64_t* released);
+
+/* A PyCapsule_Destructor for DLPack capsules: releases the tensor only while the capsule is
+ * still named "dltensor" / "dltensor_versioned"; keeps any pending Python exception. */
+void dlport_capsule_destructor(void* capsule);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DLPORT_H_ */
