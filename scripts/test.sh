@@ -36,6 +36,13 @@ step "miri (core, and the native copy kernels)"
 cargo +nightly miri test -p dlport-core --all-features --locked
 cargo +nightly miri test -p dlport-native --test copy --locked
 
+step "C ABI: the C test program against native/include/dlport.h"
+bash scripts/c-test.sh
+
+step "real peers: NumPy and JAX through the C ABI (pytest in .venv)"
+bash scripts/python-env.sh
+(cd tests/python && ../../.venv/bin/python -m pytest -q -p no:cacheprovider)
+
 step "examples"
 cargo run -q -p dlport-core --example roundtrip --locked
 cargo run -q -p dlport-core --example dispatch --locked

@@ -1,0 +1,328 @@
+"""A thin ctypes binding of dlport's C ABI (native/include/dlport.h), enough to exchange
+tensors with NumPy and JAX through DLPack capsules. Not a packaged API: the tests use it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+LIB_PATH = os.environ.get("DLPORT_LIB", str(ROOT / "target" / "debug" / "libdlport_native.so"))
+lib = ctypes.CDLL(LIB_PATH)
+
+c_int, c_void_p, c_char_p = ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
+i32, u32, u64, i64 = ctypes.c_int32, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int64
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", u32), ("minor", u32)]
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", i32), ("device_id", i32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", c_void_p),
+        ("device", DLDevice),
+        ("ndim", i32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(i64)),
+        ("strides", ctypes.POINTER(i64)),
+        ("byte_offset", u64),
+    ]
+
+
+class DLManagedTensor(ctypes.Structure):
+    pass
+
+
+LEGACY_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
+DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", c_void_p), ("deleter", LEGACY_DELETER)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    pass
+
+
+VERSIONED_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))
+DLManagedTensorVersioned._fields_ = [
+    ("version", DLPackVersion),
+    ("manager_ctx", c_void_p),
+    ("deleter", VERSIONED_DELETER),
+    ("flags", u64),
+    ("dl_tensor", DLTensor),
+]
+
+
+class ImportOptions(ctypes.Structure):
+    _fields_ = [
+        ("target_device_type", i32),
+        ("target_device_id", i32),
+        ("advertised_device_type", i32),
+        ("advertised_device_id", i32),
+        ("copy", i32),
+        ("layout", i32),
+        ("alignment", u32),
+    ]
+
+
+lib.dlport_version.restype = c_char_p
+lib.dlport_last_error.restype = c_char_p
+lib.dlport_describe.argtypes = [c_void_p, c_int, ctypes.POINTER(ctypes.c_void_p)]
+lib.dlport_string_free.argtypes = [c_void_p]
+lib.dlport_release.argtypes = [c_void_p, c_int]
+lib.dlport_import.argtypes = [c_void_p, c_int, ctypes.POINTER(ImportOptions), ctypes.POINTER(c_void_p)]
+lib.dlport_export.argtypes = [c_void_p, i32, i32, i32, i32, i32, ctypes.POINTER(c_void_p), ctypes.POINTER(c_int)]
+lib.dlport_convert.argtypes = [c_void_p, c_int, c_int, ctypes.POINTER(c_void_p)]
+lib.dlport_host_view.argtypes = [c_void_p, c_int, i32, i32, c_int, ctypes.POINTER(c_void_p)]
+lib.dlport_compact.argtypes = [c_void_p, c_int, c_int, i32, ctypes.POINTER(c_void_p)]
+lib.dlport_tensor_describe.argtypes = [c_void_p, ctypes.POINTER(c_void_p)]
+lib.dlport_tensor_data.argtypes = [c_void_p, ctypes.POINTER(c_void_p), ctypes.POINTER(u64)]
+lib.dlport_tensor_free.argtypes = [c_void_p]
+lib.dlport_export_counts.argtypes = [ctypes.POINTER(u64), ctypes.POINTER(u64)]
+
+# CPython's capsule API. PyDLL keeps the GIL and raises any Python error a call sets.
+py = ctypes.pythonapi
+py.PyCapsule_New.restype = ctypes.py_object
+py.PyCapsule_New.argtypes = [c_void_p, c_char_p, c_void_p]
+py.PyCapsule_IsValid.restype = c_int
+py.PyCapsule_IsValid.argtypes = [ctypes.py_object, c_char_p]
+py.PyCapsule_GetPointer.restype = c_void_p
+py.PyCapsule_GetPointer.argtypes = [ctypes.py_object, c_char_p]
+py.PyCapsule_SetName.restype = c_int
+py.PyCapsule_SetName.argtypes = [ctypes.py_object, c_char_p]
+py.PyCapsule_GetName.restype = c_char_p
+py.PyCapsule_GetName.argtypes = [ctypes.py_object]
+
+CAPSULE_DESTRUCTOR = ctypes.cast(lib.dlport_capsule_destructor, c_void_p).value
+
+# Capsules keep a pointer to their name: these bytes objects live as long as the module.
+NAMES = {True: b"dltensor_versioned", False: b"dltensor"}
+USED = {True: b"used_dltensor_versioned", False: b"used_dltensor"}
+
+COPY = {False: 0, None: 1, True: 2}
+LAYOUT = {"any": 0, "dense": 1, "row_major": 2}
+
+
+class DlportError(Exception):
+    """An error reported by dlport, with its code and message."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def check(status: int) -> None:
+    if status != 0:
+        msg = lib.dlport_last_error()
+        raise DlportError(status, msg.decode() if msg else f"status {status}")
+
+
+def _take_string(p: ctypes.c_void_p) -> str:
+    try:
+        return ctypes.cast(p, c_char_p).value.decode()
+    finally:
+        lib.dlport_string_free(p)
+
+
+def describe_managed(ptr: int | None, versioned: bool) -> dict:
+    out = c_void_p()
+    check(lib.dlport_describe(ptr, int(versioned), ctypes.byref(out)))
+    return json.loads(_take_string(out))
+
+
+def export_counts() -> tuple[int, int]:
+    e, r = u64(), u64()
+    lib.dlport_export_counts(ctypes.byref(e), ctypes.byref(r))
+    return e.value, r.value
+
+
+def capsule_from_managed(ptr: int, versioned: bool):
+    """A new, unconsumed capsule owning `ptr`; dlport's destructor releases it if unused."""
+    return py.PyCapsule_New(ptr, NAMES[versioned], CAPSULE_DESTRUCTOR)
+
+
+def consume_capsule(capsule) -> tuple[int, bool]:
+    """Takes the tensor out of a DLPack capsule: checks its name, renames it `used_*`."""
+    for versioned in (True, False):
+        if py.PyCapsule_IsValid(capsule, NAMES[versioned]):
+            ptr = py.PyCapsule_GetPointer(capsule, NAMES[versioned])
+            py.PyCapsule_SetName(capsule, USED[versioned])
+            return ptr, versioned
+    name = py.PyCapsule_GetName(capsule) if isinstance(capsule, type(capsule)) else None
+    if name is not None and name.startswith(b"used_"):
+        raise ValueError(f"the DLPack capsule was already consumed (its name is {name.decode()!r})")
+    raise ValueError(f"not a DLPack capsule: its name is {name!r}, expected 'dltensor' or 'dltensor_versioned'")
+
+
+def capsule_name(capsule) -> str:
+    return py.PyCapsule_GetName(capsule).decode()
+
+
+def _device_of(obj):
+    try:
+        return tuple(obj.__dlpack_device__())
+    except AttributeError:
+        return None
+
+
+def _capsule_of(obj, max_version=(1, 3)):
+    try:
+        return obj.__dlpack__(max_version=max_version)
+    except TypeError:
+        return obj.__dlpack__()
+
+
+class Tensor:
+    """A tensor held by a dlport backend, with the Python DLPack protocol."""
+
+    def __init__(self, handle: int, host_view: bool = False):
+        self._h = c_void_p(handle)
+        self._host_view = host_view
+
+    def __del__(self):
+        if getattr(self, "_h", None) and self._h.value:
+            lib.dlport_tensor_free(self._h)
+            self._h = c_void_p()
+
+    def free(self):
+        self.__del__()
+
+    def describe(self) -> dict:
+        out = c_void_p()
+        check(lib.dlport_tensor_describe(self._h, ctypes.byref(out)))
+        return json.loads(_take_string(out))
+
+    @property
+    def data_ptr(self) -> int:
+        data, off = c_void_p(), u64()
+        check(lib.dlport_tensor_data(self._h, ctypes.byref(data), ctypes.byref(off)))
+        return (data.value or 0) + off.value
+
+    def __dlpack_device__(self):
+        if self._host_view:
+            return (1, 0)
+        dev = self.describe()["device"]
+        kinds = {"cpu": 1, "cuda": 2, "cuda_host": 3, "cuda_managed": 13}
+        kind, _, idx = dev.partition(":")
+        return (kinds.get(kind, 1), int(idx or 0))
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if stream not in (None, -1):
+            raise BufferError(f"stream={stream!r}: host memory takes no stream")
+        major, minor = (max_version if max_version is not None else (-1, 0))
+        dev_type, dev_id = dl_device if dl_device is not None else ((1, 0) if self._host_view else (0, 0))
+        out, versioned = c_void_p(), c_int()
+        status = lib.dlport_export(self._h, major, minor, dev_type, dev_id, COPY[copy], ctypes.byref(out), ctypes.byref(versioned))
+        if status != 0:
+            msg = lib.dlport_last_error().decode()
+            raise BufferError(msg)
+        return capsule_from_managed(out.value, bool(versioned.value))
+
+
+def import_managed(ptr, versioned: bool, *, device=None, advertised=None, copy=None, layout="any", alignment=0) -> Tensor:
+    """CONSUMING: hands a managed-tensor pointer to dlport."""
+    opts = ImportOptions(
+        device[0] if device else 0, device[1] if device else 0,
+        advertised[0] if advertised else 0, advertised[1] if advertised else 0,
+        COPY[copy], LAYOUT[layout], alignment,
+    )
+    out = c_void_p()
+    check(lib.dlport_import(ptr, int(versioned), ctypes.byref(opts), ctypes.byref(out)))
+    return Tensor(out.value)
+
+
+def from_dlpack(obj, *, device=None, copy=None, layout="any", alignment=0) -> Tensor:
+    """Imports any object with `__dlpack__` (or a raw capsule) into dlport."""
+    advertised = _device_of(obj)
+    capsule = _capsule_of(obj) if hasattr(obj, "__dlpack__") else obj
+    ptr, versioned = consume_capsule(capsule)
+    return import_managed(ptr, versioned, device=device, advertised=advertised, copy=copy, layout=layout, alignment=alignment)
+
+
+def host_view(obj) -> Tensor:
+    """The seed fix: host-accessible memory (pinned, managed) shown as kDLCPU without a copy."""
+    advertised = _device_of(obj) or (0, 0)
+    ptr, versioned = consume_capsule(_capsule_of(obj))
+    out = c_void_p()
+    check(lib.dlport_host_view(ptr, int(versioned), advertised[0], advertised[1], 1, ctypes.byref(out)))
+    t = import_managed(out.value, True, copy=False)
+    t._host_view = True
+    return t
+
+
+def compact(obj, *, copy=None) -> Tensor:
+    ptr, versioned = consume_capsule(_capsule_of(obj))
+    out = c_void_p()
+    check(lib.dlport_compact(ptr, int(versioned), 1, COPY[copy], ctypes.byref(out)))
+    return import_managed(out.value, True, copy=False)
+
+
+class Producer:
+    """A foreign producer built from ctypes: a managed tensor over a NumPy buffer, with any
+    device in the capsule and any advertised device, counting its deleter calls."""
+
+    live: dict[int, tuple] = {}
+    # Released structs and callbacks stay referenced: a ctypes callback must not be freed while
+    # it runs, and tests are short-lived.
+    dead: list[tuple] = []
+
+    def __init__(self, array, *, capsule_device=(1, 0), advertised=(1, 0), versioned=False,
+                 version=(1, 3), shape=None, dtype=None):
+        import numpy as np
+        self.array = array
+        self.capsule_device = capsule_device
+        self.advertised = advertised
+        self.versioned = versioned
+        self.version = version
+        self.deleted = 0
+        itemsize = array.itemsize
+        self._shape_override = shape
+        shp = array.shape if shape is None else shape
+        self._shape = (i64 * max(len(shp), 1))(*shp)
+        self._strides = (i64 * max(len(shp), 1))(*[s // itemsize for s in array.strides] or [1])
+        kinds = {"b": 6, "i": 0, "u": 1, "f": 2, "c": 5}
+        self._dtype = dtype or DLDataType(kinds[array.dtype.kind], itemsize * 8, 1)
+        self._np = np
+
+    def _tensor(self):
+        ndim = len(self.array.shape) if self._shape_override is None else len(self._shape_override)
+        return DLTensor(self.array.ctypes.data, DLDevice(*self.capsule_device), ndim, self._dtype,
+                        self._shape, self._strides, 0)
+
+    def managed(self) -> int:
+        """A fresh owned managed tensor (legacy or versioned)."""
+        if self.versioned:
+            m = DLManagedTensorVersioned()
+            m.version = DLPackVersion(*self.version)
+            m.flags = 0
+            cb = VERSIONED_DELETER(self._on_delete)
+        else:
+            m = DLManagedTensor()
+            cb = LEGACY_DELETER(self._on_delete)
+        m.dl_tensor = self._tensor()
+        m.deleter = cb
+        addr = ctypes.addressof(m)
+        Producer.live[addr] = (self, m, cb)
+        return addr
+
+    def _on_delete(self, p):
+        self.deleted += 1
+        addr = ctypes.cast(p, c_void_p).value
+        if addr in Producer.live:
+            Producer.dead.append(Producer.live.pop(addr))
+
+    def __dlpack_device__(self):
+        return self.advertised
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return capsule_from_managed(self.managed(), self.versioned)
