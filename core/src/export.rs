@@ -537,10 +537,25 @@ impl ManagedTensor {
     /// Re-exports this tensor (no copy) with `guard` attached: the new deleter drops the guard,
     /// then this tensor (calling its deleter once). Useful to keep a foreign object, a stream
     /// event or a counter alive exactly as long as the consumer holds the tensor.
-    pub fn reexport_with<G: Send + 'static>(self, guard: G, versioned: bool) -> Result<ManagedTensor, Error> {
-        let form = if versioned { Form::Versioned } else { Form::Legacy };
+    pub fn reexport_with<G: Send + 'static>(
+        self,
+        guard: G,
+        versioned: bool,
+    ) -> Result<ManagedTensor, Error> {
+        let form = if versioned {
+            Form::Versioned
+        } else {
+            Form::Legacy
+        };
         let parts = self.parts();
-        let raw = assemble(Guarded { inner: Reexport(self), _guard: guard }, parts, form);
+        let raw = assemble(
+            Guarded {
+                inner: Reexport(self),
+                _guard: guard,
+            },
+            parts,
+            form,
+        );
         // SAFETY: a fresh, owned export of an already validated tensor.
         unsafe { ManagedTensor::from_raw(raw) }
     }

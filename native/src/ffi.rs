@@ -19,9 +19,9 @@ use dlport_core::device::{
     CopyPolicy, ExportOptions, ImportOptions, LayoutNeed, Registry, Tensor, ViewRequirements,
 };
 use dlport_core::{
-    DLPackVersion, DataType, Device, DeviceType, Error, ManagedTensor, RawManaged, TensorInfo, TensorRef,
+    DLPackVersion, DataType, Device, DeviceType, Error, ManagedTensor, RawManaged, TensorInfo,
+    TensorRef,
 };
-
 
 /// Success.
 pub const DLPORT_OK: c_int = 0;
@@ -76,14 +76,20 @@ fn entry(f: impl FnOnce() -> Result<(), Failure>) -> c_int {
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            set_last_error(format!("internal error (panic caught at the C boundary): {what}"));
+            set_last_error(format!(
+                "internal error (panic caught at the C boundary): {what}"
+            ));
             DLPORT_PANIC
         }
     }
 }
 
 fn out_ptr<T>(out: *mut T, name: &str) -> Result<NonNull<T>, Failure> {
-    NonNull::new(out).ok_or_else(|| arg(format!("{name} is NULL: pass a pointer to receive the result")))
+    NonNull::new(out).ok_or_else(|| {
+        arg(format!(
+            "{name} is NULL: pass a pointer to receive the result"
+        ))
+    })
 }
 
 fn registry() -> &'static Registry {
@@ -147,7 +153,9 @@ fn copy_arg(copy: i32) -> Result<CopyPolicy, Failure> {
         0 => Ok(CopyPolicy::Never),
         1 => Ok(CopyPolicy::IfNeeded),
         2 => Ok(CopyPolicy::Always),
-        other => Err(arg(format!("copy = {other} is invalid: use 0 (never), 1 (if needed) or 2 (always)"))),
+        other => Err(arg(format!(
+            "copy = {other} is invalid: use 0 (never), 1 (if needed) or 2 (always)"
+        ))),
     }
 }
 
@@ -179,16 +187,26 @@ fn import_options(o: &DlportImportOptions) -> Result<ImportOptions, Failure> {
         0 => LayoutNeed::Any,
         1 => LayoutNeed::Dense,
         2 => LayoutNeed::RowMajor,
-        other => return Err(arg(format!("layout = {other} is invalid: use 0 (any), 1 (dense) or 2 (row-major)"))),
+        other => {
+            return Err(arg(format!(
+                "layout = {other} is invalid: use 0 (any), 1 (dense) or 2 (row-major)"
+            )));
+        }
     };
     if o.alignment > 1 && !o.alignment.is_power_of_two() {
-        return Err(arg(format!("alignment = {} is not a power of two", o.alignment)));
+        return Err(arg(format!(
+            "alignment = {} is not a power of two",
+            o.alignment
+        )));
     }
     Ok(ImportOptions {
         device: device_arg(o.target_device_type, o.target_device_id),
         advertised: device_arg(o.advertised_device_type, o.advertised_device_id),
         copy: copy_arg(o.copy)?,
-        requirements: Some(ViewRequirements { layout, alignment: o.alignment.max(1) as usize }),
+        requirements: Some(ViewRequirements {
+            layout,
+            alignment: o.alignment.max(1) as usize,
+        }),
     })
 }
 
@@ -247,7 +265,11 @@ fn describe(view: &TensorRef<'_>) -> Result<String, Failure> {
 /// `managed` is NULL or a live managed tensor of the form `versioned` says, readable for the
 /// duration of the call; `json_out` is writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn dlport_describe(managed: *const c_void, versioned: c_int, json_out: *mut *mut c_char) -> c_int {
+pub unsafe extern "C" fn dlport_describe(
+    managed: *const c_void,
+    versioned: c_int,
+    json_out: *mut *mut c_char,
+) -> c_int {
     entry(|| {
         let out = out_ptr(json_out, "json_out")?;
         if managed.is_null() {
@@ -276,8 +298,14 @@ pub unsafe extern "C" fn dlport_describe(managed: *const c_void, versioned: c_in
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlport_release(managed: *mut c_void, versioned: c_int) {
     let _ = entry(|| {
-        let Some(p) = NonNull::new(managed) else { return Ok(()) };
-        let raw = if versioned != 0 { RawManaged::Versioned(p.cast()) } else { RawManaged::Legacy(p.cast()) };
+        let Some(p) = NonNull::new(managed) else {
+            return Ok(());
+        };
+        let raw = if versioned != 0 {
+            RawManaged::Versioned(p.cast())
+        } else {
+            RawManaged::Legacy(p.cast())
+        };
         // SAFETY: owned and handed over (contract).
         unsafe { raw.release() };
         Ok(())
@@ -302,10 +330,12 @@ pub unsafe extern "C" fn dlport_import(
         let m = unsafe { take(managed, versioned) }?;
         let out = out_ptr(out, "out")?;
         // SAFETY: NULL or readable (contract).
-        let opts = import_options(&unsafe { options.as_ref() }.copied().unwrap_or(DlportImportOptions {
-            copy: 1,
-            ..Default::default()
-        }))?;
+        let opts = import_options(&unsafe { options.as_ref() }.copied().unwrap_or(
+            DlportImportOptions {
+                copy: 1,
+                ..Default::default()
+            },
+        ))?;
         let t = registry().from_dlpack(m, &opts)?;
         // SAFETY: writable (contract).
         unsafe { out.as_ptr().write(Box::into_raw(Box::new(DlportTensor(t)))) };
@@ -338,7 +368,11 @@ pub unsafe extern "C" fn dlport_export(
         let vout = out_ptr(versioned_out, "versioned_out")?;
         let max_version = (max_version_major >= 0)
             .then(|| DLPackVersion::new(max_version_major as u32, max_version_minor.max(0) as u32));
-        let opts = ExportOptions { max_version, dl_device: device_arg(dl_device_type, dl_device_id), copy: copy_arg(copy)? };
+        let opts = ExportOptions {
+            max_version,
+            dl_device: device_arg(dl_device_type, dl_device_id),
+            copy: copy_arg(copy)?,
+        };
         let m = registry().to_dlpack(&t.0, &opts)?;
         let versioned = m.is_versioned();
         give(m, versioned, out)?;
@@ -354,7 +388,12 @@ pub unsafe extern "C" fn dlport_export(
 /// # Safety
 /// As `dlport_release` for `managed`; `out` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn dlport_convert(managed: *mut c_void, versioned: c_int, to_versioned: c_int, out: *mut *mut c_void) -> c_int {
+pub unsafe extern "C" fn dlport_convert(
+    managed: *mut c_void,
+    versioned: c_int,
+    to_versioned: c_int,
+    out: *mut *mut c_void,
+) -> c_int {
     entry(|| {
         // SAFETY: forwarded contract.
         let m = unsafe { take(managed, versioned) }?;
@@ -390,7 +429,14 @@ pub unsafe extern "C" fn dlport_host_view(
         };
         let t = registry().from_dlpack(m, &opts)?;
         let max_version = (to_versioned != 0).then_some(DLPackVersion::CURRENT);
-        let view = registry().to_dlpack(&t, &ExportOptions { max_version, dl_device: Some(Device::CPU), copy: CopyPolicy::Never })?;
+        let view = registry().to_dlpack(
+            &t,
+            &ExportOptions {
+                max_version,
+                dl_device: Some(Device::CPU),
+                copy: CopyPolicy::Never,
+            },
+        )?;
         give(view, to_versioned != 0, out)
     })
 }
@@ -403,7 +449,13 @@ pub unsafe extern "C" fn dlport_host_view(
 /// # Safety
 /// As `dlport_release` for `managed`; `out` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn dlport_compact(managed: *mut c_void, versioned: c_int, to_versioned: c_int, copy: i32, out: *mut *mut c_void) -> c_int {
+pub unsafe extern "C" fn dlport_compact(
+    managed: *mut c_void,
+    versioned: c_int,
+    to_versioned: c_int,
+    copy: i32,
+    out: *mut *mut c_void,
+) -> c_int {
     entry(|| {
         // SAFETY: forwarded contract.
         let m = unsafe { take(managed, versioned) }?;
@@ -412,11 +464,20 @@ pub unsafe extern "C" fn dlport_compact(managed: *mut c_void, versioned: c_int, 
             device: Some(Device::CPU),
             advertised: None,
             copy: copy_arg(copy)?,
-            requirements: Some(ViewRequirements { layout: LayoutNeed::RowMajor, alignment: dlport_core::device::CPU_ALIGN }),
+            requirements: Some(ViewRequirements {
+                layout: LayoutNeed::RowMajor,
+                alignment: dlport_core::device::CPU_ALIGN,
+            }),
         };
         let t = registry().from_dlpack(m, &opts)?;
         let max_version = (to_versioned != 0).then_some(DLPackVersion::CURRENT);
-        let exported = registry().to_dlpack(&t, &ExportOptions { max_version, ..Default::default() })?;
+        let exported = registry().to_dlpack(
+            &t,
+            &ExportOptions {
+                max_version,
+                ..Default::default()
+            },
+        )?;
         give(exported, to_versioned != 0, out)
     })
 }
@@ -445,20 +506,33 @@ pub unsafe extern "C" fn dlport_alloc(
         if n > 0 && shape.is_null() {
             return Err(Error::NullShape { ndim }.into());
         }
-        // SAFETY: `n` readable values (contract), bounded by MAX_NDIM.
-        let shape = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(shape, n) } };
+        let shape = if n == 0 {
+            &[][..]
+        } else {
+            // SAFETY: `n` readable values (contract), bounded by MAX_NDIM.
+            unsafe { std::slice::from_raw_parts(shape, n) }
+        };
         let device = Device::new(DeviceType(device_type), device_id);
         let r = registry();
         let b = if backend.is_null() {
             r.resolve(device)?
         } else {
             // SAFETY: NUL-terminated (contract).
-            let name = unsafe { CStr::from_ptr(backend) }.to_str().map_err(|_| arg("backend is not UTF-8"))?;
+            let name = unsafe { CStr::from_ptr(backend) }
+                .to_str()
+                .map_err(|_| arg("backend is not UTF-8"))?;
             r.get(name).ok_or_else(|| {
-                arg(format!("backend \"{name}\" is not registered; registered: {}", r.names().collect::<Vec<_>>().join(", ")))
+                arg(format!(
+                    "backend \"{name}\" is not registered; registered: {}",
+                    r.names().collect::<Vec<_>>().join(", ")
+                ))
             })?
         };
-        let t = b.allocate(device, DataType::new(dlport_core::TypeCode(code), bits, lanes), shape)?;
+        let t = b.allocate(
+            device,
+            DataType::new(dlport_core::TypeCode(code), bits, lanes),
+            shape,
+        )?;
         // SAFETY: writable (contract).
         unsafe { out.as_ptr().write(Box::into_raw(Box::new(DlportTensor(t)))) };
         Ok(())
@@ -470,7 +544,10 @@ pub unsafe extern "C" fn dlport_alloc(
 /// # Safety
 /// `tensor` is a live handle; `json_out` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn dlport_tensor_describe(tensor: *const DlportTensor, json_out: *mut *mut c_char) -> c_int {
+pub unsafe extern "C" fn dlport_tensor_describe(
+    tensor: *const DlportTensor,
+    json_out: *mut *mut c_char,
+) -> c_int {
     entry(|| {
         // SAFETY: a live handle (contract).
         let t = unsafe { tensor.as_ref() }.ok_or_else(|| arg("tensor is NULL"))?;
@@ -492,7 +569,11 @@ pub unsafe extern "C" fn dlport_tensor_describe(tensor: *const DlportTensor, jso
 /// # Safety
 /// `tensor` is a live handle; the out pointers are writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn dlport_tensor_data(tensor: *const DlportTensor, data_out: *mut *mut c_void, byte_offset_out: *mut u64) -> c_int {
+pub unsafe extern "C" fn dlport_tensor_data(
+    tensor: *const DlportTensor,
+    data_out: *mut *mut c_void,
+    byte_offset_out: *mut u64,
+) -> c_int {
     entry(|| {
         // SAFETY: a live handle (contract).
         let t = unsafe { tensor.as_ref() }.ok_or_else(|| arg("tensor is NULL"))?;
@@ -544,14 +625,18 @@ pub unsafe extern "C" fn dlport_export_counts(exported: *mut u64, released: *mut
 // ── PyCapsule destructor ──
 
 type PyObject = c_void;
+type IsValidFn = unsafe extern "C" fn(*mut PyObject, *const c_char) -> c_int;
+type GetPointerFn = unsafe extern "C" fn(*mut PyObject, *const c_char) -> *mut c_void;
+type ErrFetchFn = unsafe extern "C" fn(*mut *mut PyObject, *mut *mut PyObject, *mut *mut PyObject);
+type ErrRestoreFn = unsafe extern "C" fn(*mut PyObject, *mut PyObject, *mut PyObject);
 
 /// The few CPython functions the destructor needs, looked up in the running process (no link
 /// dependency on libpython: the library also loads into plain C programs).
 struct PyApi {
-    is_valid: unsafe extern "C" fn(*mut PyObject, *const c_char) -> c_int,
-    get_pointer: unsafe extern "C" fn(*mut PyObject, *const c_char) -> *mut c_void,
-    err_fetch: unsafe extern "C" fn(*mut *mut PyObject, *mut *mut PyObject, *mut *mut PyObject),
-    err_restore: unsafe extern "C" fn(*mut PyObject, *mut PyObject, *mut PyObject),
+    is_valid: IsValidFn,
+    get_pointer: GetPointerFn,
+    err_fetch: ErrFetchFn,
+    err_restore: ErrRestoreFn,
 }
 
 fn py_api() -> Option<&'static PyApi> {
@@ -565,10 +650,14 @@ fn py_api() -> Option<&'static PyApi> {
         // SAFETY: each symbol, when present, is the CPython function of that exact signature.
         unsafe {
             Some(PyApi {
-                is_valid: std::mem::transmute::<*mut c_void, _>(sym(c"PyCapsule_IsValid")?),
-                get_pointer: std::mem::transmute::<*mut c_void, _>(sym(c"PyCapsule_GetPointer")?),
-                err_fetch: std::mem::transmute::<*mut c_void, _>(sym(c"PyErr_Fetch")?),
-                err_restore: std::mem::transmute::<*mut c_void, _>(sym(c"PyErr_Restore")?),
+                is_valid: std::mem::transmute::<*mut c_void, IsValidFn>(sym(c"PyCapsule_IsValid")?),
+                get_pointer: std::mem::transmute::<*mut c_void, GetPointerFn>(sym(
+                    c"PyCapsule_GetPointer",
+                )?),
+                err_fetch: std::mem::transmute::<*mut c_void, ErrFetchFn>(sym(c"PyErr_Fetch")?),
+                err_restore: std::mem::transmute::<*mut c_void, ErrRestoreFn>(sym(
+                    c"PyErr_Restore",
+                )?),
             })
         }
     })
@@ -598,7 +687,11 @@ pub unsafe extern "C" fn dlport_capsule_destructor(capsule: *mut c_void) {
                 // SAFETY: valid with this name, so GetPointer succeeds without raising.
                 let p = unsafe { (py.get_pointer)(capsule, name.as_ptr()) };
                 if let Some(p) = NonNull::new(p) {
-                    let raw = if versioned { RawManaged::Versioned(p.cast()) } else { RawManaged::Legacy(p.cast()) };
+                    let raw = if versioned {
+                        RawManaged::Versioned(p.cast())
+                    } else {
+                        RawManaged::Legacy(p.cast())
+                    };
                     // SAFETY: an unconsumed capsule owns its tensor; it is released once, here.
                     unsafe { raw.release() };
                 }
