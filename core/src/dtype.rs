@@ -104,6 +104,7 @@ impl DataType {
     /// each code demands (fp8 = 8, fp6 = 6, fp4 = 4, bool = 8, bfloat = 16, complex an even
     /// multiple of 8, others a non-zero width). fp4 accepts lanes 1 (JAX) and 2 (PyTorch's
     /// `_x2`); other sub-byte types need lanes = 1.
+    #[inline]
     pub const fn validate(self) -> Result<(), Error> {
         let code = self.code;
         if !code.is_known() {
@@ -201,6 +202,7 @@ impl DataType {
     ///
     /// Sub-byte types are packed (little bit-endian) unless the producer set
     /// `IS_SUBBYTE_TYPE_PADDED`; wider types always occupy `ceil(bits × lanes / 8)` bytes.
+    #[inline]
     pub const fn storage_bits(self, subbyte_padded: bool) -> u32 {
         let raw = self.bits as u32 * self.lanes as u32;
         if self.is_sub_byte() && !subbyte_padded {

@@ -100,7 +100,8 @@ unsafe impl<T: Element> TensorStorage for Arc<[T]> {
 pub struct ExportBuilder<S: TensorStorage> {
     storage: S,
     dtype: DataType,
-    shape: Vec<i64>,
+    /// The shape (its stride half is filled at build time).
+    shape: Dims,
     strides: Option<Vec<i64>>,
     byte_offset: u64,
     flags: u64,
@@ -119,7 +120,7 @@ impl<S: TensorStorage> ExportBuilder<S> {
         Self {
             storage,
             dtype,
-            shape: shape.to_vec(),
+            shape: Dims::with_shape(shape),
             strides: None,
             byte_offset: 0,
             flags: 0,
@@ -179,8 +180,9 @@ impl<S: TensorStorage> ExportBuilder<S> {
                 reason: "fp4 conventions convert only compact, packed tensors",
             });
         }
-        let axis = self.shape.len().saturating_sub(1);
-        let last = self.shape.last_mut();
+        let ndim = self.shape.ndim();
+        let axis = ndim.saturating_sub(1);
+        let last = self.shape.as_mut_slice()[..ndim].last_mut();
         match (current, convention, last) {
             (a, b, _) if a == b => {}
             (Fp4Convention::Packed, Fp4Convention::X2, Some(extent)) if *extent % 2 == 0 => {
@@ -228,9 +230,9 @@ impl<S: TensorStorage> ExportBuilder<S> {
             flags |= FLAG_READ_ONLY;
         }
         let device = storage.device();
-        let (dims, _) = checked_dims(
+        let (dims, layout) = checked_dims_owned(
             dtype,
-            &shape,
+            shape,
             strides.as_deref(),
             byte_offset,
             flags,
@@ -241,12 +243,31 @@ impl<S: TensorStorage> ExportBuilder<S> {
             dtype,
             byte_offset,
             flags,
-            dims: dims.into_boxed_slice(),
+            dims,
         };
         let raw = assemble(storage, parts, form);
-        // SAFETY: `assemble` returns an owned, fully initialised managed tensor whose deleter
-        // frees exactly what it allocated; nobody else holds it.
-        unsafe { ManagedTensor::from_raw(raw) }
+        // The metadata passed the validator above; what is left of it depends on the real data
+        // pointer, known only now.
+        // SAFETY: `assemble` returns an owned, fully initialised managed tensor.
+        let data = unsafe { raw_data(raw) };
+        let checked = if layout.numel == 0 {
+            Ok(())
+        } else if data.is_null() {
+            Err(Error::NullData {
+                numel: layout.numel,
+            })
+        } else if device.is_host_accessible() {
+            layout::check_address(data as usize, byte_offset, layout.span)
+        } else {
+            Ok(())
+        };
+        if let Err(e) = checked {
+            // SAFETY: owned by us, released once.
+            unsafe { raw.release() };
+            return Err(e);
+        }
+        // SAFETY: owned, fully initialised, and validated exactly as `from_raw` would.
+        Ok(unsafe { ManagedTensor::from_raw_validated(raw, layout) })
     }
 }
 
@@ -259,28 +280,45 @@ pub(crate) fn checked_dims(
     byte_offset: u64,
     flags: u64,
     available: u64,
-) -> Result<(Vec<i64>, layout::Layout), Error> {
-    let ndim = layout::check_ndim(shape.len() as i64)?;
-    let mut dims = Vec::with_capacity(2 * ndim);
-    dims.extend_from_slice(shape);
-    match strides {
-        Some(s) if s.len() != ndim => {
-            return Err(Error::StridesLength {
-                strides: s.len(),
-                ndim,
-            });
-        }
-        Some(s) => dims.extend_from_slice(s),
-        None => {
-            dims.resize(2 * ndim, 0);
-            let (sh, st) = dims.split_at_mut(ndim);
-            layout::compact_row_major(sh, st)?;
+) -> Result<(Dims, layout::Layout), Error> {
+    layout::check_ndim(shape.len() as i64)?;
+    checked_dims_owned(
+        dtype,
+        Dims::with_shape(shape),
+        strides,
+        byte_offset,
+        flags,
+        available,
+    )
+}
+
+/// As [`checked_dims`], filling the stride half of `dims` in place.
+fn checked_dims_owned(
+    dtype: DataType,
+    mut dims: Dims,
+    strides: Option<&[i64]>,
+    byte_offset: u64,
+    flags: u64,
+    available: u64,
+) -> Result<(Dims, layout::Layout), Error> {
+    let ndim = layout::check_ndim(dims.ndim() as i64)?;
+    {
+        let (sh, st) = dims.as_mut_slice().split_at_mut(ndim);
+        match strides {
+            Some(s) if s.len() != ndim => {
+                return Err(Error::StridesLength {
+                    strides: s.len(),
+                    ndim,
+                });
+            }
+            Some(s) => st.copy_from_slice(s),
+            None => layout::compact_row_major(sh, st)?,
         }
     }
     let checked = layout::validate_metadata(
         dtype,
-        &dims[..ndim],
-        Some(&dims[ndim..]),
+        dims.shape(),
+        Some(dims.strides()),
         Some(DLPackVersion::CURRENT),
         flags,
     )?;
@@ -324,6 +362,100 @@ unsafe impl TensorStorage for Box<dyn TensorStorage> {
     }
 }
 
+/// Shape followed by strides: inline up to [`Dims::INLINE`] dimensions (no allocation), on the
+/// heap beyond.
+#[derive(Clone, Debug)]
+pub(crate) enum Dims {
+    Inline {
+        ndim: u8,
+        buf: [i64; 2 * Dims::INLINE],
+    },
+    Heap(Box<[i64]>),
+}
+
+impl Dims {
+    /// Dimensions kept inline.
+    pub(crate) const INLINE: usize = 8;
+
+    /// `shape` followed by `ndim` zeroed strides.
+    pub(crate) fn with_shape(shape: &[i64]) -> Self {
+        let ndim = shape.len();
+        if ndim <= Self::INLINE {
+            let mut buf = [0i64; 2 * Self::INLINE];
+            buf[..ndim].copy_from_slice(shape);
+            Self::Inline {
+                ndim: ndim as u8,
+                buf,
+            }
+        } else {
+            let mut v = Vec::with_capacity(2 * ndim);
+            v.extend_from_slice(shape);
+            v.resize(2 * ndim, 0);
+            Self::Heap(v.into_boxed_slice())
+        }
+    }
+
+    /// From a `shape ++ strides` slice.
+    pub(crate) fn from_slice(all: &[i64]) -> Self {
+        let n = all.len() / 2;
+        let mut d = Self::with_shape(&all[..n]);
+        d.as_mut_slice()[n..].copy_from_slice(&all[n..]);
+        d
+    }
+
+    pub(crate) fn ndim(&self) -> usize {
+        match self {
+            Self::Inline { ndim, .. } => usize::from(*ndim),
+            Self::Heap(b) => b.len() / 2,
+        }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[i64] {
+        match self {
+            Self::Inline { ndim, buf } => &buf[..2 * usize::from(*ndim)],
+            Self::Heap(b) => b,
+        }
+    }
+
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [i64] {
+        match self {
+            Self::Inline { ndim, buf } => &mut buf[..2 * usize::from(*ndim)],
+            Self::Heap(b) => b,
+        }
+    }
+
+    pub(crate) fn shape(&self) -> &[i64] {
+        &self.as_slice()[..self.ndim()]
+    }
+
+    pub(crate) fn strides(&self) -> &[i64] {
+        &self.as_slice()[self.ndim()..]
+    }
+
+    /// Shape and strides of a view.
+    pub(crate) fn of_view(view: &crate::tensor::TensorRef<'_>) -> Self {
+        let mut d = Self::with_shape(view.shape());
+        let n = d.ndim();
+        for (slot, s) in d.as_mut_slice()[n..].iter_mut().zip(view.strides()) {
+            *slot = s;
+        }
+        d
+    }
+}
+
+/// The `data` field of a managed tensor.
+///
+/// # Safety
+/// `raw` points to a live, initialised managed tensor.
+unsafe fn raw_data(raw: RawManaged) -> *mut c_void {
+    match raw {
+        // SAFETY: live and initialised (contract).
+        RawManaged::Versioned(p) => unsafe { (*p.as_ptr()).dl_tensor.data },
+        // SAFETY: as above.
+        RawManaged::Legacy(p) => unsafe { (*p.as_ptr()).dl_tensor.data },
+    }
+}
+
 /// Which struct to emit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Form {
@@ -338,19 +470,19 @@ pub(crate) struct Parts {
     pub(crate) byte_offset: u64,
     pub(crate) flags: u64,
     /// `shape` followed by `strides`.
-    pub(crate) dims: Box<[i64]>,
+    pub(crate) dims: Dims,
 }
 
 /// The heap block behind `manager_ctx`: header first, then the arrays and the storage.
 #[repr(C)]
 struct Ctx<H, S> {
     header: H,
-    dims: Box<[i64]>,
+    dims: Dims,
     storage: S,
 }
 
 pub(crate) fn assemble<S: TensorStorage>(storage: S, parts: Parts, form: Form) -> RawManaged {
-    let ndim = parts.dims.len() / 2;
+    let ndim = parts.dims.ndim();
     let tensor = DLTensor {
         data: core::ptr::null_mut(),
         device: parts.device,
@@ -412,9 +544,9 @@ unsafe fn fill<H, S: TensorStorage>(
 ) {
     // SAFETY: exclusive access per the contract.
     let block = unsafe { &mut *ctx };
-    let ndim = block.dims.len() / 2;
+    let ndim = block.dims.ndim();
     let data = block.storage.data_ptr();
-    let dims = block.dims.as_mut_ptr();
+    let dims = block.dims.as_mut_slice().as_mut_ptr();
     let (tensor, manager_ctx) = fields(&mut block.header);
     tensor.data = data;
     tensor.shape = if ndim == 0 {
@@ -562,15 +694,12 @@ impl ManagedTensor {
 
     fn parts(&self) -> Parts {
         let view = self.view();
-        let mut dims = Vec::with_capacity(2 * view.ndim());
-        dims.extend_from_slice(view.shape());
-        dims.extend(view.strides());
         Parts {
             device: view.device(),
             dtype: view.dtype(),
             byte_offset: view.byte_offset(),
             flags: view.flags(),
-            dims: dims.into_boxed_slice(),
+            dims: Dims::of_view(&view),
         }
     }
 

@@ -155,6 +155,7 @@ pub const fn check_ndim(ndim: i64) -> Result<usize, Error> {
 /// assert_eq!(layout.contiguity, Contiguity::ColumnMajor);
 /// assert_eq!((layout.span.lo, layout.span.hi), (0, 24));
 /// ```
+#[inline]
 pub fn validate(fields: &RawFields<'_>) -> Result<Layout, Error> {
     let layout = validate_metadata(
         fields.dtype,
@@ -175,7 +176,87 @@ pub fn validate(fields: &RawFields<'_>) -> Result<Layout, Error> {
 }
 
 /// Every rule of [`validate`] that does not look at `data`, `device` or `byte_offset`.
+#[inline]
 pub fn validate_metadata(
+    dtype: DataType,
+    shape: &[i64],
+    strides: Option<&[i64]>,
+    version: Option<DLPackVersion>,
+    flags: u64,
+) -> Result<Layout, Error> {
+    match fast_path(dtype, shape, strides, version, flags) {
+        Some(layout) => Ok(layout),
+        None => validate_metadata_slow(dtype, shape, strides, version, flags),
+    }
+}
+
+/// The common case in one pass: version 1.x, known flags, a valid dtype, explicit strides of the
+/// right length, positive extents, no overflow. Anything else returns `None` and goes through
+/// [`validate_metadata_slow`], which finds the exact error (or accepts the rarer shapes: zero
+/// extents, NULL strides).
+#[inline]
+fn fast_path(
+    dtype: DataType,
+    shape: &[i64],
+    strides: Option<&[i64]>,
+    version: Option<DLPackVersion>,
+    flags: u64,
+) -> Option<Layout> {
+    if version.is_some_and(|v| v.major != crate::abi::DLPACK_MAJOR_VERSION)
+        || flags & !KNOWN_FLAGS != 0
+        || shape.len() > MAX_NDIM
+        || dtype.validate().is_err()
+    {
+        return None;
+    }
+    let strides = strides?;
+    if strides.len() != shape.len() {
+        return None;
+    }
+    let element_bits = dtype.storage_bits(flags & FLAG_IS_SUBBYTE_TYPE_PADDED != 0);
+    let (mut numel, mut lo, mut hi) = (1i64, 0i64, 0i64);
+    let (mut c, mut expected, mut nonunit) = (true, 1i64, 0usize);
+    for (&extent, &stride) in shape.iter().zip(strides).rev() {
+        if extent <= 0 {
+            return None;
+        }
+        numel = numel.checked_mul(extent)?;
+        if extent > 1 {
+            nonunit += 1;
+            c &= stride == expected;
+            expected = numel;
+            let reach = (extent - 1).checked_mul(stride)?;
+            if reach < 0 {
+                lo = lo.checked_add(reach)?;
+            } else {
+                hi = hi.checked_add(reach)?;
+            }
+        }
+    }
+    let bits = i64::from(element_bits);
+    let lo_bits = lo.checked_mul(bits)?;
+    let end_bits = hi.checked_add(1)?.checked_mul(bits)?;
+    let span = ByteSpan {
+        lo: lo_bits.div_euclid(8),
+        hi: end_bits.div_euclid(8) + i64::from(end_bits.rem_euclid(8) != 0),
+    };
+    let contiguity = match (c, nonunit) {
+        (true, 0 | 1) => Contiguity::Both,
+        (true, _) => Contiguity::RowMajor,
+        (false, _) => contiguity(shape, strides),
+    };
+    Some(Layout {
+        numel: numel as u64,
+        span,
+        contiguity,
+        element_bits,
+    })
+}
+
+/// Every rule of [`validate_metadata`], checked one by one to report the exact error.
+#[cold]
+#[inline(never)]
+fn validate_metadata_slow(
     dtype: DataType,
     shape: &[i64],
     strides: Option<&[i64]>,
@@ -220,19 +301,23 @@ pub fn validate_metadata(
             element_bits,
         });
     }
-    let mut implicit = [0i64; MAX_NDIM];
+    // Only NULL strides (legacy, < 1.2) need the compact strides computed; the buffer is not
+    // initialised otherwise (this is the hot path of every import).
+    let implicit: [i64; MAX_NDIM];
     let strides = match strides {
         Some(s) => s,
         None => {
-            compact_row_major(shape, &mut implicit[..ndim])?;
+            let mut buf = [0i64; MAX_NDIM];
+            compact_row_major(shape, &mut buf[..ndim])?;
+            implicit = buf;
             &implicit[..ndim]
         }
     };
-    let span = element_span(shape, strides, element_bits)?;
+    let (span, contiguity) = span_and_contiguity(shape, strides, element_bits)?;
     Ok(Layout {
         numel,
         span,
-        contiguity: contiguity(shape, strides),
+        contiguity,
         element_bits,
     })
 }
@@ -241,10 +326,12 @@ pub fn validate_metadata(
 pub fn element_count(shape: &[i64]) -> Result<u64, Error> {
     let mut numel: u64 = 1;
     let mut overflow_at = None;
+    let mut has_zero = false;
     for (axis, &extent) in shape.iter().enumerate() {
         if extent < 0 {
             return Err(Error::NegativeExtent { axis, extent });
         }
+        has_zero |= extent == 0;
         match numel.checked_mul(extent as u64) {
             Some(n) => numel = n,
             None => {
@@ -255,7 +342,7 @@ pub fn element_count(shape: &[i64]) -> Result<u64, Error> {
             }
         }
     }
-    if shape.contains(&0) {
+    if has_zero {
         return Ok(0);
     }
     match overflow_at {
@@ -283,6 +370,90 @@ pub fn compact_row_major(shape: &[i64], out: &mut [i64]) -> Result<(), Error> {
             .ok_or(Error::ElementCountOverflow { axis, extent })?;
     }
     Ok(())
+}
+
+/// The span and the layout class of a non-empty tensor in one reverse pass over the axes (the
+/// import hot path): checked reaches, and the row-major test on the way; the column-major and
+/// permuted tests run only when the tensor is not row-major.
+#[inline]
+fn span_and_contiguity(
+    shape: &[i64],
+    strides: &[i64],
+    element_bits: u32,
+) -> Result<(ByteSpan, Contiguity), Error> {
+    let (mut lo, mut hi) = (0i64, 0i64);
+    let mut c = true;
+    let mut expected: i64 = 1;
+    let mut nonunit = 0usize;
+    for axis in (0..shape.len()).rev() {
+        let (extent, stride) = (shape[axis], strides[axis]);
+        if extent > 1 {
+            nonunit += 1;
+            if c && stride != expected {
+                c = false;
+            }
+            // Cannot overflow: the product of all extents fits in i64 (element_count).
+            expected = expected.wrapping_mul(extent);
+            let Some(reach) = (extent - 1).checked_mul(stride) else {
+                return Err(span_overflow(axis, extent, stride));
+            };
+            let sum = if reach < 0 {
+                lo.checked_add(reach)
+            } else {
+                hi.checked_add(reach)
+            };
+            match sum {
+                Some(v) if reach < 0 => lo = v,
+                Some(v) => hi = v,
+                None => return Err(span_overflow(axis, extent, stride)),
+            }
+        }
+    }
+    // Row-major with at most one non-unit axis is column-major too.
+    let contiguity = match (c, nonunit) {
+        (true, 0 | 1) => Contiguity::Both,
+        (true, _) => Contiguity::RowMajor,
+        (false, _) => contiguity(shape, strides),
+    };
+    Ok((bytes_of(lo, hi, element_bits, shape, strides)?, contiguity))
+}
+
+#[cold]
+fn span_overflow(axis: usize, extent: i64, stride: i64) -> Error {
+    Error::SpanOverflow {
+        axis,
+        extent,
+        stride,
+    }
+}
+
+/// Element offsets `[lo, hi]` → the byte span (floor for `lo`, ceil for the end).
+#[inline]
+fn bytes_of(
+    lo: i64,
+    hi: i64,
+    element_bits: u32,
+    shape: &[i64],
+    strides: &[i64],
+) -> Result<ByteSpan, Error> {
+    let bits = i64::from(element_bits);
+    let overflow = || {
+        let last = shape.len().saturating_sub(1);
+        span_overflow(
+            last,
+            shape.get(last).copied().unwrap_or(1),
+            strides.get(last).copied().unwrap_or(1),
+        )
+    };
+    let lo_bits = lo.checked_mul(bits).ok_or_else(overflow)?;
+    let end_bits = hi
+        .checked_add(1)
+        .and_then(|e| e.checked_mul(bits))
+        .ok_or_else(overflow)?;
+    Ok(ByteSpan {
+        lo: lo_bits.div_euclid(8),
+        hi: end_bits.div_euclid(8) + i64::from(end_bits.rem_euclid(8) != 0),
+    })
 }
 
 /// The byte span of a non-empty tensor, relative to its first element.
@@ -324,22 +495,29 @@ pub fn element_span(shape: &[i64], strides: &[i64], element_bits: u32) -> Result
 
 /// Classifies the layout of a non-empty tensor.
 pub fn contiguity(shape: &[i64], strides: &[i64]) -> Contiguity {
-    let dense_in = |order: &mut dyn Iterator<Item = usize>| {
-        let mut expected: i64 = 1;
-        for axis in order {
-            let extent = shape[axis];
-            if extent > 1 {
-                if strides[axis] != expected {
-                    return false;
-                }
-                // Cannot overflow: the product of all extents fits in i64 (element_count).
-                expected = expected.saturating_mul(extent);
+    // The products cannot overflow: the product of all extents fits in i64 (element_count).
+    let mut c = true;
+    let mut expected: i64 = 1;
+    for (&extent, &stride) in shape.iter().zip(strides).rev() {
+        if extent > 1 {
+            if stride != expected {
+                c = false;
+                break;
             }
+            expected = expected.saturating_mul(extent);
         }
-        true
-    };
-    let c = dense_in(&mut (0..shape.len()).rev());
-    let f = dense_in(&mut (0..shape.len()));
+    }
+    let mut f = true;
+    expected = 1;
+    for (&extent, &stride) in shape.iter().zip(strides) {
+        if extent > 1 {
+            if stride != expected {
+                f = false;
+                break;
+            }
+            expected = expected.saturating_mul(extent);
+        }
+    }
     match (c, f) {
         (true, true) => return Contiguity::Both,
         (true, false) => return Contiguity::RowMajor,
@@ -371,6 +549,7 @@ pub fn contiguity(shape: &[i64], strides: &[i64]) -> Contiguity {
 }
 
 /// Checks that `data + byte_offset + [lo, hi)` stays inside this machine's address space.
+#[inline]
 pub fn check_address(data: usize, byte_offset: u64, span: ByteSpan) -> Result<(), Error> {
     let fail = || Error::AddressOverflow {
         data,

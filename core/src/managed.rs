@@ -156,6 +156,28 @@ impl ManagedTensor {
         })
     }
 
+    /// Wraps a tensor this crate just built and validated.
+    ///
+    /// # Safety
+    /// `raw` is owned, was produced by dlport's own export, and its fields passed
+    /// [`layout::validate`](crate::layout::validate) with the result `layout` (version 1.3 and
+    /// its flags for the versioned form, legacy otherwise).
+    pub(crate) unsafe fn from_raw_validated(raw: RawManaged, layout: Layout) -> Self {
+        let (version, flags) = match raw {
+            // SAFETY: a live tensor (contract).
+            RawManaged::Versioned(p) => unsafe {
+                (Some((*p.as_ptr()).version), (*p.as_ptr()).flags)
+            },
+            RawManaged::Legacy(_) => (None, 0),
+        };
+        Self {
+            owner: Releaser(raw),
+            layout,
+            version,
+            flags,
+        }
+    }
+
     /// Takes ownership of either form.
     ///
     /// # Safety
@@ -183,6 +205,7 @@ impl ManagedTensor {
         self.owner.0
     }
 
+    #[inline]
     fn dl_tensor(&self) -> &DLTensor {
         match self.owner.0 {
             // SAFETY: we own the tensor until drop; it was readable at construction and DLPack
@@ -194,6 +217,7 @@ impl ManagedTensor {
     }
 
     /// A validated view; no checks are repeated.
+    #[inline]
     pub fn view(&self) -> TensorRef<'_> {
         let tensor = self.dl_tensor();
         // SAFETY: the same tensor passed TensorRef::from_raw at construction, its memory is
@@ -202,31 +226,37 @@ impl ManagedTensor {
     }
 
     /// The DLPack version (`None` for legacy).
+    #[inline]
     pub fn version(&self) -> Option<DLPackVersion> {
         self.version
     }
 
     /// Whether this is the versioned form.
+    #[inline]
     pub fn is_versioned(&self) -> bool {
         matches!(self.owner.0, RawManaged::Versioned(_))
     }
 
     /// The flags (0 for legacy).
+    #[inline]
     pub fn flags(&self) -> u64 {
         self.flags
     }
 
     /// `READ_ONLY` is set: [`as_mut_slice`](Self::as_mut_slice) refuses.
+    #[inline]
     pub fn is_read_only(&self) -> bool {
         self.flags & FLAG_READ_ONLY != 0
     }
 
     /// `IS_COPIED` is set: this consumer owns the data alone until the deleter runs.
+    #[inline]
     pub fn is_copied(&self) -> bool {
         self.flags & FLAG_IS_COPIED != 0
     }
 
     /// The elements as a slice; see [`TensorRef::as_slice`].
+    #[inline]
     pub fn as_slice<T: Element>(&self) -> Result<&[T], Error> {
         self.view().as_slice()
     }

@@ -16,6 +16,7 @@ use crate::layout::{self, ByteSpan, Contiguity, Layout, RawFields};
 /// # Safety
 /// `ndim` is `tensor.ndim`, already bounded by `MAX_NDIM`; non-NULL `shape` and `strides`
 /// point to `ndim` readable `i64` values that nobody mutates while `tensor` is borrowed.
+#[inline]
 unsafe fn raw_dims(tensor: &DLTensor, ndim: usize) -> Result<(&[i64], Option<&[i64]>), Error> {
     if ndim == 0 {
         return Ok((&[], Some(&[])));
@@ -76,6 +77,7 @@ impl<'a> TensorRef<'a> {
     /// - when the device is host-accessible and the tensor is not empty, every byte of
     ///   `data + byte_offset + [lo, hi)` (the span this function computes) must be readable and
     ///   not mutated by anyone else. Device memory is never dereferenced.
+    #[inline]
     pub unsafe fn from_raw(
         tensor: &'a DLTensor,
         version: Option<DLPackVersion>,
@@ -117,6 +119,7 @@ impl<'a> TensorRef<'a> {
     /// # Safety
     /// `tensor` passed `from_raw(tensor, version, flags)` yielding `layout`, has not changed
     /// since, and still satisfies `from_raw`'s contract for `'a`.
+    #[inline]
     pub(crate) unsafe fn from_raw_prevalidated(
         tensor: &'a DLTensor,
         version: Option<DLPackVersion>,
@@ -173,11 +176,13 @@ impl<'a> TensorRef<'a> {
 
     /// The raw `data` field: a pointer on host-accessible devices, possibly an opaque handle
     /// elsewhere (never do arithmetic on it there).
+    #[inline]
     pub fn data(&self) -> *mut c_void {
         self.data
     }
 
     /// `byte_offset`: bytes from `data` to the first element.
+    #[inline]
     pub fn byte_offset(&self) -> u64 {
         self.byte_offset
     }
@@ -200,26 +205,31 @@ impl<'a> TensorRef<'a> {
     }
 
     /// The device.
+    #[inline]
     pub fn device(&self) -> Device {
         self.device
     }
 
     /// The element type.
+    #[inline]
     pub fn dtype(&self) -> DataType {
         self.dtype
     }
 
     /// Number of dimensions.
+    #[inline]
     pub fn ndim(&self) -> usize {
         self.shape.len()
     }
 
     /// The extents.
+    #[inline]
     pub fn shape(&self) -> &'a [i64] {
         self.shape
     }
 
     /// The strides as the producer sent them: `None` when it sent NULL (legacy compact).
+    #[inline]
     pub fn raw_strides(&self) -> Option<&'a [i64]> {
         self.strides
     }
@@ -245,46 +255,55 @@ impl<'a> TensorRef<'a> {
     }
 
     /// Number of elements.
+    #[inline]
     pub fn numel(&self) -> u64 {
         self.layout.numel
     }
 
     /// The validated layout summary.
+    #[inline]
     pub fn layout(&self) -> Layout {
         self.layout
     }
 
     /// C / F / permuted / strided.
+    #[inline]
     pub fn contiguity(&self) -> Contiguity {
         self.layout.contiguity
     }
 
     /// Bytes touched, `[lo, hi)` relative to `data + byte_offset`.
+    #[inline]
     pub fn byte_span(&self) -> ByteSpan {
         self.layout.span
     }
 
     /// The DLPack version it came with (`None` for legacy).
+    #[inline]
     pub fn version(&self) -> Option<DLPackVersion> {
         self.version
     }
 
     /// The versioned flags (0 for legacy).
+    #[inline]
     pub fn flags(&self) -> u64 {
         self.flags
     }
 
     /// `READ_ONLY` is set.
+    #[inline]
     pub fn is_read_only(&self) -> bool {
         self.flags & FLAG_READ_ONLY != 0
     }
 
     /// `IS_COPIED` is set: the consumer owns the data alone until it calls the deleter.
+    #[inline]
     pub fn is_copied(&self) -> bool {
         self.flags & FLAG_IS_COPIED != 0
     }
 
     /// `IS_SUBBYTE_TYPE_PADDED` is set.
+    #[inline]
     pub fn is_subbyte_padded(&self) -> bool {
         self.flags & FLAG_IS_SUBBYTE_TYPE_PADDED != 0
     }

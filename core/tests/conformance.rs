@@ -393,11 +393,11 @@ fn table() -> Vec<(Case, Expect)> {
             }),
         ),
         (
-            case("sum of reaches overflows")
+            case("sum of reaches overflows (reported at the axis, scanning from the last, where it does)")
                 .shape(&[2, 2])
                 .strides(&[i64::MAX / 2 + 1, i64::MAX / 2 + 1]),
             Expect::Err(Error::SpanOverflow {
-                axis: 1,
+                axis: 0,
                 extent: 2,
                 stride: i64::MAX / 2 + 1,
             }),

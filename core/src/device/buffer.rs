@@ -196,7 +196,7 @@ impl Tensor {
             buffer,
             backend,
             dtype,
-            dims: dims.into(),
+            dims: dims.as_slice().into(),
             byte_offset,
             flags,
             layout,
@@ -379,7 +379,7 @@ impl Tensor {
             dtype: self.dtype,
             byte_offset: self.byte_offset,
             flags: self.flags,
-            dims: self.dims.iter().copied().collect(),
+            dims: export::Dims::from_slice(&self.dims),
         }
     }
 }

@@ -1,0 +1,1 @@
+//! Benchmark helpers (see `src/bin` and `benches/`).
