@@ -173,6 +173,18 @@ unsafe fn copy_row(src: *const u8, stride: isize, n: usize, elem: usize, dst: *m
     macro_rules! gather {
         ($t:ty) => {{
             let d = dst.cast::<$t>();
+            if stride == -(elem as isize) {
+                // Reversed contiguous row: a constant step lets the compiler vectorise.
+                let s = src.cast::<$t>();
+                for i in 0..n {
+                    // SAFETY: element i sits at src − i × elem (contract); unaligned accesses.
+                    unsafe {
+                        let v = core::ptr::read_unaligned(s.wrapping_sub(i));
+                        core::ptr::write_unaligned(d.add(i), v);
+                    }
+                }
+                return;
+            }
             for i in 0..n {
                 // SAFETY: element i is readable at src + i × stride and writable at d + i
                 // (contract); unaligned accesses make no alignment assumption.
@@ -206,7 +218,8 @@ unsafe fn copy_row(src: *const u8, stride: isize, n: usize, elem: usize, dst: *m
     }
 }
 
-/// Side of the square tiles used for transposes (in elements).
+/// Side of the square tiles used for transposes (in elements): 32 measured best here (see
+/// BENCHMARKS.md); 8 and 64 were slower at 64 MiB.
 const TILE: usize = 32;
 
 /// Copies `outer × rows × inner` where the source walks `rows` contiguously: tile by tile, so
@@ -222,34 +235,54 @@ unsafe fn run_tiled(
     src: *const u8,
     dst: *mut u8,
 ) {
-    let plane = rows.extent * inner.extent * elem;
+    macro_rules! typed {
+        ($t:ty) => {
+            // SAFETY: forwarded contract; `$t` is exactly `elem` bytes wide.
+            unsafe { tiled::<$t>(outer, rows, inner, src, dst) }
+        };
+    }
+    match elem {
+        1 => typed!(u8),
+        2 => typed!(u16),
+        4 => typed!(u32),
+        8 => typed!(u64),
+        16 => typed!(u128),
+        _ => {
+            // Odd element sizes: a generic byte copy per element, same tiling.
+            let plane = rows.extent * inner.extent * elem;
+            for_each_plane(outer, |p, offset| {
+                let base = src.wrapping_offset(offset);
+                // SAFETY: plane p of the destination holds rows × inner elements.
+                let out = unsafe { dst.add(p * plane) };
+                for r0 in (0..rows.extent).step_by(TILE) {
+                    for c0 in (0..inner.extent).step_by(TILE) {
+                        for c in c0..(c0 + TILE).min(inner.extent) {
+                            let column = base.wrapping_offset(c as isize * inner.stride);
+                            for r in r0..(r0 + TILE).min(rows.extent) {
+                                // SAFETY: (r, c) is in bounds on both sides.
+                                unsafe {
+                                    core::ptr::copy_nonoverlapping(
+                                        column.wrapping_add(r * elem),
+                                        out.add((r * inner.extent + c) * elem),
+                                        elem,
+                                    )
+                                };
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// Calls `f(plane_index, source_offset)` for every combination of the outer axes.
+fn for_each_plane(outer: &[Axis], mut f: impl FnMut(usize, isize)) {
     let planes: usize = outer.iter().map(|a| a.extent).product();
     let mut index = [0usize; MAX_NDIM];
     let mut offset: isize = 0;
     for p in 0..planes {
-        // SAFETY: plane p of the destination holds rows × inner elements.
-        let out = unsafe { dst.add(p * plane) };
-        let base = src.wrapping_offset(offset);
-        for r0 in (0..rows.extent).step_by(TILE) {
-            let r1 = (r0 + TILE).min(rows.extent);
-            for c0 in (0..inner.extent).step_by(TILE) {
-                let c1 = (c0 + TILE).min(inner.extent);
-                for c in c0..c1 {
-                    let column = base.wrapping_offset(c as isize * inner.stride);
-                    for r in r0..r1 {
-                        // SAFETY: (r, c) is in bounds: the source element is readable and the
-                        // destination slot r × inner + c lies inside this plane.
-                        unsafe {
-                            core::ptr::copy_nonoverlapping(
-                                column.wrapping_add(r * elem),
-                                out.add((r * inner.extent + c) * elem),
-                                elem,
-                            )
-                        };
-                    }
-                }
-            }
-        }
+        f(p, offset);
         for k in (0..outer.len()).rev() {
             index[k] += 1;
             offset += outer[k].stride;
@@ -260,6 +293,41 @@ unsafe fn run_tiled(
             index[k] = 0;
         }
     }
+}
+
+/// The tiled transpose for one element type.
+///
+/// # Safety
+/// As [`run`], with `size_of::<T>()` equal to the element size.
+unsafe fn tiled<T: Copy>(outer: &[Axis], rows: Axis, inner: Axis, src: *const u8, dst: *mut u8) {
+    let (nr, nc) = (rows.extent, inner.extent);
+    let cstride = inner.stride;
+    for_each_plane(outer, |p, offset| {
+        let base = src.wrapping_offset(offset);
+        // SAFETY: plane p of the destination holds nr × nc elements of T.
+        let out = unsafe { dst.cast::<T>().add(p * nr * nc) };
+        for r0 in (0..nr).step_by(TILE) {
+            let r1 = (r0 + TILE).min(nr);
+            for c0 in (0..nc).step_by(TILE) {
+                let c1 = (c0 + TILE).min(nc);
+                for r in r0..r1 {
+                    let row_src = base.wrapping_add(r * core::mem::size_of::<T>());
+                    // SAFETY: destination row r, columns c0..c1, inside the plane.
+                    let row_dst = unsafe { out.add(r * nc) };
+                    for c in c0..c1 {
+                        // SAFETY: (r, c) is in bounds: the source element is readable (contract)
+                        // and the destination slot is inside the plane; unaligned accesses.
+                        unsafe {
+                            let v = core::ptr::read_unaligned(
+                                row_src.wrapping_offset(c as isize * cstride).cast::<T>(),
+                            );
+                            core::ptr::write_unaligned(row_dst.add(c), v);
+                        }
+                    }
+                }
+            }
+        }
+    });
 }
 
 #[cfg(test)]
