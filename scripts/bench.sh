@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The bench command: every benchmark in one run (about 5 minutes on 2 cores), then
+# BENCHMARKS.md and bench/copies.png. CI does not run it.
+# Usage: scripts/bench.sh [--quick]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+quick=${1:-}
+bash scripts/python-env.sh
+.venv/bin/python -m pip install --quiet -r bench/python/requirements.txt
+cargo bench -p dlport-bench --bench exchange --locked
+cargo run --release --locked -p dlport-bench --bin copies -- $quick
+.venv/bin/python bench/python/numpy_copies.py $quick
+.venv/bin/python bench/python/report.py
