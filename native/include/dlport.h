@@ -89,8 +89,10 @@ void dlport_string_free(char* s);
 /* Validates a managed tensor WITHOUT taking ownership and describes it as JSON. */
 int dlport_describe(const void* managed, int versioned, char** json_out);
 
-/* Calls a managed tensor's deleter (NULL is ignored). */
-void dlport_release(void* managed, int versioned);
+/* Calls a managed tensor's deleter (NULL is ignored). A second release of a tensor that dlport
+ * exported is detected (for the last 4096 released) and refused with DLPORT_INVALID_ARGUMENT; a
+ * foreign tensor released twice cannot be detected. */
+int dlport_release(void* managed, int versioned);
 
 /* CONSUMING. Imports a managed tensor onto a backend (options may be NULL: copy if needed). */
 int dlport_import(void* managed, int versioned, const DlportImportOptions* options, DlportTensor** out);

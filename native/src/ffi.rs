@@ -116,22 +116,57 @@ unsafe fn take(managed: *mut c_void, versioned: c_int) -> Result<ManagedTensor, 
 static EXPORTED: AtomicU64 = AtomicU64::new(0);
 static RELEASED: AtomicU64 = AtomicU64::new(0);
 
-struct ExportCounter;
+/// The addresses of the DLPack tensors handed out and not yet released, and of the most
+/// recently released ones: enough to detect a double release of a dlport export through
+/// `dlport_release` (a foreign tensor released twice cannot be detected: its memory is gone).
+struct Tracker {
+    live: std::collections::HashSet<usize>,
+    recent: std::collections::VecDeque<usize>,
+}
+
+const RECENT: usize = 4096;
+
+fn tracker() -> std::sync::MutexGuard<'static, Tracker> {
+    static TRACKER: OnceLock<std::sync::Mutex<Tracker>> = OnceLock::new();
+    let m = TRACKER.get_or_init(|| {
+        std::sync::Mutex::new(Tracker { live: Default::default(), recent: Default::default() })
+    });
+    // A poisoned lock only means a panic elsewhere; the sets stay consistent.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Dropped with the export (when the consumer calls the deleter): counts and untracks it.
+struct ExportCounter(std::sync::Arc<std::sync::atomic::AtomicUsize>);
 
 impl Drop for ExportCounter {
     fn drop(&mut self) {
         RELEASED.fetch_add(1, Ordering::SeqCst);
+        let addr = self.0.load(Ordering::SeqCst);
+        let mut t = tracker();
+        if t.live.remove(&addr) {
+            if t.recent.len() == RECENT {
+                t.recent.pop_front();
+            }
+            t.recent.push_back(addr);
+        }
     }
 }
 
 /// Hands a managed tensor to C, in the requested form, counted.
 fn give(t: ManagedTensor, versioned: bool, out: NonNull<*mut c_void>) -> Result<(), Failure> {
     EXPORTED.fetch_add(1, Ordering::SeqCst);
-    let counted = t.reexport_with(ExportCounter, versioned)?;
-    let raw = match counted.into_raw() {
+    let addr = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = t.reexport_with(ExportCounter(std::sync::Arc::clone(&addr)), versioned)?;
+    let raw: *mut c_void = match counted.into_raw() {
         RawManaged::Versioned(p) => p.as_ptr().cast(),
         RawManaged::Legacy(p) => p.as_ptr().cast(),
     };
+    addr.store(raw as usize, Ordering::SeqCst);
+    {
+        let mut t = tracker();
+        t.recent.retain(|&a| a != raw as usize);
+        t.live.insert(raw as usize);
+    }
     // SAFETY: `out` is a valid, writable pointer (checked non-NULL; the caller's contract).
     unsafe { out.as_ptr().write(raw) };
     Ok(())
@@ -291,25 +326,31 @@ pub unsafe extern "C" fn dlport_describe(
     })
 }
 
-/// Calls a managed tensor's deleter (for C code that owns one and is done with it).
+/// Calls a managed tensor's deleter (for C code that owns one and is done with it). NULL is
+/// ignored. A second release of a tensor that dlport exported is detected (for the last 4096
+/// released) and refused with `DLPORT_INVALID_ARGUMENT`; a foreign tensor released twice cannot
+/// be detected, since its memory is already gone.
 ///
 /// # Safety
 /// `managed` is NULL or an owned managed tensor of the form `versioned` says; it is released.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn dlport_release(managed: *mut c_void, versioned: c_int) {
-    let _ = entry(|| {
-        let Some(p) = NonNull::new(managed) else {
-            return Ok(());
-        };
-        let raw = if versioned != 0 {
-            RawManaged::Versioned(p.cast())
-        } else {
-            RawManaged::Legacy(p.cast())
-        };
+pub unsafe extern "C" fn dlport_release(managed: *mut c_void, versioned: c_int) -> c_int {
+    entry(|| {
+        let Some(p) = NonNull::new(managed) else { return Ok(()) };
+        {
+            let t = tracker();
+            if !t.live.contains(&(managed as usize)) && t.recent.contains(&(managed as usize)) {
+                return Err(arg(format!(
+                    "managed tensor {managed:p} was already released: a double release is a bug in \
+                     the caller (each DLPack tensor is released exactly once)"
+                )));
+            }
+        }
+        let raw = if versioned != 0 { RawManaged::Versioned(p.cast()) } else { RawManaged::Legacy(p.cast()) };
         // SAFETY: owned and handed over (contract).
         unsafe { raw.release() };
         Ok(())
-    });
+    })
 }
 
 /// **Consuming.** Imports a managed tensor onto a backend of the native registry, following

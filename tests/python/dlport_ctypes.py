@@ -80,6 +80,7 @@ lib.dlport_last_error.restype = c_char_p
 lib.dlport_describe.argtypes = [c_void_p, c_int, ctypes.POINTER(ctypes.c_void_p)]
 lib.dlport_string_free.argtypes = [c_void_p]
 lib.dlport_release.argtypes = [c_void_p, c_int]
+lib.dlport_release.restype = c_int
 lib.dlport_import.argtypes = [c_void_p, c_int, ctypes.POINTER(ImportOptions), ctypes.POINTER(c_void_p)]
 lib.dlport_export.argtypes = [c_void_p, i32, i32, i32, i32, i32, ctypes.POINTER(c_void_p), ctypes.POINTER(c_int)]
 lib.dlport_convert.argtypes = [c_void_p, c_int, c_int, ctypes.POINTER(c_void_p)]

@@ -84,8 +84,12 @@ int main(void) {
   CHECK(v->version.major == 1 && v->dl_tensor.data == (void*)data && v->dl_tensor.ndim == 2, "export fields");
   dlport_tensor_free(t);
   CHECK(deleted == 0, "the export keeps the producer alive");
-  dlport_release(out, 1);
+  CHECK(dlport_release(out, 1) == DLPORT_OK, "release");
   CHECK(deleted == 1, "released exactly once (deleted = %d)", deleted);
+  /* A buggy second release of a dlport export is detected, not executed. */
+  CHECK(dlport_release(out, 1) == DLPORT_INVALID_ARGUMENT, "double release detected");
+  CHECK(strstr(dlport_last_error(), "already released") != NULL, "double release message");
+  CHECK(deleted == 1, "no second deleter call (deleted = %d)", deleted);
 
   /* a refused import releases the input too */
   bad = legacy(bad_shape);
