@@ -121,7 +121,30 @@ static RELEASED: AtomicU64 = AtomicU64::new(0);
 /// `dlport_release` (a foreign tensor released twice cannot be detected: its memory is gone).
 struct Tracker {
     live: std::collections::HashSet<usize>,
-    recent: std::collections::VecDeque<usize>,
+    /// Released addresses → the generation they were released in (O(1) lookups).
+    recent: std::collections::HashMap<usize, u64>,
+    /// Eviction order of `recent`: (address, generation).
+    order: std::collections::VecDeque<(usize, u64)>,
+    generation: u64,
+}
+
+impl Tracker {
+    fn released(&mut self, addr: usize) {
+        if !self.live.remove(&addr) {
+            return;
+        }
+        self.generation += 1;
+        self.recent.insert(addr, self.generation);
+        self.order.push_back((addr, self.generation));
+        if self.order.len() > RECENT {
+            if let Some((old, g)) = self.order.pop_front() {
+                // Only forget it if it was not released again later.
+                if self.recent.get(&old) == Some(&g) {
+                    self.recent.remove(&old);
+                }
+            }
+        }
+    }
 }
 
 const RECENT: usize = 4096;
@@ -129,7 +152,12 @@ const RECENT: usize = 4096;
 fn tracker() -> std::sync::MutexGuard<'static, Tracker> {
     static TRACKER: OnceLock<std::sync::Mutex<Tracker>> = OnceLock::new();
     let m = TRACKER.get_or_init(|| {
-        std::sync::Mutex::new(Tracker { live: Default::default(), recent: Default::default() })
+        std::sync::Mutex::new(Tracker {
+            live: Default::default(),
+            recent: Default::default(),
+            order: Default::default(),
+            generation: 0,
+        })
     });
     // A poisoned lock only means a panic elsewhere; the sets stay consistent.
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -142,13 +170,7 @@ impl Drop for ExportCounter {
     fn drop(&mut self) {
         RELEASED.fetch_add(1, Ordering::SeqCst);
         let addr = self.0.load(Ordering::SeqCst);
-        let mut t = tracker();
-        if t.live.remove(&addr) {
-            if t.recent.len() == RECENT {
-                t.recent.pop_front();
-            }
-            t.recent.push_back(addr);
-        }
+        tracker().released(addr);
     }
 }
 
@@ -164,7 +186,7 @@ fn give(t: ManagedTensor, versioned: bool, out: NonNull<*mut c_void>) -> Result<
     addr.store(raw as usize, Ordering::SeqCst);
     {
         let mut t = tracker();
-        t.recent.retain(|&a| a != raw as usize);
+        t.recent.remove(&(raw as usize));
         t.live.insert(raw as usize);
     }
     // SAFETY: `out` is a valid, writable pointer (checked non-NULL; the caller's contract).
@@ -339,7 +361,7 @@ pub unsafe extern "C" fn dlport_release(managed: *mut c_void, versioned: c_int) 
         let Some(p) = NonNull::new(managed) else { return Ok(()) };
         {
             let t = tracker();
-            if !t.live.contains(&(managed as usize)) && t.recent.contains(&(managed as usize)) {
+            if !t.live.contains(&(managed as usize)) && t.recent.contains_key(&(managed as usize)) {
                 return Err(arg(format!(
                     "managed tensor {managed:p} was already released: a double release is a bug in \
                      the caller (each DLPack tensor is released exactly once)"
