@@ -30,6 +30,20 @@ for component in miri rust-src; do
     rustup +nightly component add "$component"
   fi
 done
+# cargo-fuzz for the fuzz smoke run (libFuzzer comes with the nightly toolchain).
+if cargo fuzz --version 2>/dev/null | grep -q "0.13.2"; then
+  log "cargo-fuzz 0.13.2: present"
+else
+  log "cargo-fuzz 0.13.2: installing"
+  cargo install cargo-fuzz --version 0.13.2 --locked
+fi
+# valgrind and LeakSanitizer's runtime for the sanitizer checks.
+if command -v valgrind >/dev/null && [ -e /usr/lib/x86_64-linux-gnu/liblsan.so.0 ]; then
+  log "valgrind and liblsan: present"
+else
+  log "valgrind and liblsan: installing"
+  apt-get install -y -q valgrind liblsan0 >/dev/null
+fi
 # Build Miri's sysroot once (cached under ~/.cache/miri afterwards).
 cargo +nightly miri setup >/dev/null 2>&1 || cargo +nightly miri setup
 log "done"

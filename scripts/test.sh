@@ -43,6 +43,21 @@ step "real peers: NumPy and JAX through the C ABI (pytest in .venv)"
 bash scripts/python-env.sh
 (cd tests/python && ../../.venv/bin/python -m pytest -q -p no:cacheprovider)
 
+step "hardening: the 8-thread stress test (1 M tensors, optimised build)"
+cargo test --release -p dlport-native --test stress --locked
+
+step "hardening: valgrind and LeakSanitizer"
+bash scripts/sanitize.sh
+
+step "hardening: fuzz smoke run (${DLPORT_FUZZ_SECONDS:=60} s per target, on a copy of the corpus)"
+cargo +nightly fuzz build
+fuzz_tmp=$(mktemp -d)
+for t in validate c_abi roundtrip convert parse; do
+  cp -r "fuzz/corpus/$t" "$fuzz_tmp/$t"
+  cargo +nightly fuzz run "$t" "$fuzz_tmp/$t" -- -max_total_time="$DLPORT_FUZZ_SECONDS" -print_final_stats=1 2>&1 \
+    | grep -E '^(stat::number_of_executed_units|Done)' | sed "s/^/$t: /"
+done
+
 step "examples"
 cargo run -q -p dlport-core --example roundtrip --locked
 cargo run -q -p dlport-core --example dispatch --locked

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Leak and UB checks of the C ABI: the C test program under valgrind (0 errors, 0 definite or
+# indirect leaks), and the NumPy/JAX peer tests under LeakSanitizer (no leak whose stack passes
+# through libdlport_native; Python, NumPy and JAX keep their own allocations at exit, which are
+# not ours). A negative control leaks a dlport tensor on purpose and must be caught.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+lib=target/debug
+lsan=$(ls /usr/lib/x86_64-linux-gnu/liblsan.so.0 2>/dev/null || true)
+if [ -z "$lsan" ] || ! command -v valgrind >/dev/null; then
+  apt-get install -y -q liblsan0 valgrind >/dev/null
+  lsan=/usr/lib/x86_64-linux-gnu/liblsan.so.0
+fi
+cargo build -q -p dlport-native --locked
+out=$(mktemp -d)
+cc -std=c11 -Wall -Werror -Inative/include native/tests/c/test_dlport.c -L"$lib" -ldlport_native -o "$out/test_dlport"
+echo "[sanitize] C test program under valgrind"
+LD_LIBRARY_PATH="$lib" valgrind -q --error-exitcode=9 --leak-check=full \
+  --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect "$out/test_dlport"
+
+check_lsan() { # $1: report directory; $2: "clean" or "leaky"
+  local hits
+  hits=$(cat "$1"/report.* 2>/dev/null | grep -c -E "libdlport_native|dlport_native::|dlport_core::" || true)
+  if [ "$2" = clean ] && [ "$hits" -ne 0 ]; then
+    grep -B2 -A12 -E "libdlport_native|dlport_native::|dlport_core::" "$1"/report.* | head -60
+    echo "[sanitize] FAILED: LeakSanitizer found leaks through libdlport_native"; return 1
+  fi
+  if [ "$2" = leaky ] && [ "$hits" -eq 0 ]; then
+    echo "[sanitize] FAILED: the negative control's leak was not detected"; return 1
+  fi
+  return 0
+}
+
+# LeakSanitizer's fast unwinder needs frame pointers to see dlport's frames in leak stacks.
+RUSTFLAGS="-C force-frame-pointers=yes" CARGO_TARGET_DIR=target/sanitize cargo build -q -p dlport-native --locked
+export DLPORT_LIB="$PWD/target/sanitize/debug/libdlport_native.so"
+echo "[sanitize] NumPy/JAX peer tests under LeakSanitizer"
+rep=$(mktemp -d)
+(cd tests/python && PYTHONMALLOC=malloc LSAN_OPTIONS="exitcode=0:log_path=$rep/report:malloc_context_size=40" LD_PRELOAD="$lsan" \
+  ../../.venv/bin/python -m pytest -q -p no:cacheprovider)
+check_lsan "$rep" clean
+echo "[sanitize] negative control: a dlport tensor leaked on purpose is reported"
+neg=$(mktemp -d)
+(cd tests/python && PYTHONMALLOC=malloc LSAN_OPTIONS="exitcode=0:log_path=$neg/report:malloc_context_size=40" LD_PRELOAD="$lsan" \
+  ../../.venv/bin/python -c '
+import ctypes, dlport_ctypes as dl
+h = ctypes.c_void_p()
+shape = (ctypes.c_int64 * 1)(1024)
+dl.lib.dlport_alloc.argtypes = [ctypes.c_char_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_uint8, ctypes.c_uint8, ctypes.c_uint16, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p]
+dl.check(dl.lib.dlport_alloc(None, 1, 0, 2, 32, 1, shape, 1, ctypes.byref(h)))
+h = None  # the handle is dropped without dlport_tensor_free: a leak
+')
+check_lsan "$neg" leaky
+echo "[sanitize] 0 leaks and 0 invalid accesses attributable to dlport"
