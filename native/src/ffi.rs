@@ -358,7 +358,9 @@ pub unsafe extern "C" fn dlport_describe(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlport_release(managed: *mut c_void, versioned: c_int) -> c_int {
     entry(|| {
-        let Some(p) = NonNull::new(managed) else { return Ok(()) };
+        let Some(p) = NonNull::new(managed) else {
+            return Ok(());
+        };
         {
             let t = tracker();
             if !t.live.contains(&(managed as usize)) && t.recent.contains_key(&(managed as usize)) {
@@ -368,7 +370,11 @@ pub unsafe extern "C" fn dlport_release(managed: *mut c_void, versioned: c_int) 
                 )));
             }
         }
-        let raw = if versioned != 0 { RawManaged::Versioned(p.cast()) } else { RawManaged::Legacy(p.cast()) };
+        let raw = if versioned != 0 {
+            RawManaged::Versioned(p.cast())
+        } else {
+            RawManaged::Legacy(p.cast())
+        };
         // SAFETY: owned and handed over (contract).
         unsafe { raw.release() };
         Ok(())

@@ -51,9 +51,14 @@ fn through_c_abi(t: ManagedTensor) -> ManagedTensor {
     };
     let mut out: *mut c_void = std::ptr::null_mut();
     // SAFETY: our own export, handed over; `out` writable.
-    assert_eq!(unsafe { dlport_native::ffi::dlport_convert(ptr, v, 1 - v, &mut out) }, 0);
+    let status = unsafe { dlport_native::ffi::dlport_convert(ptr, v, 1 - v, &mut out) };
+    assert_eq!(status, 0);
     let out = std::ptr::NonNull::new(out).unwrap();
-    let raw = if v == 1 { RawManaged::Legacy(out.cast()) } else { RawManaged::Versioned(out.cast()) };
+    let raw = if v == 1 {
+        RawManaged::Legacy(out.cast())
+    } else {
+        RawManaged::Versioned(out.cast())
+    };
     // SAFETY: the converted export, owned by us now.
     unsafe { ManagedTensor::from_raw(raw) }.unwrap()
 }
@@ -62,12 +67,21 @@ fn through_c_abi(t: ManagedTensor) -> ManagedTensor {
 fn eight_threads_exchange_a_million_tensors() {
     const THREADS: usize = 8;
     // A million in optimised builds (the test command runs it so); a tenth in debug builds.
-    let default = if cfg!(debug_assertions) { 100_000 } else { 1_000_000 };
-    let total: usize = std::env::var("DLPORT_STRESS_N").ok().and_then(|s| s.parse().ok()).unwrap_or(default);
+    let default = if cfg!(debug_assertions) {
+        100_000
+    } else {
+        1_000_000
+    };
+    let total: usize = std::env::var("DLPORT_STRESS_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default);
     let per = total / THREADS;
     let deadline = Duration::from_secs(300);
     let start = Instant::now();
-    let (senders, receivers): (Vec<_>, Vec<_>) = (0..THREADS).map(|_| mpsc::sync_channel::<Sendable>(1024)).unzip();
+    let (senders, receivers): (Vec<_>, Vec<_>) = (0..THREADS)
+        .map(|_| mpsc::sync_channel::<Sendable>(1024))
+        .unzip();
     let mut handles = Vec::new();
     for (i, rx) in receivers.into_iter().enumerate() {
         let tx = senders[(i + 1) % THREADS].clone();
@@ -75,7 +89,12 @@ fn eight_threads_exchange_a_million_tensors() {
             let producer = std::thread::spawn(move || {
                 for k in 0..per {
                     let b = ExportBuilder::new(Counted::new(k as u32), DataType::UINT32, &[4]);
-                    let t = if k % 2 == 0 { b.build() } else { b.build_legacy() }.unwrap();
+                    let t = if k % 2 == 0 {
+                        b.build()
+                    } else {
+                        b.build_legacy()
+                    }
+                    .unwrap();
                     // Every fourth one crosses the C ABI on the way.
                     let t = if k % 4 == 1 { through_c_abi(t) } else { t };
                     tx.send(Sendable(t.into_raw())).unwrap();
@@ -98,7 +117,14 @@ fn eight_threads_exchange_a_million_tensors() {
     let expected: u64 = THREADS as u64 * (0..per as u64).map(|k| k + 3).sum::<u64>();
     assert_eq!(sum, expected, "every tensor was read exactly once");
     assert_eq!(CREATED.load(Ordering::SeqCst), THREADS * per);
-    assert_eq!(DROPPED.load(Ordering::SeqCst), CREATED.load(Ordering::SeqCst), "created = released");
+    assert_eq!(
+        DROPPED.load(Ordering::SeqCst),
+        CREATED.load(Ordering::SeqCst),
+        "created = released"
+    );
     assert!(elapsed < deadline, "took {elapsed:?}");
-    println!("{} tensors across {THREADS} threads in {elapsed:?}", THREADS * per);
+    println!(
+        "{} tensors across {THREADS} threads in {elapsed:?}",
+        THREADS * per
+    );
 }
