@@ -75,7 +75,7 @@ fn tensor(t: &Tweak, shape: *mut i64, strides: *mut i64, data: *mut f32) -> DLTe
             std::ptr::null_mut()
         } else {
             t.data_addr
-                .map_or(data.cast(), |a| std::ptr::without_provenance_mut(a))
+                .map_or(data.cast(), std::ptr::without_provenance_mut)
         },
         device: t
             .device
@@ -618,15 +618,11 @@ fn every_malformed_tensor_is_refused_with_the_exact_error_on_both_paths() {
 #[test]
 fn null_managed_pointers() {
     // SAFETY: NULL is allowed.
-    assert_eq!(
-        unsafe { ManagedTensor::from_raw_versioned(std::ptr::null_mut()) }.unwrap_err(),
-        Error::NullManagedTensor
-    );
+    let v = unsafe { ManagedTensor::from_raw_versioned(std::ptr::null_mut()) };
+    assert_eq!(v.unwrap_err(), Error::NullManagedTensor);
     // SAFETY: NULL is allowed.
-    assert_eq!(
-        unsafe { ManagedTensor::from_raw_legacy(std::ptr::null_mut()) }.unwrap_err(),
-        Error::NullManagedTensor
-    );
+    let l = unsafe { ManagedTensor::from_raw_legacy(std::ptr::null_mut()) };
+    assert_eq!(l.unwrap_err(), Error::NullManagedTensor);
     let _c = C_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let mut out: *mut DlportTensor = std::ptr::null_mut();
     // SAFETY: NULL input is allowed; `out` is writable.
@@ -660,10 +656,8 @@ fn a_null_deleter_is_legal() {
     drop(t);
     let _c = C_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     // SAFETY: as above; the C path also accepts a NULL deleter.
-    assert_eq!(
-        unsafe { dlport_release((&mut m as *mut DLManagedTensorVersioned).cast(), 1) },
-        0
-    );
+    let status = unsafe { dlport_release((&mut m as *mut DLManagedTensorVersioned).cast(), 1) };
+    assert_eq!(status, 0);
 }
 
 #[test]
@@ -711,10 +705,8 @@ fn a_double_release_through_the_c_abi_is_detected_for_dlport_exports() {
     let (ptr, versioned, deleted) = make(&BASE);
     let mut out: *mut c_void = std::ptr::null_mut();
     // SAFETY: a fresh producer tensor, handed over; `out` writable.
-    assert_eq!(
-        unsafe { dlport_convert(ptr, c_int::from(versioned), 0, &mut out) },
-        0
-    );
+    let status = unsafe { dlport_convert(ptr, c_int::from(versioned), 0, &mut out) };
+    assert_eq!(status, 0);
     let (mut e0, mut r0) = (0u64, 0u64);
     // SAFETY: writable.
     unsafe { dlport_export_counts(&mut e0, &mut r0) };
