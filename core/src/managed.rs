@@ -162,6 +162,7 @@ impl ManagedTensor {
     /// `raw` is owned, was produced by dlport's own export, and its fields passed
     /// [`layout::validate`](crate::layout::validate) with the result `layout` (version 1.3 and
     /// its flags for the versioned form, legacy otherwise).
+    #[cfg(feature = "alloc")]
     pub(crate) unsafe fn from_raw_validated(raw: RawManaged, layout: Layout) -> Self {
         let (version, flags) = match raw {
             // SAFETY: a live tensor (contract).
