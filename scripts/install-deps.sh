@@ -44,6 +44,13 @@ else
   log "valgrind and liblsan: installing"
   apt-get install -y -q valgrind liblsan0 >/dev/null
 fi
+# Mesa's lavapipe: a software Vulkan driver, the WebGPU adapter of the native wgpu tests.
+if dpkg -s mesa-vulkan-drivers >/dev/null 2>&1; then
+  log "mesa-vulkan-drivers: present"
+else
+  log "mesa-vulkan-drivers: installing"
+  apt-get install -y -q mesa-vulkan-drivers >/dev/null
+fi
 # Build Miri's sysroot once (cached under ~/.cache/miri afterwards).
 cargo +nightly miri setup >/dev/null 2>&1 || cargo +nightly miri setup
 log "done"

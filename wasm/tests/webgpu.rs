@@ -1,0 +1,258 @@
+//! The WebGPU backend natively, on whatever adapter wgpu finds (Mesa's lavapipe in CI):
+//! round trips from 4 B to 64 MiB for f32, u8 and f16, byte offsets, GPU-side compaction of
+//! strided tensors against a CPU reference, DLPack export/import with exactly-once slot
+//! release, and a clear error when there is no adapter at all.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::sync::OnceLock;
+
+use dlport_core::device::{Backend, ExportOptions, ImportOptions, Registry};
+use dlport_core::{DLPackVersion, DataType, Device, Error, ExportBuilder};
+use dlport_wasm::WebGpuBackend;
+
+/// One backend for the whole test binary (creating devices is slow on lavapipe).
+fn backend() -> &'static WebGpuBackend {
+    static B: OnceLock<WebGpuBackend> = OnceLock::new();
+    B.get_or_init(|| {
+        let b =
+            WebGpuBackend::new_blocking().expect("a WebGPU adapter (install mesa-vulkan-drivers)");
+        eprintln!("webgpu adapter: {}", b.gpu().describe());
+        b
+    })
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 131 + (i >> 8) * 7 + 3) as u8).collect()
+}
+
+#[test]
+fn round_trips_from_4_bytes_to_64_mib() {
+    let b = backend();
+    for &bytes in &[4usize, 12, 256, 4096, 65536, 1 << 20, 16 << 20, 64 << 20] {
+        for dtype in [DataType::FLOAT32, DataType::UINT8, DataType::FLOAT16] {
+            let esize = dtype.size_bytes();
+            let n = bytes / esize;
+            let data = pattern(n * esize);
+            let host = ExportBuilder::new(data.clone(), dtype, &[n as i64])
+                .build()
+                .unwrap();
+            let t = b.gpu().upload(&host.view(), 0).unwrap();
+            assert_eq!(t.device(), Device::webgpu(0));
+            let back = b.download_blocking(&t.read().unwrap().view()).unwrap();
+            assert!(back == data, "{dtype} × {n}: round trip changed the data");
+        }
+    }
+}
+
+#[test]
+fn byte_offsets_are_honoured_even_when_not_word_aligned() {
+    let b = backend();
+    for offset in [0u64, 1, 2, 3, 4, 5, 16, 17, 1001] {
+        for n in [1usize, 3, 7, 64] {
+            let data = pattern(n);
+            let host = ExportBuilder::new(data.clone(), DataType::UINT8, &[n as i64])
+                .build()
+                .unwrap();
+            let t = b.gpu().upload(&host.view(), offset).unwrap();
+            assert_eq!(t.byte_offset(), offset);
+            let back = b.download_blocking(&t.read().unwrap().view()).unwrap();
+            assert_eq!(back, data, "offset {offset}, {n} bytes");
+            // A GPU-side copy honours the offset too.
+            let c = b.gpu().compact_on_gpu(&t.read().unwrap().view()).unwrap();
+            assert_eq!(c.byte_offset(), 0);
+            assert_eq!(
+                b.download_blocking(&c.read().unwrap().view()).unwrap(),
+                data
+            );
+        }
+    }
+}
+
+/// Row-major values of a strided view, computed on the CPU.
+fn cpu_reference(
+    data: &[u8],
+    esize: usize,
+    shape: &[i64],
+    strides: &[i64],
+    offset: i64,
+) -> Vec<u8> {
+    let numel: i64 = shape.iter().product();
+    let mut out = Vec::new();
+    let mut idx = vec![0i64; shape.len()];
+    for _ in 0..numel {
+        let e: i64 =
+            offset + idx.iter().zip(strides).map(|(i, s)| i * s).sum::<i64>() * esize as i64;
+        out.extend_from_slice(&data[e as usize..e as usize + esize]);
+        for k in (0..shape.len()).rev() {
+            idx[k] += 1;
+            if idx[k] < shape[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    out
+}
+
+#[test]
+fn strided_tensors_are_compacted_on_the_gpu() {
+    let b = backend();
+    let reg = Registry::new();
+    let _ = reg; // the GPU path below never goes through the host
+    // (shape, strides in elements, byte offset of the first element) over a 4 KiB buffer.
+    let cases: &[(DataType, &[i64], &[i64], i64)] = &[
+        (DataType::FLOAT32, &[8, 16], &[1, 8], 0), // transpose
+        (DataType::FLOAT32, &[4, 8], &[-8, -1], 31 * 4), // both axes reversed
+        (DataType::UINT8, &[5, 7], &[0, 1], 3),    // broadcast rows, odd offset
+        (DataType::FLOAT16, &[3, 4, 5], &[20, 1, 4], 2), // permuted
+        (DataType::FLOAT64, &[6], &[3], 8),        // gaps
+        (DataType::UINT8, &[2, 3, 2, 2], &[24, 8, 2, 1], 5),
+    ];
+    for &(dtype, shape, strides, offset) in cases {
+        let esize = dtype.size_bytes();
+        let data = pattern(4096);
+        // The whole 4 KiB goes to the GPU; the strided view is then described over it.
+        let raw = ExportBuilder::new(data.clone(), DataType::UINT8, &[4096])
+            .build()
+            .unwrap();
+        let whole = b.gpu().upload(&raw.view(), 0).unwrap();
+        let handle = whole.buffer().ptr();
+        let view_struct = dlport_core::abi::DLTensor {
+            data: handle,
+            device: Device::webgpu(0),
+            ndim: shape.len() as i32,
+            dtype,
+            shape: shape.as_ptr() as *mut i64,
+            strides: strides.as_ptr() as *mut i64,
+            byte_offset: offset as u64,
+        };
+        // SAFETY: device memory is never read through `data`; shape/strides outlive the view.
+        let view = unsafe { dlport_core::TensorRef::from_raw(&view_struct, None, 0) }.unwrap();
+        let c = b.gpu().compact_on_gpu(&view).unwrap();
+        assert!(c.is_copied() && c.contiguity().is_row_major());
+        let got = b.download_blocking(&c.read().unwrap().view()).unwrap();
+        let want = cpu_reference(&data, esize, shape, strides, offset);
+        assert_eq!(got, want, "{dtype} {shape:?} {strides:?} +{offset}");
+        // Downloading the strided view directly compacts on the GPU too.
+        assert_eq!(b.download_blocking(&view).unwrap(), want);
+    }
+}
+
+#[test]
+fn dlpack_export_and_import_release_the_slot_exactly_once() {
+    let b = backend();
+    let mut registry = Registry::with_cpu();
+    registry.register(std::sync::Arc::new(b.clone())).unwrap();
+    let before = b.gpu().live_buffers();
+    let host = ExportBuilder::from_vec(vec![1.5f32; 1000], &[10, 100])
+        .build()
+        .unwrap();
+    let t = b.gpu().upload(&host.view(), 0).unwrap();
+    assert_eq!(b.gpu().live_buffers(), before + 1);
+
+    let exported = registry
+        .to_dlpack(
+            &t,
+            &ExportOptions {
+                max_version: Some(DLPackVersion::new(1, 3)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(exported.view().device(), Device::webgpu(0));
+    assert_eq!(
+        exported.view().data(),
+        t.buffer().ptr(),
+        "data is the opaque handle"
+    );
+    assert!(
+        exported.view().as_slice::<f32>().is_err(),
+        "device memory is never read as host memory"
+    );
+
+    let imported = registry
+        .from_dlpack(exported, &ImportOptions::default())
+        .unwrap();
+    assert_eq!(imported.backend(), "webgpu");
+    drop(t);
+    assert_eq!(
+        b.gpu().live_buffers(),
+        before + 1,
+        "the DLPack reference keeps the buffer"
+    );
+    let back = b
+        .download_blocking(&imported.read().unwrap().view())
+        .unwrap();
+    assert_eq!(back.len(), 4000);
+    // Copy to the host through the registry.
+    let host = registry
+        .from_dlpack(
+            registry
+                .to_dlpack(&imported, &ExportOptions::default())
+                .unwrap(),
+            &ImportOptions {
+                device: Some(Device::CPU),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(host.to_vec::<f32>().unwrap().iter().all(|&x| x == 1.5));
+    drop(imported);
+    drop(host);
+    assert_eq!(
+        b.gpu().live_buffers(),
+        before,
+        "released exactly once, after both sides"
+    );
+}
+
+#[test]
+fn allocation_and_errors() {
+    let b = backend();
+    let t = b
+        .allocate(Device::webgpu(0), DataType::UINT32, &[3, 5])
+        .unwrap();
+    assert_eq!(
+        b.download_blocking(&t.read().unwrap().view()).unwrap(),
+        vec![0u8; 60],
+        "zeroed"
+    );
+    assert_eq!(
+        b.allocate(Device::webgpu(7), DataType::UINT32, &[1])
+            .unwrap_err(),
+        Error::InvalidDeviceId {
+            backend: "webgpu",
+            device_id: 7
+        }
+    );
+    let fp4 = ExportBuilder::new(vec![0u8; 4], DataType::FLOAT4_E2M1FN, &[4])
+        .strides(&[2])
+        .build();
+    assert!(fp4.is_ok());
+}
+
+/// Runs in a child process with no Vulkan driver and only the Vulkan backend enabled.
+#[test]
+fn no_adapter_is_a_clear_error() {
+    if std::env::var_os("DLPORT_NO_ADAPTER_CHILD").is_some() {
+        let err = WebGpuBackend::new_blocking().unwrap_err();
+        assert_eq!(err.code(), 32);
+        assert!(err.to_string().contains("no WebGPU adapter"), "{err}");
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "no_adapter_is_a_clear_error", "--nocapture"])
+        .env("DLPORT_NO_ADAPTER_CHILD", "1")
+        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+        .env("WGPU_BACKEND", "vulkan")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "child failed:\n{text}");
+    assert!(
+        text.contains("1 passed"),
+        "the child ran the check:\n{text}"
+    );
+}
