@@ -47,6 +47,16 @@ pub struct GpuDevice {
     compact: OnceLock<wgpu::ComputePipeline>,
 }
 
+// On wasm32 without the `atomics` target feature there is exactly one thread, so wgpu's
+// JS-backed objects (which are !Send there) can never be observed from another thread; the core
+// traits' Send/Sync bounds are then vacuous.
+// SAFETY: see above; the cfg makes this hold only on single-threaded wasm.
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+unsafe impl Send for GpuDevice {}
+// SAFETY: as above.
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+unsafe impl Sync for GpuDevice {}
+
 impl std::fmt::Debug for GpuDevice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GpuDevice")
@@ -126,6 +136,8 @@ impl GpuDevice {
         self.table.lock().unwrap_or_else(|p| p.into_inner()).live
     }
 
+    // On single-threaded wasm a buffer is !Send; the Arc only shares it within that thread.
+    #[cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
     fn insert(&self, buffer: wgpu::Buffer) -> u32 {
         let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
         t.live += 1;
