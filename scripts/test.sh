@@ -43,6 +43,9 @@ step "real peers: NumPy and JAX through the C ABI (pytest in .venv)"
 bash scripts/python-env.sh
 (cd tests/python && ../../.venv/bin/python -m pytest -q -p no:cacheprovider)
 
+step "browser: the WebGPU backend in headless Chromium (SwiftShader), through wasm-pack"
+WASM_BINDGEN_TEST_TIMEOUT=300 wasm-pack test --headless --chrome --chromedriver /usr/bin/chromedriver wasm
+
 step "hardening: the 8-thread stress test (1 M tensors, optimised build)"
 cargo test --release -p dlport-native --test stress --locked
 

@@ -106,4 +106,10 @@ async fn dlpack_references_keep_the_buffer_and_release_once() {
     assert_eq!(b.gpu().live_buffers(), before);
     // The JS objects behind ours are reachable for the JS layer.
     assert!(b.gpu().device().as_webgpu().is_some());
+    let t = b.gpu().upload(&host.view(), 0).unwrap();
+    let buffer = b.gpu().lookup(t.buffer().ptr() as usize).unwrap();
+    assert!(
+        buffer.as_webgpu().is_some(),
+        "the GPUBuffer behind a tensor"
+    );
 }
