@@ -16,6 +16,7 @@ step "clippy (all features, default features, no_std core)"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p dlport-core --no-default-features --locked -- -D warnings
+cargo clippy -p dlport-wasm --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
 
 step "docs"
 RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --all-features --locked
