@@ -10,4 +10,5 @@ bash scripts/python-env.sh
 cargo bench -p dlport-bench --bench exchange --locked
 cargo run --release --locked -p dlport-bench --bin copies -- $quick
 .venv/bin/python bench/python/numpy_copies.py $quick
+cargo run --release --locked -p dlport-bench --bin wgpu_upload
 .venv/bin/python bench/python/report.py

@@ -117,8 +117,22 @@ def main():
       "a third of them malloc/free, which the floor also pays). The floor skips validation.")
     w("- **Transpose (~0.29 × memcpy, goal 0.5):** a 32×32-tiled scalar transpose; reaching 0.5 "
       "needs in-register (SIMD) 8×8 transposes. It is already several times NumPy's.\n")
+    wg = BENCH / "wgpu.json"
+    if wg.exists():
+        g = json.loads(wg.read_text())
+        w("## WebGPU upload and readback, 64 MiB (medians, p25–p75)\n")
+        w(f"Command: `cargo run --release -p dlport-bench --bin wgpu_upload`. Adapter: {g['adapter']}.\n")
+        w("| operation | dlport GB/s | bare wgpu GB/s | dlport / bare | goal |")
+        w("|---|---|---|---|---|")
+        for op in ("upload", "readback"):
+            o, b = g[op]["ours"], g[op]["bare"]
+            gb = lambda t: g["bytes"] / t / 1e9
+            w(f"| {op} | {gb(o[0]):.2f} ({gb(o[2]):.2f}–{gb(o[1]):.2f}) | {gb(b[0]):.2f} ({gb(b[2]):.2f}–{gb(b[1]):.2f}) | {b[0] / o[0]:.2f} | ≥ 0.8 |")
+        w("")
+        w("On lavapipe every GPU operation runs on the CPU, so these are CPU memory copies with "
+          "wgpu's bookkeeping; dlport's upload adds the buffer table and the validated tensor.\n")
     w("## Not measured yet\n")
-    w("- wgpu upload/readback against bare wgpu, and the wasm package size: the WebGPU crate has not landed.\n")
+    w("- The gzipped size of the npm package's `.wasm`: the JS package (issue 7) has not landed.\n")
     (ROOT / "BENCHMARKS.md").write_text("\n".join(out) + "\n")
 
     import matplotlib
