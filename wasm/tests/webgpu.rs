@@ -256,3 +256,59 @@ fn no_adapter_is_a_clear_error() {
         "the child ran the check:\n{text}"
     );
 }
+
+/// Host memory labelled as CUDA-pinned (what a pinned producer hands over).
+struct Pinned(Vec<u8>);
+
+// SAFETY: a Vec's stable buffer, owned alone; the label does not change the memory.
+unsafe impl dlport_core::TensorStorage for Pinned {
+    fn data_ptr(&mut self) -> *mut std::ffi::c_void {
+        self.0.as_mut_ptr().cast()
+    }
+    fn byte_len(&self) -> usize {
+        self.0.len()
+    }
+    fn device(&self) -> Device {
+        Device::cuda_host()
+    }
+}
+
+#[test]
+fn uploads_from_pinned_and_strided_host_memory() {
+    let b = backend();
+    let data = pattern(96);
+    let pinned = ExportBuilder::new(Pinned(data.clone()), DataType::UINT8, &[96])
+        .build()
+        .unwrap();
+    assert_eq!(pinned.view().device(), Device::cuda_host());
+    let t = b.gpu().upload(&pinned.view(), 0).unwrap();
+    assert_eq!(
+        b.download_blocking(&t.read().unwrap().view()).unwrap(),
+        data
+    );
+    // A strided host view is compacted on the host side of the upload.
+    let strided = ExportBuilder::new(data.clone(), DataType::UINT16, &[6, 8])
+        .strides(&[1, 6])
+        .build()
+        .unwrap();
+    let want: Vec<u8> = strided
+        .view()
+        .to_vec::<u16>()
+        .unwrap()
+        .iter()
+        .flat_map(|x| x.to_ne_bytes())
+        .collect();
+    let t = b.gpu().upload(&strided.view(), 2).unwrap();
+    assert_eq!(
+        b.download_blocking(&t.read().unwrap().view()).unwrap(),
+        want
+    );
+    // Device memory is not a host source.
+    let err = b.gpu().upload(&t.read().unwrap().view(), 0).unwrap_err();
+    assert_eq!(
+        err,
+        Error::NotHostAccessible {
+            device: Device::webgpu(0)
+        }
+    );
+}
