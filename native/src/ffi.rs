@@ -470,6 +470,28 @@ pub unsafe extern "C" fn dlport_convert(
     })
 }
 
+/// Imports `m` with `import`, then hands it to C again (on `dl_device`, in the requested form).
+fn pass_through(
+    m: ManagedTensor,
+    import: &ImportOptions,
+    dl_device: Option<Device>,
+    copy: CopyPolicy,
+    to_versioned: c_int,
+    out: NonNull<*mut c_void>,
+) -> Result<(), Failure> {
+    let t = registry().from_dlpack(m, import)?;
+    let max_version = (to_versioned != 0).then_some(DLPackVersion::CURRENT);
+    let exported = registry().to_dlpack(
+        &t,
+        &ExportOptions {
+            max_version,
+            dl_device,
+            copy,
+        },
+    )?;
+    give(exported, to_versioned != 0, out)
+}
+
 /// **Consuming.** Makes host-accessible memory (pinned, managed, or CPU) visible to a consumer
 /// that knows only `kDLCPU`, without a copy: the result says `kDLCPU` and keeps the original
 /// alive (its deleter runs once, when the last consumer releases). `advertised_*` is what
@@ -496,17 +518,14 @@ pub unsafe extern "C" fn dlport_host_view(
             copy: CopyPolicy::Never,
             requirements: None,
         };
-        let t = registry().from_dlpack(m, &opts)?;
-        let max_version = (to_versioned != 0).then_some(DLPackVersion::CURRENT);
-        let view = registry().to_dlpack(
-            &t,
-            &ExportOptions {
-                max_version,
-                dl_device: Some(Device::CPU),
-                copy: CopyPolicy::Never,
-            },
-        )?;
-        give(view, to_versioned != 0, out)
+        pass_through(
+            m,
+            &opts,
+            Some(Device::CPU),
+            CopyPolicy::Never,
+            to_versioned,
+            out,
+        )
     })
 }
 
@@ -538,16 +557,7 @@ pub unsafe extern "C" fn dlport_compact(
                 alignment: dlport_core::device::CPU_ALIGN,
             }),
         };
-        let t = registry().from_dlpack(m, &opts)?;
-        let max_version = (to_versioned != 0).then_some(DLPackVersion::CURRENT);
-        let exported = registry().to_dlpack(
-            &t,
-            &ExportOptions {
-                max_version,
-                ..Default::default()
-            },
-        )?;
-        give(exported, to_versioned != 0, out)
+        pass_through(m, &opts, None, CopyPolicy::IfNeeded, to_versioned, out)
     })
 }
 
