@@ -7,5 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod gpu;
+#[cfg(target_arch = "wasm32")]
+pub mod js;
 
 pub use gpu::{GpuDevice, WebGpuBackend};

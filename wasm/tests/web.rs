@@ -113,3 +113,52 @@ async fn dlpack_references_keep_the_buffer_and_release_once() {
         "the GPUBuffer behind a tensor"
     );
 }
+
+#[wasm_bindgen_test]
+async fn js_api_tensors_from_typed_arrays_to_webgpu_and_back() {
+    use dlport_wasm::js::{Tensor, device, init};
+    use wasm_bindgen::JsValue;
+    init().await.unwrap();
+    init().await.unwrap(); // idempotent
+    let values: Vec<f32> = (0..12).map(|i| i as f32 * 0.5).collect();
+    let array = js_sys::Float32Array::from(&values[..]);
+    let t = Tensor::new(JsValue::from(array), Some(vec![3.0, 4.0]), None).unwrap();
+    assert_eq!(t.shape(), vec![3.0, 4.0]);
+    assert_eq!(t.strides(), vec![4.0, 1.0]);
+    assert_eq!(t.dtype(), "float32");
+    assert_eq!(t.device(), "cpu");
+    let g = t.to_device("webgpu").unwrap();
+    assert_eq!(g.device(), "webgpu:0");
+    assert!(
+        g.gpu_buffer().unwrap().is_object(),
+        "the GPUBuffer is reachable"
+    );
+    assert!(
+        device().unwrap().is_object(),
+        "the shared GPUDevice is reachable"
+    );
+    let h = g.to_host().await.unwrap();
+    let bytes = h.to_bytes().unwrap();
+    let back: Vec<f32> = bytes
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(back, values);
+    // Errors are JS Errors carrying dlport's message.
+    assert!(
+        Tensor::new(
+            JsValue::from(js_sys::Float32Array::new_with_length(5)),
+            Some(vec![2.0, 3.0]),
+            None
+        )
+        .is_err()
+    );
+    assert!(t.to_device("metal").is_err());
+    let odd = Tensor::new(
+        JsValue::from(js_sys::Uint16Array::new_with_length(4)),
+        None,
+        Some("bfloat16".into()),
+    )
+    .unwrap();
+    assert_eq!(odd.dtype(), "bfloat16");
+}
