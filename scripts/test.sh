@@ -47,6 +47,9 @@ bash scripts/python-env.sh
 step "browser: the WebGPU backend in headless Chromium (SwiftShader), through wasm-pack"
 WASM_BINDGEN_TEST_TIMEOUT=300 wasm-pack test --headless --chrome --chromedriver /usr/bin/chromedriver wasm
 
+step "the npm package dlport: wasm-pack build, bundle size"
+bash scripts/wasm-build.sh
+
 step "hardening: the 8-thread stress test (1 M tensors, optimised build)"
 cargo test --release -p dlport-native --test stress --locked
 

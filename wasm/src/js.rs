@@ -9,7 +9,8 @@
 use std::cell::RefCell;
 
 use dlport_core::device::{Backend, CpuBackend, Tensor as CoreTensor};
-use dlport_core::{DataType, Device, ExportBuilder};
+use dlport_core::device::{ExportOptions, ImportOptions, Registry};
+use dlport_core::{DLPackVersion, DataType, Device, ExportBuilder, ManagedTensor, RawManaged};
 use wasm_bindgen::prelude::*;
 
 use crate::WebGpuBackend;
@@ -22,6 +23,15 @@ fn backend() -> Result<WebGpuBackend, JsError> {
     BACKEND
         .with(|b| b.borrow().clone())
         .ok_or_else(|| JsError::new("dlport: call `await init()` before using WebGPU tensors"))
+}
+
+/// The registry of this module: the CPU backend (wasm memory) and, after `init()`, WebGPU.
+fn registry() -> Result<Registry, JsError> {
+    let mut r = Registry::with_cpu();
+    if let Some(b) = BACKEND.with(|b| b.borrow().clone()) {
+        r.register(std::sync::Arc::new(b)).map_err(js_err)?;
+    }
+    Ok(r)
 }
 
 fn js_err(e: dlport_core::Error) -> JsError {
@@ -208,6 +218,51 @@ impl Tensor {
             .as_webgpu()
             .ok_or_else(|| JsError::new("dlport: not on the WebGPU backend"))?;
         Ok(JsValue::from(js.clone()))
+    }
+
+    /// Exports a DLPack 1.3 `DLManagedTensorVersioned` in this wasm module's memory and returns
+    /// its address, for another wasm module (or JS glue) to consume with its deleter. The
+    /// tensor's memory stays alive until that deleter runs.
+    #[wasm_bindgen(js_name = toDLPack)]
+    pub fn to_dlpack(&self) -> Result<u32, JsError> {
+        let registry = registry()?;
+        let m = registry
+            .to_dlpack(
+                &self.inner,
+                &ExportOptions {
+                    max_version: Some(DLPackVersion::CURRENT),
+                    ..Default::default()
+                },
+            )
+            .map_err(js_err)?;
+        match m.into_raw() {
+            RawManaged::Versioned(p) => Ok(p.as_ptr() as usize as u32),
+            RawManaged::Legacy(p) => Ok(p.as_ptr() as usize as u32),
+        }
+    }
+
+    /// Takes ownership of a DLPack tensor at `address` in this module's memory (versioned by
+    /// default; `legacy = true` for a `DLManagedTensor`), validated, without a copy.
+    ///
+    /// The address must come from a DLPack producer in this wasm module (such as `toDLPack`)
+    /// and be handed over exactly once; anything else is undefined behaviour, as in C.
+    #[wasm_bindgen(js_name = fromDLPack)]
+    pub fn from_dlpack(address: u32, legacy: Option<bool>) -> Result<Tensor, JsError> {
+        let ptr = address as usize as *mut core::ffi::c_void;
+        // SAFETY: the caller hands over an owned DLPack tensor of this module (documented); a
+        // NULL address is refused by the importer.
+        let m = unsafe {
+            if legacy.unwrap_or(false) {
+                ManagedTensor::from_raw_legacy(ptr.cast())
+            } else {
+                ManagedTensor::from_raw_versioned(ptr.cast())
+            }
+        }
+        .map_err(js_err)?;
+        let inner = registry()?
+            .from_dlpack(m, &ImportOptions::default())
+            .map_err(js_err)?;
+        Ok(Tensor { inner })
     }
 
     /// The bytes of a host tensor, in row-major order, as a new Uint8Array.

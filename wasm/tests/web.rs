@@ -154,6 +154,18 @@ async fn js_api_tensors_from_typed_arrays_to_webgpu_and_back() {
         .is_err()
     );
     assert!(t.to_device("metal").is_err());
+    // DLPack within the wasm heap: out as an address, back in without a copy.
+    let address = g.to_dlpack().unwrap();
+    let again = Tensor::from_dlpack(address, None).unwrap();
+    assert_eq!(again.device(), "webgpu:0");
+    assert_eq!(again.shape(), vec![3.0, 4.0]);
+    let host_addr = h.to_dlpack().unwrap();
+    let host_again = Tensor::from_dlpack(host_addr, None).unwrap();
+    assert_eq!(host_again.to_bytes().unwrap(), bytes);
+    assert!(
+        Tensor::from_dlpack(0, None).is_err(),
+        "NULL is refused with a message"
+    );
     let odd = Tensor::new(
         JsValue::from(js_sys::Uint16Array::new_with_length(4)),
         None,

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the npm package `dlport` (ESM for the web, .d.ts, README) into wasm/pkg with wasm-pack,
+# using the local wasm-bindgen and no wasm-opt, then prints its size (raw and gzipped) and
+# records it in target/bench/wasm.json.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+wasm-pack build --release --target web --weak-refs --out-dir pkg --out-name dlport wasm
+python3 - <<'PY'
+import json, pathlib
+p = pathlib.Path("wasm/pkg/package.json")
+pkg = json.loads(p.read_text())
+pkg["name"] = "dlport"
+p.write_text(json.dumps(pkg, indent=2) + "\n")
+PY
+wasm=wasm/pkg/dlport_bg.wasm
+raw=$(stat -c%s "$wasm")
+gz=$(gzip -9 -c "$wasm" | wc -c)
+echo "[wasm] package dlport: $wasm is $raw bytes, $gz bytes gzipped"
+mkdir -p target/bench
+printf '{"wasm_bytes": %s, "wasm_gzip_bytes": %s}\n' "$raw" "$gz" > target/bench/wasm.json
