@@ -140,7 +140,9 @@ fn strided_tensors_are_compacted_on_the_gpu() {
 
 #[test]
 fn dlpack_export_and_import_release_the_slot_exactly_once() {
-    let b = backend();
+    // A device of its own: the other tests run in parallel and allocate in the shared one.
+    let own = WebGpuBackend::new_blocking().expect("a WebGPU adapter");
+    let b = &own;
     let mut registry = Registry::with_cpu();
     registry.register(std::sync::Arc::new(b.clone())).unwrap();
     let before = b.gpu().live_buffers();
