@@ -351,15 +351,7 @@ fn xpu_plugin_registered_at_run_time() {
             &[2, 4],
         )
         .unwrap();
-    let exported = registry
-        .to_dlpack(
-            &t,
-            &ExportOptions {
-                max_version: Some(DLPackVersion::new(1, 3)),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let exported = registry.to_dlpack(&t, &ExportOptions::versioned()).unwrap();
     assert!(exported.is_versioned());
     assert_eq!(
         exported.view().device(),
@@ -588,15 +580,7 @@ fn copy_policy_matrix() {
                     // Row-major values, whatever the source layout was.
                     assert_eq!(t.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0], "{label}");
                     // The copy is exported with IS_COPIED.
-                    let out = registry
-                        .to_dlpack(
-                            &t,
-                            &ExportOptions {
-                                max_version: Some(DLPackVersion::new(1, 3)),
-                                ..Default::default()
-                            },
-                        )
-                        .unwrap();
+                    let out = registry.to_dlpack(&t, &ExportOptions::versioned()).unwrap();
                     assert!(out.is_copied(), "{label}");
                 }
             }

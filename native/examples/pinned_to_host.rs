@@ -4,7 +4,7 @@
 //! `cargo run -p dlport-native --example pinned_to_host [--features cuda]`
 
 use dlport_core::device::{ExportOptions, ImportOptions};
-use dlport_core::{CopyPolicy, DLPackVersion, DataType, Device};
+use dlport_core::{CopyPolicy, DataType, Device};
 use dlport_native::pinned::PinnedBackend;
 
 fn main() -> Result<(), dlport_core::Error> {
@@ -22,13 +22,7 @@ fn main() -> Result<(), dlport_core::Error> {
         t.buffer().ptr()
     );
 
-    let exported = registry.to_dlpack(
-        &t,
-        &ExportOptions {
-            max_version: Some(DLPackVersion::CURRENT),
-            ..Default::default()
-        },
-    )?;
+    let exported = registry.to_dlpack(&t, &ExportOptions::versioned())?;
     println!(
         "exported:      DLPack {} tensor on {}",
         exported.version().unwrap(),

@@ -5,7 +5,7 @@
 #[cfg(feature = "cuda")]
 mod gpu {
     use dlport_core::device::{Backend, ExportOptions, ImportOptions, StreamRequest};
-    use dlport_core::{CopyPolicy, DLPackVersion, DataType, Device, DeviceType, ExportBuilder};
+    use dlport_core::{CopyPolicy, DataType, Device, DeviceType, ExportBuilder};
     use dlport_native::cuda::{self, CudaBackend};
 
     fn backend() -> CudaBackend {
@@ -73,13 +73,7 @@ mod gpu {
             .allocate(Device::cuda(0), DataType::UINT8, &[4096])
             .map_err(|e| e.to_string())?;
         let exported = registry
-            .to_dlpack(
-                &t,
-                &ExportOptions {
-                    max_version: Some(DLPackVersion::new(1, 3)),
-                    ..Default::default()
-                },
-            )
+            .to_dlpack(&t, &ExportOptions::versioned())
             .map_err(|e| e.to_string())?;
         let imported = registry
             .from_dlpack(

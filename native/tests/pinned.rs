@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 
 use dlport_core::device::{Backend, ExportOptions, ImportOptions};
-use dlport_core::{CopyPolicy, DLPackVersion, DataType, Device, DeviceType, Error};
+use dlport_core::{CopyPolicy, DataType, Device, DeviceType, Error};
 use dlport_native::pinned::{LockedBuffer, PinnedBackend, lock_error};
 
 /// Tests that lock memory run one at a time, so VmLck readings are theirs.
@@ -58,15 +58,7 @@ fn pinned_tensor_exported_and_imported_into_cpu_without_a_copy() {
     let t = pinned
         .allocate(pinned_device(&registry), DataType::INT32, &[1000])
         .unwrap();
-    let exported = registry
-        .to_dlpack(
-            &t,
-            &ExportOptions {
-                max_version: Some(DLPackVersion::new(1, 3)),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let exported = registry.to_dlpack(&t, &ExportOptions::versioned()).unwrap();
     let opts = ImportOptions {
         device: Some(Device::CPU),
         copy: CopyPolicy::Never,

@@ -10,7 +10,7 @@ use std::cell::RefCell;
 
 use dlport_core::device::{Backend, CpuBackend, Tensor as CoreTensor};
 use dlport_core::device::{ExportOptions, ImportOptions, Registry};
-use dlport_core::{DLPackVersion, DataType, Device, ExportBuilder, ManagedTensor, RawManaged};
+use dlport_core::{DataType, Device, ExportBuilder, ManagedTensor, RawManaged};
 use wasm_bindgen::prelude::*;
 
 use crate::WebGpuBackend;
@@ -227,13 +227,7 @@ impl Tensor {
     pub fn to_dlpack(&self) -> Result<u32, JsError> {
         let registry = registry()?;
         let m = registry
-            .to_dlpack(
-                &self.inner,
-                &ExportOptions {
-                    max_version: Some(DLPackVersion::CURRENT),
-                    ..Default::default()
-                },
-            )
+            .to_dlpack(&self.inner, &ExportOptions::versioned())
             .map_err(js_err)?;
         match m.into_raw() {
             RawManaged::Versioned(p) => Ok(p.as_ptr() as usize as u32),

@@ -3,7 +3,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use dlport_core::device::{ExportOptions, ImportOptions, Registry};
-use dlport_core::{DLPackVersion, DataType, Device, ExportBuilder};
+use dlport_core::{DataType, Device, ExportBuilder};
 use dlport_wasm::WebGpuBackend;
 use wasm_bindgen_test::*;
 
@@ -82,15 +82,7 @@ async fn dlpack_references_keep_the_buffer_and_release_once() {
         .build()
         .unwrap();
     let t = b.gpu().upload(&host.view(), 0).unwrap();
-    let exported = registry
-        .to_dlpack(
-            &t,
-            &ExportOptions {
-                max_version: Some(DLPackVersion::new(1, 3)),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let exported = registry.to_dlpack(&t, &ExportOptions::versioned()).unwrap();
     let imported = registry
         .from_dlpack(exported, &ImportOptions::default())
         .unwrap();

@@ -7,7 +7,7 @@
 use std::sync::OnceLock;
 
 use dlport_core::device::{Backend, ExportOptions, ImportOptions, Registry};
-use dlport_core::{DLPackVersion, DataType, Device, Error, ExportBuilder};
+use dlport_core::{DataType, Device, Error, ExportBuilder};
 use dlport_wasm::WebGpuBackend;
 
 /// One backend for the whole test binary (creating devices is slow on lavapipe).
@@ -152,15 +152,7 @@ fn dlpack_export_and_import_release_the_slot_exactly_once() {
     let t = b.gpu().upload(&host.view(), 0).unwrap();
     assert_eq!(b.gpu().live_buffers(), before + 1);
 
-    let exported = registry
-        .to_dlpack(
-            &t,
-            &ExportOptions {
-                max_version: Some(DLPackVersion::new(1, 3)),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let exported = registry.to_dlpack(&t, &ExportOptions::versioned()).unwrap();
     assert_eq!(exported.view().device(), Device::webgpu(0));
     assert_eq!(
         exported.view().data(),

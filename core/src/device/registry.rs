@@ -90,6 +90,18 @@ pub struct ExportOptions {
     pub copy: CopyPolicy,
 }
 
+impl ExportOptions {
+    /// What a DLPack 1.x consumer asks for: a versioned (1.3) tensor on its own device, copied
+    /// only if needed.
+    pub const fn versioned() -> Self {
+        Self {
+            max_version: Some(DLPackVersion::CURRENT),
+            dl_device: None,
+            copy: CopyPolicy::IfNeeded,
+        }
+    }
+}
+
 /// What the registry decided for an import, before doing it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Decision {
