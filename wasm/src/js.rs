@@ -1,10 +1,12 @@
 //! The JavaScript API (wasm32 only; generated TypeScript types come with wasm-bindgen).
 //!
-//! First slice of the npm package `dlport`: `init()` opens the one shared WebGPU device,
-//! `device()` returns its `GPUDevice`, and `Tensor` wraps typed arrays (kDLCPU in wasm memory)
-//! and WebGPU buffers, with `toDevice("webgpu")`, `toHost()` (a Promise), `gpuBuffer`, getters
-//! for shape, strides, dtype and device, and `toArray()`. Errors are JS `Error`s carrying
-//! dlport's message.
+//! The npm package `dlport`: `init()` opens the one shared WebGPU device, `device()` returns
+//! its `GPUDevice` (hand it to TF.js and onnxruntime-web), and `Tensor` wraps typed arrays
+//! (kDLCPU in wasm memory), dlport's own WebGPU buffers and foreign `GPUBuffer`s
+//! (`Tensor.fromGpuBuffer`, released through the owner's callback), with `toDevice("webgpu")`,
+//! `toHost()` (a Promise), `gpuBuffer`, `normalize()` (a WGSL kernel), DLPack export and import
+//! within the wasm heap, and getters for shape, strides, dtype and device. Errors are JS
+//! `Error`s carrying dlport's message.
 
 use std::cell::RefCell;
 
@@ -14,6 +16,32 @@ use dlport_core::{DataType, Device, ExportBuilder, ManagedTensor, RawManaged};
 use wasm_bindgen::prelude::*;
 
 use crate::WebGpuBackend;
+use crate::gpu::{NAME as WEBGPU, Normalize};
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_OPTIONS: &'static str = r#"
+/** Options of `Tensor.fromGpuBuffer`. */
+export interface GpuBufferOptions {
+  /** The element type, "float32" by default. */
+  dtype?: string;
+  /** Extents; the tensor is compact (row-major). */
+  shape: number[];
+  /** Bytes from the buffer's start to the first element (default 0). */
+  byteOffset?: number;
+  /** Called exactly once when dlport's last reference goes (also when the call fails):
+   *  ORT's `tensor.dispose()`, TF.js's `tensorRef.dispose()`. */
+  onRelease?: () => void;
+}
+"#;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_namespace = console, js_name = error)]
+    fn console_error(message: &str, error: &JsValue);
+}
+
+/// `GPUBufferUsage.COPY_SRC | GPUBufferUsage.STORAGE`.
+const USAGE_NEEDED: u32 = 0x04 | 0x80;
 
 thread_local! {
     static BACKEND: RefCell<Option<WebGpuBackend>> = const { RefCell::new(None) };
@@ -206,18 +234,154 @@ impl Tensor {
         Ok(Tensor { inner })
     }
 
-    /// The `GPUBuffer` behind a WebGPU tensor (its data starts at `byteOffset`).
-    #[wasm_bindgen(getter, js_name = gpuBuffer)]
+    /// The `GPUBuffer` behind a WebGPU tensor (its data starts at `byteOffset`): dlport's own,
+    /// or the foreign buffer a `fromGpuBuffer` tensor wraps.
+    #[wasm_bindgen(getter, js_name = gpuBuffer, unchecked_return_type = "GPUBuffer")]
     pub fn gpu_buffer(&self) -> Result<JsValue, JsError> {
         let b = backend()?;
+        if self.inner.device() != Device::webgpu(0) {
+            return Err(JsError::new(&format!(
+                "dlport: this tensor is on {}, not in a WebGPU buffer; call toDevice(\"webgpu\")",
+                self.inner.device()
+            )));
+        }
         let buffer = b
             .gpu()
-            .lookup(self.inner.buffer().ptr() as usize)
-            .ok_or_else(|| JsError::new("dlport: this tensor is not in a WebGPU buffer"))?;
-        let js = buffer
-            .as_webgpu()
-            .ok_or_else(|| JsError::new("dlport: not on the WebGPU backend"))?;
-        Ok(JsValue::from(js.clone()))
+            .js_buffer(self.inner.buffer().ptr() as usize)
+            .ok_or_else(|| JsError::new("dlport: the tensor's WebGPU buffer was released"))?;
+        Ok(JsValue::from(buffer))
+    }
+
+    /// Wraps a `GPUBuffer` made by someone else on `dlport.device()` (TF.js's `dataToGPU()`,
+    /// an ORT output with `preferredOutputLocation: "gpu-buffer"`) as a compact WebGPU tensor,
+    /// without a copy. `onRelease` is its deleter: it runs exactly once, when `free()` (or the
+    /// last DLPack export) lets go, and also when this call throws, since ownership passed at
+    /// the call. The buffer needs `STORAGE | COPY_SRC` usage and must not be mapped.
+    #[wasm_bindgen(js_name = fromGpuBuffer)]
+    pub fn from_gpu_buffer(
+        #[wasm_bindgen(unchecked_param_type = "GPUBuffer")] buffer: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "GpuBufferOptions")] options: JsValue,
+    ) -> Result<Tensor, JsError> {
+        let get = |o: &JsValue, key: &str| js_sys::Reflect::get(o, &key.into()).ok();
+        let on_release = match get(&options, "onRelease").filter(|v| !v.is_undefined()) {
+            None => None,
+            Some(f) => Some(f.dyn_into::<js_sys::Function>().map_err(|v| {
+                JsError::new(&format!(
+                    "dlport: fromGpuBuffer: onRelease must be a function, got {}",
+                    v.js_typeof().as_string().unwrap_or_default()
+                ))
+            })?),
+        };
+        // From here on the buffer is ours: every refusal runs onRelease once.
+        let release = move || {
+            if let Some(f) = &on_release {
+                if let Err(e) = f.call0(&JsValue::NULL) {
+                    console_error("dlport: a fromGpuBuffer onRelease callback threw:", &e);
+                }
+            }
+        };
+        let checked = (|| {
+            let size = get(&buffer, "size").and_then(|v| v.as_f64());
+            let usage = get(&buffer, "usage").and_then(|v| v.as_f64());
+            let (Some(size), Some(usage)) = (size, usage) else {
+                return Err(format!(
+                    "fromGpuBuffer: expected a GPUBuffer, got {}",
+                    buffer.js_typeof().as_string().unwrap_or_default()
+                ));
+            };
+            if (usage as u32) & USAGE_NEEDED != USAGE_NEEDED {
+                return Err(format!(
+                    "fromGpuBuffer: the buffer's usage is {:#x}; dlport needs STORAGE | COPY_SRC (0x84) to read it",
+                    usage as u32
+                ));
+            }
+            if let Some(state) = get(&buffer, "mapState").and_then(|v| v.as_string()) {
+                if state != "unmapped" {
+                    return Err(format!(
+                        "fromGpuBuffer: the buffer is {state}; unmap it before handing it over"
+                    ));
+                }
+            }
+            let dtype = match get(&options, "dtype").and_then(|v| v.as_string()) {
+                Some(name) => name.parse::<DataType>().map_err(|e| e.to_string())?,
+                None => DataType::FLOAT32,
+            };
+            let shape_value = get(&options, "shape").filter(js_sys::Array::is_array);
+            let Some(shape_value) = shape_value else {
+                return Err("fromGpuBuffer: options.shape must be an array of extents".into());
+            };
+            let mut shape = Vec::new();
+            for (k, v) in js_sys::Array::from(&shape_value).iter().enumerate() {
+                let x = v.as_f64().unwrap_or(f64::NAN);
+                if !(x.is_finite() && x.fract() == 0.0 && x.abs() < 9.007_199_254_740_992e15) {
+                    let shown = v
+                        .as_f64()
+                        .map_or_else(|| format!("{v:?}"), |x| x.to_string());
+                    return Err(format!(
+                        "fromGpuBuffer: shape[{k}] = {shown} is not an integer"
+                    ));
+                }
+                shape.push(x as i64);
+            }
+            let offset = get(&options, "byteOffset")
+                .filter(|v| !v.is_undefined())
+                .map(|v| v.as_f64().unwrap_or(f64::NAN))
+                .unwrap_or(0.0);
+            if !(offset.is_finite() && offset.fract() == 0.0 && offset >= 0.0) {
+                return Err(format!(
+                    "fromGpuBuffer: byteOffset = {offset} is not a non-negative integer"
+                ));
+            }
+            let b = backend().map_err(|_| "call `await init()` first".to_string())?;
+            Ok((b, size as u64, dtype, shape, offset as u64))
+        })();
+        let (b, size, dtype, shape, offset) = match checked {
+            Ok(v) => v,
+            Err(message) => {
+                release();
+                return Err(JsError::new(&format!("dlport: {message}")));
+            }
+        };
+        let storage = b
+            .gpu()
+            .adopt_webgpu(buffer.unchecked_into(), size, Some(Box::new(release)));
+        // A refusal here drops the storage, which runs onRelease.
+        let inner = CoreTensor::new(
+            dlport_core::device::Buffer::new(Box::new(storage)),
+            WEBGPU,
+            dtype,
+            &shape,
+            None,
+            offset,
+            0,
+        )
+        .map_err(|e| JsError::new(&format!("dlport: fromGpuBuffer: {e}")))?;
+        Ok(Tensor { inner })
+    }
+
+    /// Normalizes on the GPU with a dlport WGSL kernel: `(x · scale − mean[c]) / std[c]`, `c`
+    /// the index along the last axis, into a new float32 WebGPU tensor. Reads float32, int32,
+    /// uint32 and uint8 tensors; `mean` and `std` hold one value or one per channel.
+    pub fn normalize(
+        &self,
+        mean: Vec<f32>,
+        std: Vec<f32>,
+        scale: Option<f32>,
+    ) -> Result<Tensor, JsError> {
+        let b = backend()?;
+        let guard = self.inner.read().map_err(js_err)?;
+        let inner = b
+            .gpu()
+            .normalize(
+                &guard.view(),
+                &Normalize {
+                    mean: &mean,
+                    std: &std,
+                    scale: scale.unwrap_or(1.0),
+                },
+            )
+            .map_err(|e| JsError::new(&format!("dlport: normalize: {e}")))?;
+        Ok(Tensor { inner })
     }
 
     /// Exports a DLPack 1.3 `DLManagedTensorVersioned` in this wasm module's memory and returns

@@ -9,5 +9,7 @@
 pub mod gpu;
 #[cfg(target_arch = "wasm32")]
 pub mod js;
+#[cfg(target_arch = "wasm32")]
+mod raw;
 
-pub use gpu::{GpuDevice, WebGpuBackend};
+pub use gpu::{GpuDevice, KernelError, Normalize, OnRelease, WebGpuBackend};

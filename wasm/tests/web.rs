@@ -166,3 +166,166 @@ async fn js_api_tensors_from_typed_arrays_to_webgpu_and_back() {
     .unwrap();
     assert_eq!(odd.dtype(), "bfloat16");
 }
+
+/// The message of a JS Error returned by the JS API.
+fn message(e: wasm_bindgen::JsError) -> String {
+    let v = wasm_bindgen::JsValue::from(e);
+    js_sys::Reflect::get(&v, &"message".into())
+        .unwrap()
+        .as_string()
+        .unwrap()
+}
+
+#[wasm_bindgen_test]
+async fn js_api_wraps_foreign_gpu_buffers_and_releases_them_once() {
+    use dlport_wasm::js::{Tensor, device, init};
+    use js_sys::{Function, Object, Reflect};
+    use wasm_bindgen::JsValue;
+    init().await.unwrap();
+    let dev = device().unwrap();
+    // A buffer made by "another library" on dlport's device, its data 16 bytes in.
+    let make = Function::new_with_args(
+        "device, data, usage",
+        "const b = device.createBuffer({size: 16 + data.byteLength, usage, mappedAtCreation: true});
+         new Float32Array(b.getMappedRange(16)).set(data); b.unmap(); return b;",
+    );
+    let values: Vec<f32> = (0..48).map(|i| i as f32 * 0.5 - 3.0).collect();
+    let data = js_sys::Float32Array::from(&values[..]);
+    let readable = JsValue::from(0x80 | 0x04 | 0x08);
+    let buffer = make.call3(&JsValue::NULL, &dev, &data, &readable).unwrap();
+    let counter = Object::new();
+    let released = || {
+        Reflect::get(&counter, &"n".into())
+            .unwrap()
+            .as_f64()
+            .unwrap_or(0.0)
+    };
+    let on_release = Function::new_with_args("c", "return () => { c.n = (c.n || 0) + 1; };")
+        .call1(&JsValue::NULL, &counter)
+        .unwrap();
+    let options = |shape: &[f64], offset: f64| {
+        let o = Object::new();
+        let s: js_sys::Array = shape.iter().map(|&x| JsValue::from(x)).collect();
+        Reflect::set(&o, &"shape".into(), &s).unwrap();
+        Reflect::set(&o, &"byteOffset".into(), &offset.into()).unwrap();
+        Reflect::set(&o, &"onRelease".into(), &on_release).unwrap();
+        JsValue::from(o)
+    };
+    let t = Tensor::from_gpu_buffer(buffer.clone(), options(&[16.0, 3.0], 16.0)).unwrap();
+    assert_eq!(t.device(), "webgpu:0");
+    assert_eq!(t.byte_offset(), 16.0);
+    assert!(
+        Object::is(&t.gpu_buffer().unwrap(), &buffer),
+        "the foreign buffer itself, no copy"
+    );
+    // Read in place, and normalized by the WGSL kernel straight from the foreign buffer.
+    let bytes = t.to_host().await.unwrap().to_bytes().unwrap();
+    let back: Vec<f32> = bytes
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(back, values);
+    let n = t.normalize(vec![1.0, 2.0, 3.0], vec![2.0], None).unwrap();
+    let got: Vec<f32> = n
+        .to_host()
+        .await
+        .unwrap()
+        .to_bytes()
+        .unwrap()
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    for (i, (g, v)) in got.iter().zip(&values).enumerate() {
+        let want = (v - [1.0, 2.0, 3.0][i % 3]) / 2.0;
+        assert!((g - want).abs() < 1e-6, "element {i}: {g} vs {want}");
+    }
+    assert_eq!(released(), 0.0);
+    // A DLPack export keeps the buffer past the tensor; the importer's drop releases it once.
+    let address = t.to_dlpack().unwrap();
+    drop(t);
+    assert_eq!(released(), 0.0, "the export still holds it");
+    let again = Tensor::from_dlpack(address, None).unwrap();
+    drop(again);
+    assert_eq!(released(), 1.0, "released exactly once, through onRelease");
+
+    // Refusals name what is wrong, and onRelease still runs once (ownership passed).
+    let e = message(
+        Tensor::from_gpu_buffer(JsValue::from(5), options(&[1.0], 0.0))
+            .err()
+            .unwrap(),
+    );
+    assert_eq!(e, "dlport: fromGpuBuffer: expected a GPUBuffer, got number");
+    assert_eq!(released(), 2.0);
+    let uniform = make
+        .call3(&JsValue::NULL, &dev, &data, &JsValue::from(0x40))
+        .unwrap();
+    let e = message(
+        Tensor::from_gpu_buffer(uniform, options(&[1.0], 0.0))
+            .err()
+            .unwrap(),
+    );
+    assert!(
+        e.contains("usage is 0x40") && e.contains("STORAGE | COPY_SRC"),
+        "{e}"
+    );
+    assert_eq!(released(), 3.0);
+    let small = make.call3(&JsValue::NULL, &dev, &data, &readable).unwrap();
+    let e = message(
+        Tensor::from_gpu_buffer(small.clone(), options(&[49.0], 16.0))
+            .err()
+            .unwrap(),
+    );
+    assert!(
+        e.starts_with("dlport: fromGpuBuffer: ") && e.contains("208"),
+        "{e}"
+    );
+    assert_eq!(released(), 4.0);
+    let e = message(
+        Tensor::from_gpu_buffer(small.clone(), options(&[1.5], 0.0))
+            .err()
+            .unwrap(),
+    );
+    assert_eq!(e, "dlport: fromGpuBuffer: shape[0] = 1.5 is not an integer");
+    let e = message(
+        Tensor::from_gpu_buffer(small.clone(), options(&[-2.0], 0.0))
+            .err()
+            .unwrap(),
+    );
+    assert!(e.contains("shape[0] = -2"), "{e}");
+    assert_eq!(released(), 6.0);
+    let bad_callback = Object::new();
+    Reflect::set(
+        &bad_callback,
+        &"shape".into(),
+        &js_sys::Array::of1(&1.into()),
+    )
+    .unwrap();
+    Reflect::set(&bad_callback, &"onRelease".into(), &"dispose".into()).unwrap();
+    let e = message(
+        Tensor::from_gpu_buffer(small, bad_callback.into())
+            .err()
+            .unwrap(),
+    );
+    assert_eq!(
+        e,
+        "dlport: fromGpuBuffer: onRelease must be a function, got string"
+    );
+    // Kernel arguments are checked too.
+    let f = Tensor::new(
+        JsValue::from(js_sys::Float32Array::from(&values[..])),
+        Some(vec![16.0, 3.0]),
+        None,
+    )
+    .unwrap()
+    .to_device("webgpu")
+    .unwrap();
+    let e = message(
+        f.normalize(vec![0.0], vec![1.0, 0.0, 1.0], None)
+            .err()
+            .unwrap(),
+    );
+    assert_eq!(
+        e,
+        "dlport: normalize: std[1] = 0: a standard deviation must be finite and not 0"
+    );
+}
