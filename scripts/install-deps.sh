@@ -54,6 +54,14 @@ fi
 # The browser tests: Debian's Chromium and ChromeDriver, wasm-bindgen-cli at exactly the
 # wasm-bindgen crate's version (without --locked: the registry's lock lags) and wasm-pack, so
 # that wasm-pack downloads nothing.
+# Node.js and npm (the demo's end-to-end test): on the machine image; Debian's otherwise.
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  log "node $(node --version), npm $(npm --version): present"
+else
+  log "nodejs and npm: installing"
+  apt-get install -y -q nodejs npm >/dev/null
+fi
+
 if dpkg -s chromium >/dev/null 2>&1 && dpkg -s chromium-driver >/dev/null 2>&1; then
   log "chromium and chromium-driver: present"
 else

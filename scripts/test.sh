@@ -50,6 +50,11 @@ WASM_BINDGEN_TEST_TIMEOUT=300 wasm-pack test --headless --chrome --chromedriver 
 step "the npm package dlport: wasm-pack build, bundle size"
 bash scripts/wasm-build.sh
 
+step "the demo: TF.js -> dlport -> WGSL -> onnxruntime-web -> TF.js on one GPUDevice (playwright-core, Debian chromium)"
+.venv/bin/python www/model/make_model.py --check
+DLPORT_SKIP_WASM_BUILD=1 bash scripts/www-build.sh
+(cd www && node --test tests/)
+
 step "hardening: the 8-thread stress test (1 M tensors, optimised build)"
 cargo test --release -p dlport-native --test stress --locked
 

@@ -1,0 +1,236 @@
+// The dlport demo: TF.js → dlport → WGSL kernel → onnxruntime-web → dlport → TF.js on one
+// GPUDevice, with a live count of every CPU round trip while the pipeline runs.
+import initWasm, * as dlport from './pkg/dlport.js';
+import * as ort from './vendor/ort/ort.webgpu.min.mjs';
+
+const tf = globalThis.tf;
+const SIZE = 64;
+const SHAPE = [1, SIZE, SIZE, 3];
+// ImageNet statistics, applied after scaling bytes to [0, 1].
+const MEAN = [0.485, 0.456, 0.406];
+const STD = [0.229, 0.224, 0.225];
+const TENSOR_BYTES = SIZE * SIZE * 3 * 4;
+// `?draw=gpu` draws the result inside the pipeline with tf.browser.draw (a WebGPU canvas). It
+// is off by default: in headless Chromium 156 a WebGPU canvas's getCurrentTexture() drops the
+// WebGPU instance (every later popErrorScope() rejects with "Instance dropped"), so by default
+// the image is drawn from the one readback made after the pipeline's end marker.
+const DRAW_ON_GPU = new URLSearchParams(location.search).get('draw') === 'gpu';
+
+const $ = (id) => document.getElementById(id);
+const demo = {
+  ready: false, runs: 0, roundTrips: 0, roundTripLog: [], size: SIZE, mean: MEAN, std: STD,
+  shared: null, errorScope: undefined, result: null, inputPixels: null, error: null,
+};
+Object.assign(globalThis, { demo, dlport, ort });
+
+// ---- The CPU round-trip counter: readbacks and tensor-sized uploads during the pipeline. ----
+let counting = false;
+function count(what) {
+  if (!counting) return;
+  demo.roundTrips += 1;
+  demo.roundTripLog.push(what);
+  renderCounter();
+}
+function wrap(proto, name, label, when = () => true) {
+  const original = proto[name];
+  proto[name] = function (...args) {
+    if (when(...args)) count(label);
+    return original.apply(this, args);
+  };
+}
+function writeBytes(data, dataOffset = 0, size) {
+  const unit = data.BYTES_PER_ELEMENT ?? 1;
+  return size !== undefined ? size * unit : data.byteLength - dataOffset * unit;
+}
+wrap(GPUBuffer.prototype, 'mapAsync', 'GPUBuffer.mapAsync');
+wrap(GPUQueue.prototype, 'writeBuffer', 'GPUQueue.writeBuffer',
+  (_buffer, _offset, data, dataOffset, size) => writeBytes(data, dataOffset, size) >= TENSOR_BYTES);
+wrap(ort.Tensor.prototype, 'getData', 'ort.Tensor.getData');
+wrap(tf.Tensor.prototype, 'data', 'tf.Tensor.data');
+wrap(tf.Tensor.prototype, 'dataSync', 'tf.Tensor.dataSync');
+
+function renderCounter() {
+  const el = $('roundtrips');
+  el.textContent = `CPU round trips: ${demo.roundTrips}`;
+  el.classList.toggle('bad', demo.roundTrips > 0);
+}
+function step(text) {
+  const li = document.createElement('li');
+  li.textContent = text;
+  $('steps').append(li);
+}
+function fail(e) {
+  demo.error = String(e?.stack ?? e);
+  $('status').textContent = `Error: ${e?.message ?? e}`;
+  $('status').className = 'error';
+}
+
+// ---- Setup: one device, three libraries. ----
+let session;
+let input;
+let previous = null;
+
+async function setup() {
+  await initWasm();
+  await dlport.init();
+  const device = dlport.device();
+
+  // TF.js's WebGPU backend, constructed on dlport's device (kernels stay registered under
+  // 'webgpu'; only the factory that would open a device of its own is replaced).
+  const backend = new tf.WebGPUBackend(device, device.adapterInfo);
+  tf.removeBackend('webgpu');
+  tf.registerBackend('webgpu', () => backend, 10);
+  if (!(await tf.setBackend('webgpu'))) throw new Error('TF.js refused the WebGPU backend');
+
+  // onnxruntime-web's WebGPU bundle on the same device, outputs left on the GPU, no proxy.
+  ort.env.wasm.numThreads = 1;
+  ort.env.wasm.proxy = false;
+  ort.env.wasm.wasmPaths = new URL('./vendor/ort/', import.meta.url).href;
+  ort.env.webgpu.device = device;
+  session = await ort.InferenceSession.create('model/style.onnx', {
+    executionProviders: [{ name: 'webgpu', device }],
+    preferredOutputLocation: 'gpu-buffer',
+  });
+  const ortDevice = await ort.env.webgpu.device;
+  demo.shared = tf.backend().device === device && ortDevice === device;
+  $('device').textContent = demo.shared
+    ? `One GPUDevice (${device.adapterInfo?.description || device.adapterInfo?.vendor || 'WebGPU'}) shared by dlport, TF.js and onnxruntime-web.`
+    : 'A library refused dlport\'s device and uses its own: buffers cannot cross without a copy here.';
+
+  // The input: a picture drawn on a 2D canvas, uploaded to TF.js before the pipeline starts.
+  const ctx = $('input').getContext('2d');
+  const sky = ctx.createLinearGradient(0, 0, 0, SIZE);
+  sky.addColorStop(0, '#1d4e89');
+  sky.addColorStop(1, '#f2a65a');
+  ctx.fillStyle = sky;
+  ctx.fillRect(0, 0, SIZE, SIZE);
+  ctx.fillStyle = '#ffd23f';
+  ctx.beginPath();
+  ctx.arc(44, 22, 10, 0, 2 * Math.PI);
+  ctx.fill();
+  ctx.fillStyle = '#2b2d42';
+  ctx.fillRect(0, 46, SIZE, 18);
+  const rgba = ctx.getImageData(0, 0, SIZE, SIZE).data;
+  const rgb = new Int32Array(SIZE * SIZE * 3);
+  for (let i = 0; i < SIZE * SIZE; i++) {
+    for (let c = 0; c < 3; c++) rgb[i * 3 + c] = rgba[i * 4 + c];
+  }
+  demo.inputPixels = Array.from(rgb);
+  input = tf.tensor(rgb, SHAPE, 'int32');
+  backend.uploadToGPU(input.dataId);
+
+  $('run').disabled = false;
+  $('readback').disabled = false;
+  demo.ready = true;
+}
+
+// ---- The pipeline. ----
+async function run({ readback = false } = {}) {
+  const device = dlport.device();
+  $('steps').replaceChildren();
+  $('status').textContent = '';
+  if (previous) {
+    previous.out.dispose(); // TF.js first: it borrows y's buffer (zeroCopy)
+    previous.y.free(); // then dlport, whose onRelease disposes ORT's output
+    previous = null;
+  }
+  demo.roundTrips = 0;
+  demo.roundTripLog = [];
+  demo.result = null;
+  renderCounter();
+
+  device.pushErrorScope('validation');
+  counting = true;
+  performance.mark('dlport-pipeline-start');
+  globalThis.dispatchEvent(new Event('dlport:pipeline-start'));
+  let out;
+  let y;
+  try {
+    step(`TF.js tensor ${input.shape} ${input.dtype} on backend "${tf.getBackend()}" (dlport's device: ${tf.backend().device === device})`);
+    const gpuData = input.dataToGPU();
+    const x = dlport.Tensor.fromGpuBuffer(gpuData.buffer, {
+      dtype: 'int32', shape: SHAPE, onRelease: () => gpuData.tensorRef.dispose(),
+    });
+    step(`dataToGPU() → dlport tensor on ${x.device}, ${x.dtype} [${x.shape}] (TF.js's buffer, no copy)`);
+    const xn = x.normalize(MEAN, STD, 1 / 255);
+    x.free(); // releases TF.js's tensorRef through onRelease
+    step(`dlport WGSL kernel: (x / 255 − mean) / std → ${xn.dtype} [${xn.shape}]`);
+    const feed = ort.Tensor.fromGpuBuffer(xn.gpuBuffer, { dataType: 'float32', dims: xn.shape });
+    const results = await session.run({ image: feed });
+    const styled = results.styled;
+    xn.free();
+    step(`onnxruntime-web (webgpu): ${styled.type} [${styled.dims}] left at "${styled.location}"`);
+    y = dlport.Tensor.fromGpuBuffer(styled.gpuBuffer, {
+      dtype: styled.type, shape: styled.dims, onRelease: () => styled.dispose(),
+    });
+    step(`ORT output → dlport tensor on ${y.device} (ORT's buffer, released by its dispose())`);
+    out = tf.tensor({ buffer: y.gpuBuffer, zeroCopy: true }, [SIZE, SIZE, 3], 'float32');
+    step(`tf.tensor({buffer, zeroCopy: true}) → TF.js ${out.dtype} [${out.shape}]`);
+    if (DRAW_ON_GPU) {
+      tf.browser.draw(out, $('output'));
+      step('tf.browser.draw(): drawn by a TF.js shader into a WebGPU canvas');
+    }
+    if (readback) {
+      const values = await out.data();
+      step(`deliberate readback: ${values.length} values came to the CPU`);
+    }
+    await device.queue.onSubmittedWorkDone();
+  } catch (e) {
+    fail(e);
+  } finally {
+    globalThis.dispatchEvent(new Event('dlport:pipeline-end'));
+    performance.mark('dlport-pipeline-end');
+    counting = false;
+    demo.errorScope = await device.popErrorScope();
+  }
+  if (!out) return demo;
+  previous = { out, y };
+  demo.runs += 1;
+  // After the end marker: read the result back once, for the chart and for checking.
+  // TF.js 4.22 reads a zeroCopy tensor's whole buffer (ORT's buffers are bucketed): keep the
+  // tensor's own elements.
+  const values = (await out.data()).subarray(0, out.size);
+  demo.result = Array.from(values);
+  if (!DRAW_ON_GPU) drawImage(values);
+  drawChart(values);
+  if (demo.errorScope) fail(`WebGPU validation error: ${demo.errorScope.message}`);
+  else $('status').textContent = `Run ${demo.runs} done; WebGPU reported no errors.`;
+  return demo;
+}
+
+function drawImage(values) {
+  const ctx = $('output').getContext('2d');
+  const image = ctx.createImageData(SIZE, SIZE);
+  for (let i = 0; i < SIZE * SIZE; i++) {
+    for (let c = 0; c < 3; c++) image.data[i * 4 + c] = Math.round(values[i * 3 + c] * 255);
+    image.data[i * 4 + 3] = 255;
+  }
+  ctx.putImageData(image, 0, 0);
+}
+
+function drawChart(values) {
+  const means = [0, 0, 0];
+  for (let i = 0; i < values.length; i++) means[i % 3] += values[i] / (values.length / 3);
+  demo.channelMeans = means;
+  const ctx = $('chart').getContext('2d');
+  const { width, height } = ctx.canvas;
+  ctx.clearRect(0, 0, width, height);
+  ['#d64545', '#3fa34d', '#3f6fd6'].forEach((color, c) => {
+    const h = Math.round(means[c] * (height - 16));
+    ctx.fillStyle = color;
+    ctx.fillRect(16 + c * 60, height - h, 40, h);
+    ctx.fillStyle = '#222';
+    ctx.fillText(means[c].toFixed(3), 18 + c * 60, height - h - 4);
+  });
+}
+
+demo.run = run;
+$('run').addEventListener('click', () => run());
+$('readback').addEventListener('click', () => run({ readback: true }));
+setup().then(() => {
+  demo.setupDone = true;
+  if (new URLSearchParams(location.search).has('autorun')) run();
+}, (e) => {
+  fail(e);
+  demo.setupDone = true;
+});

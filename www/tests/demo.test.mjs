@@ -1,0 +1,206 @@
+// End-to-end test of the demo page in Debian's Chromium, driven by playwright-core:
+// the pipeline's result equals a CPU reference computed here, spies installed by this test
+// see no CPU round trip between the page's start and end markers, WebGPU reports no
+// validation error, TF.js runs on dlport's device, and a deliberate readback is counted.
+// Run: `node --test www/tests/` after `scripts/www-build.sh`. Saves www/test-results/demo.png.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { readFile, mkdir } from 'node:fs/promises';
+import { extname, join, normalize, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const www = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = join(www, 'dist');
+const results = join(www, 'test-results');
+const TYPES = {
+  '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.css': 'text/css',
+  '.wasm': 'application/wasm', '.json': 'application/json', '.onnx': 'application/octet-stream',
+};
+
+let server;
+let browser;
+let page;
+let origin;
+const consoleLines = [];
+
+// Spies, installed before any page script runs. GPU prototypes are wrapped at once; TF.js and
+// ORT prototypes once the page exposes them. Only calls between the markers count.
+function installSpies() {
+  const spy = { active: false, counts: {}, writes: [] };
+  globalThis.__spy = spy;
+  const bump = (name) => { if (spy.active) spy.counts[name] = (spy.counts[name] ?? 0) + 1; };
+  const wrap = (proto, method, name, when = () => true) => {
+    const original = proto[method];
+    proto[method] = function (...args) {
+      if (when(...args)) bump(name);
+      return original.apply(this, args);
+    };
+  };
+  globalThis.addEventListener('dlport:pipeline-start', () => { spy.active = true; });
+  globalThis.addEventListener('dlport:pipeline-end', () => { spy.active = false; });
+  wrap(GPUBuffer.prototype, 'mapAsync', 'mapAsync');
+  wrap(GPUQueue.prototype, 'writeBuffer', 'writeBuffer', (_b, _o, data, dataOffset = 0, size) => {
+    const unit = data.BYTES_PER_ELEMENT ?? 1;
+    const bytes = size !== undefined ? size * unit : data.byteLength - dataOffset * unit;
+    if (spy.active) spy.writes.push(bytes);
+    return bytes >= 64 * 64 * 3 * 4; // tensor-sized
+  });
+  spy.wrapLibraries = () => {
+    wrap(globalThis.ort.Tensor.prototype, 'getData', 'ort.getData');
+    wrap(globalThis.tf.Tensor.prototype, 'data', 'tf.data');
+    wrap(globalThis.tf.Tensor.prototype, 'dataSync', 'tf.dataSync');
+  };
+}
+
+before(async () => {
+  server = createServer(async (req, res) => {
+    const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
+    const file = join(dist, path.endsWith('/') ? `${path}index.html` : path);
+    if (!file.startsWith(dist)) { res.writeHead(403).end(); return; }
+    try {
+      const body = await readFile(file);
+      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
+      res.end(body);
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  origin = `http://127.0.0.1:${server.address().port}`;
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: [
+      '--no-sandbox', '--enable-unsafe-webgpu', '--disable-gpu-sandbox',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      '--no-first-run', '--disable-quic',
+    ],
+  });
+  page = await browser.newPage({ viewport: { width: 900, height: 900 } });
+  page.on('console', (m) => consoleLines.push(`[${m.type()}] ${m.text()}`));
+  page.on('pageerror', (e) => consoleLines.push(`[pageerror] ${e.message}`));
+  await page.addInitScript(installSpies);
+  await page.goto(`${origin}/`);
+  await page.waitForFunction(() => globalThis.demo?.setupDone, null, { timeout: 120_000 });
+  const error = await page.evaluate(() => globalThis.demo.error);
+  assert.equal(error, null, `setup failed: ${error}\n${consoleLines.join('\n')}`);
+  await page.evaluate(() => globalThis.__spy.wrapLibraries());
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+/** The CPU reference: normalize, then Sigmoid(x·W + b) per pixel, in float64. */
+function reference(pixels, mean, std, model) {
+  const out = new Float64Array(pixels.length);
+  for (let p = 0; p < pixels.length; p += 3) {
+    const x = [0, 1, 2].map((c) => (pixels[p + c] / 255 - mean[c]) / std[c]);
+    for (let j = 0; j < 3; j++) {
+      let s = model.b[j];
+      for (let i = 0; i < 3; i++) s += x[i] * model.W[i][j];
+      out[p + j] = 1 / (1 + Math.exp(-s));
+    }
+  }
+  return out;
+}
+
+async function runPipeline(options) {
+  // This test's own error scope around the run, on the shared device.
+  await page.evaluate(() => globalThis.dlport.device().pushErrorScope('validation'));
+  const state = await page.evaluate(async (opts) => {
+    globalThis.__spy.counts = {};
+    globalThis.__spy.writes = [];
+    const d = await globalThis.demo.run(opts);
+    return {
+      counts: globalThis.__spy.counts, writes: globalThis.__spy.writes, error: d.error,
+      pageCounter: document.getElementById('roundtrips').textContent, roundTripLog: d.roundTripLog,
+      errorScope: d.errorScope === null ? null : String(d.errorScope?.message ?? d.errorScope),
+      result: d.result, inputPixels: d.inputPixels, mean: d.mean, std: d.std,
+      numTensors: globalThis.tf.memory().numTensors,
+    };
+  }, options);
+  state.ownScope = await page.evaluate(async () => {
+    const e = await globalThis.dlport.device().popErrorScope();
+    return e === null ? null : String(e.message);
+  });
+  return state;
+}
+
+test('the pipeline shares one GPUDevice and never goes through the CPU', async () => {
+  const sameDevice = await page.evaluate(() => globalThis.tf.backend().device === globalThis.dlport.device());
+  assert.equal(sameDevice, true, 'tf.backend().device === dlport.device()');
+  const ortDevice = await page.evaluate(async () => (await globalThis.ort.env.webgpu.device) === globalThis.dlport.device());
+  assert.equal(ortDevice, true, 'ORT runs on dlport.device()');
+
+  const s = await runPipeline({});
+  await mkdir(results, { recursive: true });
+  await page.screenshot({ path: join(results, 'demo.png'), fullPage: true });
+  assert.equal(s.error, null, `${s.error}\n${consoleLines.join('\n')}`);
+  assert.equal(s.errorScope, null, "the page's popErrorScope() is null");
+  assert.equal(s.ownScope, null, "this test's popErrorScope() is null");
+  assert.deepEqual(s.counts, {}, `no mapAsync, tensor-sized writeBuffer, getData, data or dataSync; writes: ${s.writes}`);
+  assert.equal(s.pageCounter, 'CPU round trips: 0');
+
+  const model = JSON.parse(await readFile(join(www, 'model', 'style.json'), 'utf8'));
+  const want = reference(s.inputPixels, s.mean, s.std, model);
+  assert.equal(s.result.length, want.length);
+  let worst = 0;
+  for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(s.result[i] - want[i]));
+  assert.ok(worst < 1e-4, `largest difference from the CPU reference: ${worst}`);
+  // The image is not trivial: the reference spans a real range, so a constant output fails.
+  assert.ok(Math.max(...want) - Math.min(...want) > 0.5);
+  console.log(`# pipeline: ${want.length} values, max |page − reference| = ${worst.toExponential(2)}, `
+    + `${s.writes.length} small writeBuffer calls (largest ${Math.max(0, ...s.writes)} B)`);
+
+  // Twice in a row: buffers from the first run are released and nothing leaks into the second.
+  const again = await runPipeline({});
+  assert.deepEqual(again.counts, {});
+  assert.equal(again.errorScope, null);
+  assert.deepEqual(again.result, s.result);
+  assert.equal(again.numTensors, s.numTensors, 'TF.js tensors do not pile up across runs');
+});
+
+test('the spies work: a deliberate readback inside the markers is counted', async () => {
+  const s = await runPipeline({ readback: true });
+  assert.equal(s.error, null, s.error);
+  assert.ok((s.counts['tf.data'] ?? 0) >= 1, `tf.data counted: ${JSON.stringify(s.counts)}`);
+  assert.ok((s.counts.mapAsync ?? 0) >= 1, `mapAsync counted: ${JSON.stringify(s.counts)}`);
+  assert.match(s.pageCounter, /^CPU round trips: [1-9]/);
+  assert.equal(s.ownScope, null);
+  await page.screenshot({ path: join(results, 'demo-readback.png'), fullPage: true });
+});
+
+test('every spy counts its own call between the markers, and nothing outside them', async () => {
+  const { outside, inside } = await page.evaluate(async () => {
+    const spy = globalThis.__spy;
+    spy.counts = {};
+    const d = globalThis.dlport.device();
+    const t = globalThis.tf.tensor([1, 2, 3]);
+    const o = new globalThis.ort.Tensor('float32', new Float32Array(4), [4]);
+    const bytes = 64 * 64 * 3 * 4;
+    const b = d.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const readbacks = async () => {
+      t.dataSync();
+      await t.data();
+      await o.getData();
+      d.queue.writeBuffer(b, 0, new Uint8Array(bytes));
+      d.queue.writeBuffer(b, 0, new Uint8Array(16)); // small: not tensor-sized
+      await b.mapAsync(GPUMapMode.READ);
+      b.unmap();
+    };
+    await readbacks();
+    const before = { ...spy.counts };
+    globalThis.dispatchEvent(new Event('dlport:pipeline-start'));
+    await readbacks();
+    globalThis.dispatchEvent(new Event('dlport:pipeline-end'));
+    b.destroy();
+    t.dispose();
+    return { outside: before, inside: spy.counts };
+  });
+  assert.deepEqual(outside, {});
+  assert.deepEqual(inside, { 'tf.dataSync': 1, 'tf.data': 1, 'ort.getData': 1, writeBuffer: 1, mapAsync: 1 });
+});
