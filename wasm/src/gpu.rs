@@ -863,9 +863,10 @@ impl std::fmt::Display for KernelError {
             ),
             Self::BadStd { channel, value } => write!(
                 f,
-                "std[{channel}] = {value}: a standard deviation must be finite and not 0"
+                "std[{channel}] = {}: a standard deviation must be finite and not 0",
+                special(*value)
             ),
-            Self::BadScale { value } => write!(f, "scale = {value} is not finite"),
+            Self::BadScale { value } => write!(f, "scale = {} is not finite", special(*value)),
             Self::Misaligned {
                 byte_offset,
                 required,
@@ -878,6 +879,19 @@ impl std::fmt::Display for KernelError {
                 "{elements} elements are more than one kernel launch indexes (2^32 - 1); split the tensor"
             ),
         }
+    }
+}
+
+/// Shows the values these errors carry (0 or non-finite) without pulling float formatting,
+/// some 20 KB, into the wasm package.
+fn special(v: f32) -> &'static str {
+    match v {
+        _ if v.is_nan() => "NaN",
+        f32::INFINITY => "inf",
+        f32::NEG_INFINITY => "-inf",
+        _ if v == 0.0 && v.is_sign_negative() => "-0",
+        0.0 => "0",
+        _ => "a value out of range",
     }
 }
 

@@ -323,13 +323,18 @@ impl Tensor {
                 }
                 shape.push(x as i64);
             }
-            let offset = get(&options, "byteOffset")
-                .filter(|v| !v.is_undefined())
+            let offset_value = get(&options, "byteOffset").filter(|v| !v.is_undefined());
+            let offset = offset_value
+                .as_ref()
                 .map(|v| v.as_f64().unwrap_or(f64::NAN))
                 .unwrap_or(0.0);
             if !(offset.is_finite() && offset.fract() == 0.0 && offset >= 0.0) {
+                let shown = offset_value
+                    .and_then(|v| js_sys::JSON::stringify(&v).ok())
+                    .and_then(|s| s.as_string())
+                    .unwrap_or_default();
                 return Err(format!(
-                    "fromGpuBuffer: byteOffset = {offset} is not a non-negative integer"
+                    "fromGpuBuffer: byteOffset = {shown} is not a non-negative integer"
                 ));
             }
             let b = backend().map_err(|_| "call `await init()` first".to_string())?;

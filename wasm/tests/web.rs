@@ -293,6 +293,16 @@ async fn js_api_wraps_foreign_gpu_buffers_and_releases_them_once() {
     );
     assert!(e.contains("shape[0] = -2"), "{e}");
     assert_eq!(released(), 6.0);
+    let e = message(
+        Tensor::from_gpu_buffer(small.clone(), options(&[1.0], -4.0))
+            .err()
+            .unwrap(),
+    );
+    assert_eq!(
+        e,
+        "dlport: fromGpuBuffer: byteOffset = -4 is not a non-negative integer"
+    );
+    assert_eq!(released(), 7.0);
     let bad_callback = Object::new();
     Reflect::set(
         &bad_callback,
