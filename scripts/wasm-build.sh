@@ -12,6 +12,14 @@ pkg = json.loads(p.read_text())
 pkg["name"] = "dlport"
 p.write_text(json.dumps(pkg, indent=2) + "\n")
 PY
+# What `npm publish` would ship: the module, its types, the wasm, the README and the snippet.
+files=$(cd wasm/pkg && npm pack --dry-run --json 2>/dev/null \
+  | python3 -c 'import json, sys; print(" ".join(sorted(f["path"] for f in json.load(sys.stdin)[0]["files"])))')
+for need in dlport.js dlport.d.ts dlport_bg.wasm README.md package.json; do
+  case " $files " in *" $need "*) ;; *) echo "[wasm] npm pack lacks $need: $files" >&2; exit 1 ;; esac
+done
+case "$files" in *snippets/*/js/webgpu.js*) ;; *) echo "[wasm] npm pack lacks the WebGPU snippet: $files" >&2; exit 1 ;; esac
+echo "[wasm] npm pack would ship: $files"
 wasm=wasm/pkg/dlport_bg.wasm
 raw=$(stat -c%s "$wasm")
 gz=$(gzip -9 -c "$wasm" | wc -c)
