@@ -480,17 +480,17 @@ fn normalize_refuses_bad_arguments_by_name() {
         .build()
         .unwrap();
     let h = b.gpu().upload(&half.view(), 0).unwrap();
-    let e = b
-        .gpu()
-        .normalize(
-            &h.read().unwrap().view(),
-            &dlport_wasm::Normalize {
-                mean: &[0.0],
-                std: &[1.0],
-                scale: 1.0,
-            },
-        )
-        .unwrap_err();
+    let identity = dlport_wasm::Normalize {
+        mean: &[0.0],
+        std: &[1.0],
+        scale: 1.0,
+    };
+    let refuse = |t: &dlport_core::device::Tensor| {
+        b.gpu()
+            .normalize(&t.read().unwrap().view(), &identity)
+            .unwrap_err()
+    };
+    let e = refuse(&h);
     assert_eq!(
         e,
         dlport_wasm::KernelError::InputDtype {
@@ -500,17 +500,7 @@ fn normalize_refuses_bad_arguments_by_name() {
     assert!(e.to_string().contains("not float16"), "{e}");
     // A float32 tensor at an offset that is not a multiple of 4.
     let odd = b.gpu().upload(&host.view(), 2).unwrap();
-    let e = b
-        .gpu()
-        .normalize(
-            &odd.read().unwrap().view(),
-            &dlport_wasm::Normalize {
-                mean: &[0.0],
-                std: &[1.0],
-                scale: 1.0,
-            },
-        )
-        .unwrap_err();
+    let e = refuse(&odd);
     assert_eq!(
         e,
         dlport_wasm::KernelError::Misaligned {
