@@ -53,6 +53,7 @@ bash scripts/wasm-build.sh
 step "the demo: TF.js -> dlport -> WGSL -> onnxruntime-web -> TF.js on one GPUDevice (playwright-core, Debian chromium)"
 .venv/bin/python www/model/make_model.py --check
 DLPORT_SKIP_WASM_BUILD=1 bash scripts/www-build.sh
+(cd www && node_modules/.bin/tsc -p tests/tsconfig.json && echo "[www] the package's TypeScript types check (tsc --noEmit)")
 (cd www && node --test tests/)
 
 step "hardening: the 8-thread stress test (1 M tensors, optimised build)"

@@ -78,7 +78,7 @@ pub async fn init() -> Result<(), JsError> {
 }
 
 /// The one shared `GPUDevice` (after `init()`), to hand to TF.js or onnxruntime-web.
-#[wasm_bindgen]
+#[wasm_bindgen(unchecked_return_type = "GPUDevice")]
 pub fn device() -> Result<JsValue, JsError> {
     let b = backend()?;
     let d = b
