@@ -101,9 +101,9 @@ fn random_layouts_match_the_reference() {
 #[test]
 fn transposes_take_the_tiled_path_and_stay_exact() {
     let sizes: &[(usize, usize)] = if cfg!(miri) {
-        &[(8, 8), (9, 12)]
+        &[(8, 8), (9, 12), (16, 16), (17, 33)]
     } else {
-        &[(8, 8), (33, 70), (100, 77), (256, 3)]
+        &[(8, 8), (33, 70), (100, 77), (256, 3), (64, 64), (37, 41)]
     };
     for &(rows, cols) in sizes {
         for elem in [1usize, 4, 8] {
@@ -137,6 +137,89 @@ fn transposes_take_the_tiled_path_and_stay_exact() {
                         &out[dst..dst + elem],
                         &bytes[src..src + elem],
                         "{rows}x{cols} e{elem} ({r},{c})"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Transposes of 4-byte elements beyond 8 MiB take the streaming-store path when the
+/// destination is 64-byte aligned and rows are whole cache lines; check it, its unaligned twin and
+/// ragged edges element by element.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "tens of MiB of element-by-element checks is too slow under Miri"
+)]
+fn large_transposes_stay_exact_with_and_without_streaming_stores() {
+    for (rows, cols) in [(1100usize, 2000usize), (1101, 2003)] {
+        let n = rows * cols;
+        let src: Vec<u32> = (0..n as u32)
+            .map(|x| x.wrapping_mul(2_654_435_761))
+            .collect();
+        let bytes: Vec<u8> = src.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        let t = ExportBuilder::new(bytes, DataType::UINT32, &[rows as i64, cols as i64])
+            .strides(&[1, rows as i64])
+            .build()
+            .unwrap();
+        // Destinations 64-byte aligned (streamed), 16 bytes past a line (streamed from the
+        // first aligned column on), and only 4-byte aligned (not streamed).
+        let mut backing = vec![0u32; n + 16];
+        let lead = backing.as_ptr().align_offset(64);
+        for shift in [lead, lead + 4, lead + 1] {
+            let out = &mut backing[shift..shift + n];
+            // SAFETY: viewing initialised u32s as bytes.
+            let out_bytes =
+                unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), n * 4) };
+            copy_to_compact(&t.view(), out_bytes).unwrap();
+            for r in 0..rows {
+                for c in 0..cols {
+                    assert_eq!(
+                        out[r * cols + c],
+                        src[c * rows + r],
+                        "{rows}x{cols} +{shift} ({r},{c})"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Large reversed rows of 4-byte elements take the streaming path (16-byte-aligned
+/// destination, rows of whole 16-byte multiples); check it and its unaligned and ragged twins.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "tens of MiB of element-by-element checks is too slow under Miri"
+)]
+fn large_reversed_rows_stay_exact_with_and_without_streaming_stores() {
+    // (rows, cols): a[:, ::-1] with whole-vector rows, and 1-d reversals of even and odd length.
+    for (rows, cols) in [(1100usize, 2000usize), (1, 2_200_000), (1, 2_200_001)] {
+        let n = rows * cols;
+        let src: Vec<u32> = (0..n as u32)
+            .map(|x| x.wrapping_mul(2_654_435_761))
+            .collect();
+        let bytes: Vec<u8> = src.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        let t = ExportBuilder::new(bytes, DataType::UINT32, &[rows as i64, cols as i64])
+            .strides(&[cols as i64, -1])
+            .byte_offset((cols as u64 - 1) * 4)
+            .build()
+            .unwrap();
+        let mut backing = vec![0u32; n + 4];
+        let lead = backing.as_ptr().align_offset(16);
+        for shift in [lead, lead + 1] {
+            let out = &mut backing[shift..shift + n];
+            // SAFETY: viewing initialised u32s as bytes.
+            let out_bytes =
+                unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), n * 4) };
+            copy_to_compact(&t.view(), out_bytes).unwrap();
+            for r in 0..rows {
+                for c in 0..cols {
+                    assert_eq!(
+                        out[r * cols + c],
+                        src[r * cols + cols - 1 - c],
+                        "{rows}x{cols} +{shift} ({r},{c})"
                     );
                 }
             }

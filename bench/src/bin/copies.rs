@@ -67,8 +67,12 @@ fn main() {
         let bytes = n * 4;
         let src: Vec<f32> = (0..n).map(|i| i as f32).collect();
         let src_bytes: Vec<u8> = src.iter().flat_map(|x| x.to_ne_bytes()).collect();
-        let mut dst = vec![0u8; bytes];
-        let m = measure(reps, || memcpy(&src_bytes, &mut dst));
+        // The destination dlport's CPU backend would allocate: 64-byte aligned (CPU_ALIGN).
+        let mut dst_buf =
+            dlport_core::device::AlignedBuffer::zeroed(bytes, dlport_core::device::CPU_ALIGN)
+                .unwrap();
+        let dst = dst_buf.as_mut_slice();
+        let m = measure(reps, || memcpy(&src_bytes, dst));
 
         // Transpose: a (side, side) view with strides (1, side).
         let t = ExportBuilder::new(
@@ -79,7 +83,7 @@ fn main() {
         .strides(&[1, side as i64])
         .build()
         .unwrap();
-        let ours = measure(reps, || copy(&t.view(), &mut dst));
+        let ours = measure(reps, || copy(&t.view(), dst));
         rows.push(Row {
             case: "transpose",
             bytes,
@@ -98,8 +102,8 @@ fn main() {
         .byte_offset(last)
         .build()
         .unwrap();
-        let ours = measure(reps, || copy(&r.view(), &mut dst));
-        let m = measure(reps, || memcpy(&src_bytes, &mut dst));
+        let ours = measure(reps, || copy(&r.view(), dst));
+        let m = measure(reps, || memcpy(&src_bytes, dst));
         rows.push(Row {
             case: "negative strides",
             bytes,
@@ -116,8 +120,8 @@ fn main() {
         .strides(&[0, 1])
         .build()
         .unwrap();
-        let ours = measure(reps, || copy(&b.view(), &mut dst));
-        let m = measure(reps, || memcpy(&src_bytes, &mut dst));
+        let ours = measure(reps, || copy(&b.view(), dst));
+        let m = measure(reps, || memcpy(&src_bytes, dst));
         rows.push(Row {
             case: "broadcast",
             bytes,
@@ -136,7 +140,7 @@ fn main() {
                     .build()
                     .unwrap();
                 let ours = measure(reps, || copy(&c.view(), stage));
-                let m = measure(reps, || memcpy(&src_bytes, &mut dst));
+                let m = measure(reps, || memcpy(&src_bytes, dst));
                 rows.push(Row {
                     case: "pinned staging",
                     bytes,
