@@ -75,7 +75,7 @@ before(async () => {
     args: [
       '--no-sandbox', '--enable-unsafe-webgpu', '--disable-gpu-sandbox',
       '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      '--no-first-run', '--disable-quic',
+      '--no-first-run', '--disable-quic', '--js-flags=--expose-gc',
     ],
   });
   page = await browser.newPage({ viewport: { width: 900, height: 900 } });
@@ -203,4 +203,27 @@ test('every spy counts its own call between the markers, and nothing outside the
   });
   assert.deepEqual(outside, {});
   assert.deepEqual(inside, { 'tf.dataSync': 1, 'tf.data': 1, 'ort.getData': 1, writeBuffer: 1, mapAsync: 1 });
+});
+
+test('free(), Symbol.dispose and the FinalizationRegistry each run onRelease exactly once', async () => {
+  // A string, so that Node's parser (no `using` in Node 20) never sees the page's syntax.
+  const counts = await page.evaluate(`(async () => {
+    const d = dlport.device();
+    const make = () => d.createBuffer({ size: 64, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+    const counts = { free: 0, dispose: 0, finalized: 0 };
+    const t = dlport.Tensor.fromGpuBuffer(make(), { shape: [16], onRelease: () => counts.free++ });
+    t.free();
+    try { t.free(); counts.secondFree = 'no error'; } catch (e) { counts.secondFree = e.message; }
+    {
+      using u = dlport.Tensor.fromGpuBuffer(make(), { shape: [16], onRelease: () => counts.dispose++ });
+    }
+    (() => { dlport.Tensor.fromGpuBuffer(make(), { shape: [16], onRelease: () => counts.finalized++ }); })();
+    for (let i = 0; i < 100 && counts.finalized === 0; i++) {
+      gc();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return counts;
+  })()`);
+  // A second free() is refused by wasm-bindgen's glue with an Error (never a second release).
+  assert.deepEqual(counts, { free: 1, dispose: 1, finalized: 1, secondFree: 'null pointer passed to rust' });
 });
