@@ -7,17 +7,14 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { readFile, mkdir } from 'node:fs/promises';
-import { extname, join, normalize, dirname } from 'node:path';
+import { spawn } from 'node:child_process';
+import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 const www = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(www, 'dist');
 const results = join(www, 'test-results');
-const TYPES = {
-  '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.css': 'text/css',
-  '.wasm': 'application/wasm', '.json': 'application/json', '.onnx': 'application/octet-stream',
-};
 
 let server;
 let browser;
@@ -54,21 +51,31 @@ function installSpies() {
   };
 }
 
+/** A free TCP port on 127.0.0.1. */
+async function freePort() {
+  const probe = createServer();
+  await new Promise((r) => probe.listen(0, '127.0.0.1', r));
+  const { port } = probe.address();
+  await new Promise((r) => probe.close(r));
+  return port;
+}
+
 before(async () => {
-  server = createServer(async (req, res) => {
-    const path = normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
-    const file = join(dist, path.endsWith('/') ? `${path}index.html` : path);
-    if (!file.startsWith(dist)) { res.writeHead(403).end(); return; }
-    try {
-      const body = await readFile(file);
-      res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
-      res.end(body);
-    } catch {
-      res.writeHead(404).end();
-    }
+  // The page is served the way the README serves it (scripts/www-serve.sh):
+  // python3 -m http.server over the built folder.
+  const port = await freePort();
+  server = spawn('python3', ['-m', 'http.server', '--bind', '127.0.0.1', '-d', dist, String(port)], {
+    stdio: 'ignore',
   });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  origin = `http://127.0.0.1:${server.address().port}`;
+  origin = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${origin}/`)).ok) break;
+    } catch {
+      if (i > 100) throw new Error(`python3 -m http.server did not start on port ${port}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
     headless: true,
@@ -91,7 +98,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  server?.close();
+  server?.kill();
 });
 
 /** The CPU reference: normalize, then Sigmoid(x·W + b) per pixel, in float64. */
