@@ -112,9 +112,13 @@ def main():
       "about 370 instructions per import, spread over the single validation pass, the address "
       "check and the Result plumbing; no one hot spot remains after fusing the checks into one "
       "pass and inlining.")
-    w("- **Export (~4× the floor):** the builder validates the metadata and the storage size, "
-      "then checks the address with the real pointer (`profile_export`: about 860 instructions, "
-      "a third of them malloc/free, which the floor also pays). The floor skips validation.")
+    w("- **Export (~3.5× the floor):** the builder validates the metadata and the storage size, "
+      "then checks the address with the real pointer. A compact export now computes its strides "
+      "and its layout in one pass (`layout::compact_fast`, checked against the full validation "
+      "on 20,000 random shapes) and fills the dimensions in place instead of moving them: "
+      "`profile_export` went from about 860 to 745 instructions per export (a third of them "
+      "malloc/free, which the floor also pays) and the time from 109 to 94 ns. The floor "
+      "validates nothing; dlpark, which validates nothing either, is 1.5× the floor.")
     w("- **Copies, what changed:** transposes of 4-byte elements now run SSE2 16×16 micro-tiles "
       "(each source column's 64-byte line read whole, then four in-register 4×4 transposes per "
       "destination row group) in 64-column strips that walk all rows, and large destinations "

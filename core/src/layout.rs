@@ -253,6 +253,58 @@ fn fast_path(
     })
 }
 
+/// Fills `strides` with the compact row-major strides of `shape` and returns the layout that
+/// [`validate_metadata`] would compute for them (DLPack 1.x, `flags`), in one reverse pass: the
+/// export fast path, where the strides are valid by construction. Anything unusual (unknown
+/// flags or dtype, a negative extent, an overflow) returns `None`, and the caller goes through
+/// the full validation, which names the exact error.
+#[cfg(feature = "alloc")]
+#[inline]
+pub(crate) fn compact_fast(
+    dtype: DataType,
+    shape: &[i64],
+    strides: &mut [i64],
+    flags: u64,
+) -> Option<Layout> {
+    if flags & !KNOWN_FLAGS != 0 || shape.len() > MAX_NDIM || dtype.validate().is_err() {
+        return None;
+    }
+    let element_bits = dtype.storage_bits(flags & FLAG_IS_SUBBYTE_TYPE_PADDED != 0);
+    let (mut acc, mut numel, mut nonunit) = (1i64, 1i64, 0usize);
+    for (extent, stride) in shape.iter().zip(strides.iter_mut()).rev() {
+        let extent = *extent;
+        if extent < 0 {
+            return None;
+        }
+        *stride = acc;
+        acc = acc.checked_mul(extent.max(1))?;
+        numel *= extent; // |numel| ≤ acc: no overflow
+        nonunit += usize::from(extent > 1);
+    }
+    if numel == 0 {
+        return Some(Layout {
+            numel: 0,
+            span: ByteSpan::default(),
+            contiguity: Contiguity::Both,
+            element_bits,
+        });
+    }
+    let end_bits = numel.checked_mul(i64::from(element_bits))?;
+    Some(Layout {
+        numel: numel as u64,
+        span: ByteSpan {
+            lo: 0,
+            hi: end_bits.div_euclid(8) + i64::from(end_bits.rem_euclid(8) != 0),
+        },
+        contiguity: if nonunit <= 1 {
+            Contiguity::Both
+        } else {
+            Contiguity::RowMajor
+        },
+        element_bits,
+    })
+}
+
 /// Every rule of [`validate_metadata`], checked one by one to report the exact error.
 #[cold]
 #[inline(never)]
@@ -583,4 +635,61 @@ pub const fn address_alignment(address: usize) -> usize {
     }
     let a = 1usize << address.trailing_zeros();
     if a > CAP { CAP } else { a }
+}
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests {
+    use super::*;
+    use crate::abi::FLAG_READ_ONLY;
+
+    /// The export fast path agrees with the full validation wherever it answers, and computes
+    /// the same strides.
+    #[test]
+    fn compact_fast_agrees_with_validate_metadata() {
+        let dtypes = [
+            DataType::FLOAT32,
+            DataType::UINT8,
+            DataType::FLOAT16,
+            DataType::COMPLEX128,
+            DataType::BOOL,
+            "float4_e2m1fn".parse().unwrap(),
+            "int4".parse().unwrap(),
+        ];
+        let extents = [0i64, 1, 2, 3, 7, 1 << 20, i64::MAX / 3, -1];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let mut answered = 0;
+        for _ in 0..if cfg!(miri) { 200 } else { 20_000 } {
+            let ndim = next(6);
+            let shape: alloc::vec::Vec<i64> =
+                (0..ndim).map(|_| extents[next(extents.len())]).collect();
+            let dtype = dtypes[next(dtypes.len())];
+            let flags = [0, FLAG_READ_ONLY, FLAG_IS_SUBBYTE_TYPE_PADDED][next(3)];
+            let mut fast = alloc::vec![0i64; ndim];
+            let Some(layout) = compact_fast(dtype, &shape, &mut fast, flags) else {
+                continue;
+            };
+            answered += 1;
+            let mut slow = alloc::vec![0i64; ndim];
+            compact_row_major(&shape, &mut slow).unwrap();
+            assert_eq!(fast, slow, "{shape:?}");
+            let full = validate_metadata(
+                dtype,
+                &shape,
+                Some(&slow),
+                Some(DLPackVersion::CURRENT),
+                flags,
+            );
+            assert_eq!(full, Ok(layout), "{dtype} {shape:?} flags {flags}");
+        }
+        assert!(
+            answered > 1000 || cfg!(miri),
+            "the fast path answered only {answered} times"
+        );
+    }
 }
