@@ -144,6 +144,30 @@ fn transposes_take_the_tiled_path_and_stay_exact() {
     }
 }
 
+/// Copies `t` into `n` u32 slots starting `shift` words past the first `align`-byte boundary of
+/// a buffer, for each shift, and checks every element against `want`.
+fn copy_at_shifts(
+    t: &dlport_core::ManagedTensor,
+    n: usize,
+    align: usize,
+    shifts: &[usize],
+    want: impl Fn(usize) -> u32,
+    what: &str,
+) {
+    let mut backing = vec![0u32; n + 16];
+    let lead = backing.as_ptr().align_offset(align);
+    for &shift in shifts {
+        let out = &mut backing[lead + shift..lead + shift + n];
+        // SAFETY: viewing initialised u32s as bytes.
+        let out_bytes =
+            unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), n * 4) };
+        copy_to_compact(&t.view(), out_bytes).unwrap();
+        for (i, &v) in out.iter().enumerate() {
+            assert_eq!(v, want(i), "{what} +{shift} words: element {i}");
+        }
+    }
+}
+
 /// Transposes of 4-byte elements beyond 8 MiB take the streaming-store path when the
 /// destination is 64-byte aligned and rows are whole cache lines; check it, its unaligned twin and
 /// ragged edges element by element.
@@ -165,24 +189,8 @@ fn large_transposes_stay_exact_with_and_without_streaming_stores() {
             .unwrap();
         // Destinations 64-byte aligned (streamed), 16 bytes past a line (streamed from the
         // first aligned column on), and only 4-byte aligned (not streamed).
-        let mut backing = vec![0u32; n + 16];
-        let lead = backing.as_ptr().align_offset(64);
-        for shift in [lead, lead + 4, lead + 1] {
-            let out = &mut backing[shift..shift + n];
-            // SAFETY: viewing initialised u32s as bytes.
-            let out_bytes =
-                unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), n * 4) };
-            copy_to_compact(&t.view(), out_bytes).unwrap();
-            for r in 0..rows {
-                for c in 0..cols {
-                    assert_eq!(
-                        out[r * cols + c],
-                        src[c * rows + r],
-                        "{rows}x{cols} +{shift} ({r},{c})"
-                    );
-                }
-            }
-        }
+        let want = |i: usize| src[(i % cols) * rows + i / cols];
+        copy_at_shifts(&t, n, 64, &[0, 4, 1], want, &format!("{rows}x{cols}"));
     }
 }
 
@@ -206,24 +214,8 @@ fn large_reversed_rows_stay_exact_with_and_without_streaming_stores() {
             .byte_offset((cols as u64 - 1) * 4)
             .build()
             .unwrap();
-        let mut backing = vec![0u32; n + 4];
-        let lead = backing.as_ptr().align_offset(16);
-        for shift in [lead, lead + 1] {
-            let out = &mut backing[shift..shift + n];
-            // SAFETY: viewing initialised u32s as bytes.
-            let out_bytes =
-                unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), n * 4) };
-            copy_to_compact(&t.view(), out_bytes).unwrap();
-            for r in 0..rows {
-                for c in 0..cols {
-                    assert_eq!(
-                        out[r * cols + c],
-                        src[r * cols + cols - 1 - c],
-                        "{rows}x{cols} +{shift} ({r},{c})"
-                    );
-                }
-            }
-        }
+        let want = |i: usize| src[(i / cols) * cols + cols - 1 - i % cols];
+        copy_at_shifts(&t, n, 16, &[0, 1], want, &format!("{rows}x{cols}"));
     }
 }
 
