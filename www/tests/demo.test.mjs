@@ -212,7 +212,7 @@ test('every spy counts its own call between the markers, and nothing outside the
   assert.deepEqual(inside, { 'tf.dataSync': 1, 'tf.data': 1, 'ort.getData': 1, writeBuffer: 1, mapAsync: 1 });
 });
 
-test('free(), Symbol.dispose and the FinalizationRegistry each run onRelease exactly once', async () => {
+test('free(), Symbol.dispose and the FinalizationRegistry each run onRelease exactly once; a throwing callback is reported', async () => {
   // A string, so that Node's parser (no `using` in Node 20) never sees the page's syntax.
   const counts = await page.evaluate(`(async () => {
     const d = dlport.device();
@@ -224,6 +224,10 @@ test('free(), Symbol.dispose and the FinalizationRegistry each run onRelease exa
     {
       using u = dlport.Tensor.fromGpuBuffer(make(), { shape: [16], onRelease: () => counts.dispose++ });
     }
+    const throwing = dlport.Tensor.fromGpuBuffer(make(), {
+      shape: [16], onRelease: () => { counts.threw = (counts.threw ?? 0) + 1; throw new Error('boom'); },
+    });
+    throwing.free(); // the callback's exception is reported on the console, not rethrown
     (() => { dlport.Tensor.fromGpuBuffer(make(), { shape: [16], onRelease: () => counts.finalized++ }); })();
     for (let i = 0; i < 100 && counts.finalized === 0; i++) {
       gc();
@@ -232,5 +236,6 @@ test('free(), Symbol.dispose and the FinalizationRegistry each run onRelease exa
     return counts;
   })()`);
   // A second free() is refused by wasm-bindgen's glue with an Error (never a second release).
-  assert.deepEqual(counts, { free: 1, dispose: 1, finalized: 1, secondFree: 'null pointer passed to rust' });
+  assert.deepEqual(counts, { free: 1, dispose: 1, finalized: 1, threw: 1, secondFree: 'null pointer passed to rust' });
+  assert.ok(consoleLines.some((l) => l.includes('a fromGpuBuffer onRelease callback threw')), consoleLines.join('\n'));
 });
