@@ -283,25 +283,7 @@ pub(crate) fn checked_dims(
     available: u64,
 ) -> Result<(Dims, layout::Layout), Error> {
     layout::check_ndim(shape.len() as i64)?;
-    checked_dims_owned(
-        dtype,
-        Dims::with_shape(shape),
-        strides,
-        byte_offset,
-        flags,
-        available,
-    )
-}
-
-/// As [`checked_dims`], taking `dims` by value.
-fn checked_dims_owned(
-    dtype: DataType,
-    mut dims: Dims,
-    strides: Option<&[i64]>,
-    byte_offset: u64,
-    flags: u64,
-    available: u64,
-) -> Result<(Dims, layout::Layout), Error> {
+    let mut dims = Dims::with_shape(shape);
     let layout = checked_dims_in_place(dtype, &mut dims, strides, byte_offset, flags, available)?;
     Ok((dims, layout))
 }

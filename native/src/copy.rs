@@ -138,45 +138,25 @@ unsafe fn run(plan: &Plan, src: *const u8, dst: *mut u8) {
         && rows * row_bytes >= sse::STREAM_BYTES
         && (dst as usize) % 16 == 0
         && row_bytes % 16 == 0;
-    let mut index = [0usize; MAX_NDIM];
-    let mut offset: isize = 0;
-    let mut out = dst;
-    for _ in 0..rows {
-        #[cfg(target_arch = "x86_64")]
+    #[cfg(not(target_arch = "x86_64"))]
+    let reverse_stream = false;
+    for_each_plane(outer, |r, offset| {
+        let row = src.wrapping_offset(offset);
+        // SAFETY: row r of the destination starts r × row_bytes in, inside `dst` (contract).
+        let out = unsafe { dst.add(r * row_bytes) };
         if reverse_stream {
-            // SAFETY: as below; `out` is 16-byte aligned because `dst` is and rows are whole
-            // multiples of 16 bytes.
-            unsafe { sse::reverse_4byte_stream(src.wrapping_offset(offset), inner.extent, out) };
-        }
-        #[cfg(target_arch = "x86_64")]
-        let copied = reverse_stream;
-        #[cfg(not(target_arch = "x86_64"))]
-        let copied = false;
-        // SAFETY: `offset` is the source offset of an in-bounds row; `out` advances by exactly
-        // one row per iteration within `dst`.
-        unsafe {
-            if !copied {
-                copy_row(
-                    src.wrapping_offset(offset),
-                    inner.stride,
-                    inner.extent,
-                    elem,
-                    out,
-                );
+            #[cfg(target_arch = "x86_64")]
+            {
+                // SAFETY: as below; `out` is 16-byte aligned because `dst` is and rows are
+                // whole multiples of 16 bytes.
+                unsafe { sse::reverse_4byte_stream(row, inner.extent, out) };
             }
-            out = out.add(row_bytes);
+        } else {
+            // SAFETY: `offset` is the source offset of an in-bounds row; `out` is row r of the
+            // destination.
+            unsafe { copy_row(row, inner.stride, inner.extent, elem, out) };
         }
-        // Odometer over the outer axes, innermost first.
-        for k in (0..outer.len()).rev() {
-            index[k] += 1;
-            offset += outer[k].stride;
-            if index[k] < outer[k].extent {
-                break;
-            }
-            offset -= outer[k].stride * outer[k].extent as isize;
-            index[k] = 0;
-        }
-    }
+    });
     #[cfg(target_arch = "x86_64")]
     if reverse_stream {
         sse::fence();
