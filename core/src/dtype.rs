@@ -117,13 +117,19 @@ impl DataType {
             });
         }
         let expected: Option<&'static str> = match code {
-            TypeCode::INT | TypeCode::UINT | TypeCode::FLOAT => {
-                if self.bits == 0 {
-                    Some("at least 1")
-                } else {
-                    None
-                }
-            }
+            // Widths some producer really sends: sub-byte integers (int1..int7, uint1..uint7:
+            // PyTorch, TVM) and the machine widths. No consumer reads an int12 or a float7.
+            TypeCode::INT | TypeCode::UINT => match self.bits {
+                1..=8 | 16 | 32 | 64 => None,
+                _ => Some("1 to 8, 16, 32 or 64"),
+            },
+            // IEEE binary16/32/64. NumPy never sends its long double (float128 is x87
+            // extended precision padded to 16 bytes, not IEEE: NumPy's __dlpack__ refuses it);
+            // 8-bit floats have their own type codes (7..=14).
+            TypeCode::FLOAT => match self.bits {
+                16 | 32 | 64 => None,
+                _ => Some("16, 32 or 64 (8-bit floats use the float8 type codes)"),
+            },
             TypeCode::OPAQUE_HANDLE => {
                 if self.bits == 0 || self.bits % 8 != 0 {
                     Some("a non-zero multiple of 8")
@@ -138,13 +144,16 @@ impl DataType {
                     None
                 }
             }
-            TypeCode::COMPLEX | TypeCode::BCOMPLEX => {
-                if self.bits == 0 || self.bits % 16 != 0 {
-                    Some("a non-zero multiple of 16")
-                } else {
-                    None
-                }
-            }
+            // complex32 (PyTorch's chalf), complex64, complex128: two IEEE halves each.
+            TypeCode::COMPLEX => match self.bits {
+                32 | 64 | 128 => None,
+                _ => Some("32, 64 or 128"),
+            },
+            // Two bfloat16 halves.
+            TypeCode::BCOMPLEX => match self.bits {
+                32 => None,
+                _ => Some("32"),
+            },
             TypeCode::BOOL => {
                 if self.bits != 8 {
                     Some("8")

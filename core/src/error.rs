@@ -128,6 +128,41 @@ pub enum Error {
     },
     /// Mutable access to a tensor flagged READ_ONLY.
     ReadOnly,
+    /// Mutable access to a tensor whose memory others may also read or write (a no-copy export
+    /// of a backend tensor, or a foreign tensor without IS_COPIED).
+    NotExclusive {
+        /// Who else may touch the memory.
+        access: crate::Access,
+    },
+    /// A flag that the legacy `DLManagedTensor` cannot carry (it has no flags field), so a
+    /// legacy consumer would misread the tensor.
+    FlagNotRepresentable {
+        /// The flag's name (`READ_ONLY`, `IS_SUBBYTE_TYPE_PADDED`).
+        flag: &'static str,
+    },
+    /// An allocation above the caller's limit, refused before anything was allocated.
+    AllocationLimit {
+        /// Bytes the operation needs (exact, even past 64 bits).
+        bytes: u128,
+        /// The limit in force.
+        limit: u64,
+    },
+    /// A copy's destination does not have the compact size of the source.
+    DestinationSize {
+        /// Bytes the compact copy needs.
+        needed: u64,
+        /// Bytes the destination has.
+        available: u64,
+    },
+    /// An option out of its range.
+    InvalidOption {
+        /// The option's name.
+        option: &'static str,
+        /// Its value.
+        value: u64,
+        /// What it must be.
+        expected: &'static str,
+    },
     /// An exported tensor's byte span does not fit inside its storage.
     StorageTooSmall {
         /// Bytes the layout needs, from the storage's start.
@@ -250,6 +285,12 @@ pub enum CopyReason {
         /// The layout found.
         contiguity: Contiguity,
     },
+    /// The consumer's form cannot carry a flag of the tensor (a legacy consumer and
+    /// READ_ONLY or IS_SUBBYTE_TYPE_PADDED).
+    Flag {
+        /// The flag's name.
+        flag: &'static str,
+    },
     /// The target needs a stronger alignment.
     Alignment {
         /// The first element's address.
@@ -269,6 +310,10 @@ impl fmt::Display for CopyReason {
                 f,
                 "the layout is {contiguity}, which the target cannot view"
             ),
+            Self::Flag { flag } => write!(
+                f,
+                "the tensor has {flag}, which a legacy DLManagedTensor cannot carry"
+            ),
             Self::Alignment { address, required } => write!(
                 f,
                 "data + byte_offset = {address:#x} is not {required}-byte aligned, as the target requires"
@@ -279,7 +324,7 @@ impl fmt::Display for CopyReason {
 
 impl Error {
     /// How many distinct codes [`code`](Self::code) returns (codes are `1..=CODE_COUNT`).
-    pub const CODE_COUNT: u32 = 34;
+    pub const CODE_COUNT: u32 = 39;
 
     /// A stable number for this variant (1-based), used by the C ABI and by tests that check
     /// every variant is reachable. Codes are never reused; new variants get new numbers.
@@ -319,6 +364,11 @@ impl Error {
             Self::Backend { .. } => 32,
             Self::DriverNotFound { .. } => 33,
             Self::InvalidStream { .. } => 34,
+            Self::NotExclusive { .. } => 35,
+            Self::FlagNotRepresentable { .. } => 36,
+            Self::AllocationLimit { .. } => 37,
+            Self::InvalidOption { .. } => 38,
+            Self::DestinationSize { .. } => 39,
         }
     }
 }
@@ -372,7 +422,8 @@ impl fmt::Display for Error {
             Self::AddressOverflow { data, byte_offset, lo, hi } => write!(
                 f,
                 "data = {data:#x} with byte_offset = {byte_offset} and span [{lo}, {hi}) \
-                 leaves the address space"
+                 leaves user-space memory (its first byte must be above 0, its last below \
+                 USER_ADDRESS_END): fix data or byte_offset"
             ),
             Self::UnknownTypeCode { code } => write!(
                 f,
@@ -410,6 +461,32 @@ impl fmt::Display for Error {
             Self::ReadOnly => f.write_str(
                 "flags has READ_ONLY set: the producer forbids writes; copy the tensor to modify it",
             ),
+            Self::NotExclusive { access } => write!(
+                f,
+                "the tensor's memory is {access}: a `&mut` slice would alias other handles; copy \
+                 it (CopyPolicy::Always), take the memory with release_ownership, or, if you can \
+                 prove nobody else touches it, call `unsafe assume_exclusive`"
+            ),
+            Self::FlagNotRepresentable { flag } => write!(
+                f,
+                "flags has {flag} set, which a legacy DLManagedTensor cannot carry (a legacy \
+                 consumer would misread or overwrite the data): ask for a versioned tensor \
+                 (max_version >= (1, 0)) or allow a copy"
+            ),
+            Self::AllocationLimit { bytes, limit } => write!(
+                f,
+                "the operation needs {bytes} bytes, above the allocation limit of {limit} bytes; \
+                 nothing was allocated: raise the limit (ImportOptions::max_alloc, \
+                 Registry::set_alloc_limit, dlport_set_alloc_limit) or use a smaller tensor"
+            ),
+            Self::DestinationSize { needed, available } => write!(
+                f,
+                "the destination has {available} bytes, but the compact copy needs {needed}: \
+                 pass a destination of exactly the compact size (compact_bytes)"
+            ),
+            Self::InvalidOption { option, value, expected } => {
+                write!(f, "{option} = {value} is invalid: it must be {expected}")
+            }
             Self::StorageTooSmall { needed, available } => write!(
                 f,
                 "the layout needs {needed} bytes, but the storage has {available}: fix shape, \

@@ -18,7 +18,7 @@ use crate::device::Device;
 use crate::dtype::{DataType, Element, Fp4Convention};
 use crate::error::Error;
 use crate::layout;
-use crate::managed::{ManagedTensor, RawManaged};
+use crate::managed::{Access, ManagedTensor, RawManaged};
 
 /// Memory that can back an exported tensor: a host buffer or a backend allocation.
 ///
@@ -28,8 +28,10 @@ use crate::managed::{ManagedTensor, RawManaged};
 /// - [`data_ptr`](Self::data_ptr) returns the same pointer (or opaque handle, on devices where
 ///   `data` is one) every time, and moving the value does not move the memory behind it;
 /// - at least [`byte_len`](Self::byte_len) bytes are valid behind it on [`device`](Self::device);
-/// - unless [`is_read_only`](Self::is_read_only) is true, whoever holds the exported tensor may
-///   write those bytes: nothing else reads or writes them meanwhile.
+/// - [`access`](Self::access) tells the truth: [`Access::Exclusive`] only if nothing else reads
+///   or writes those bytes while the value lives (whoever holds the export may take `&mut`),
+///   [`Access::ReadOnly`] if others may read them (nobody may write), [`Access::Shared`] if
+///   others may read and write them.
 pub unsafe trait TensorStorage: Send + 'static {
     /// The pointer or handle that becomes `data`. Called once, after the value is in its final
     /// place, with exclusive access.
@@ -40,10 +42,10 @@ pub unsafe trait TensorStorage: Send + 'static {
     fn device(&self) -> Device {
         Device::CPU
     }
-    /// Whether others may read the memory concurrently, so consumers must not write (the export
-    /// then carries READ_ONLY whatever the builder says).
-    fn is_read_only(&self) -> bool {
-        false
+    /// Who else may touch the memory (see [`Access`]). Exclusive by default; a read-only
+    /// storage makes the export READ_ONLY whatever the builder says.
+    fn access(&self) -> Access {
+        Access::Exclusive
     }
 }
 
@@ -70,7 +72,7 @@ unsafe impl<T: Element> TensorStorage for Box<[T]> {
 }
 
 // SAFETY: the Arc's slice does not move; other clones may read it concurrently, so the storage
-// reports read-only and consumers never get write access through the export.
+// reports read-only and nobody gets write access through the export.
 unsafe impl<T: Element> TensorStorage for Arc<[T]> {
     fn data_ptr(&mut self) -> *mut c_void {
         Arc::as_ptr(self) as *const T as *mut c_void
@@ -78,8 +80,8 @@ unsafe impl<T: Element> TensorStorage for Arc<[T]> {
     fn byte_len(&self) -> usize {
         core::mem::size_of_val(&**self)
     }
-    fn is_read_only(&self) -> bool {
-        true
+    fn access(&self) -> Access {
+        Access::ReadOnly
     }
 }
 
@@ -212,7 +214,10 @@ impl<S: TensorStorage> ExportBuilder<S> {
     }
 
     /// Validates and builds a legacy `DLManagedTensor` (for JAX and other legacy-only
-    /// consumers). The legacy form has no flags: READ_ONLY and IS_COPIED cannot be expressed.
+    /// consumers). The legacy form has no flags: a read-only storage or READ_ONLY, and
+    /// IS_SUBBYTE_TYPE_PADDED, are refused with [`Error::FlagNotRepresentable`] (a legacy
+    /// consumer would write into read-only memory, or misread padded elements as packed);
+    /// IS_COPIED is dropped (it only grants rights, so losing it is safe).
     pub fn build_legacy(self) -> Result<ManagedTensor, Error> {
         self.build_as(Form::Legacy)
     }
@@ -226,8 +231,12 @@ impl<S: TensorStorage> ExportBuilder<S> {
             byte_offset,
             mut flags,
         } = self;
-        if storage.is_read_only() {
+        let access = storage.access();
+        if access == Access::ReadOnly {
             flags |= FLAG_READ_ONLY;
+        }
+        if form == Form::Legacy {
+            legacy_representable(flags)?;
         }
         let device = storage.device();
         let mut dims = shape;
@@ -267,9 +276,25 @@ impl<S: TensorStorage> ExportBuilder<S> {
             unsafe { raw.release() };
             return Err(e);
         }
-        // SAFETY: owned, fully initialised, and validated exactly as `from_raw` would.
-        Ok(unsafe { ManagedTensor::from_raw_validated(raw, layout) })
+        // SAFETY: owned, fully initialised, and validated exactly as `from_raw` would; `access`
+        // is the storage's own promise.
+        Ok(unsafe { ManagedTensor::from_raw_validated(raw, layout, access) })
     }
+}
+
+/// Refuses flags that the legacy form cannot carry: READ_ONLY (a legacy consumer would write)
+/// and IS_SUBBYTE_TYPE_PADDED (it would read padded elements as packed). IS_COPIED only grants
+/// rights, so dropping it is safe.
+pub(crate) fn legacy_representable(flags: u64) -> Result<(), Error> {
+    if flags & FLAG_READ_ONLY != 0 {
+        return Err(Error::FlagNotRepresentable { flag: "READ_ONLY" });
+    }
+    if flags & FLAG_IS_SUBBYTE_TYPE_PADDED != 0 {
+        return Err(Error::FlagNotRepresentable {
+            flag: "IS_SUBBYTE_TYPE_PADDED",
+        });
+    }
+    Ok(())
 }
 
 /// Shape followed by strides (compact row-major when `strides` is `None`), validated as a
@@ -361,8 +386,8 @@ unsafe impl TensorStorage for Box<dyn TensorStorage> {
     fn device(&self) -> Device {
         (**self).device()
     }
-    fn is_read_only(&self) -> bool {
-        (**self).is_read_only()
+    fn access(&self) -> Access {
+        (**self).access()
     }
 }
 
@@ -614,8 +639,8 @@ unsafe impl<G: Send + 'static> TensorStorage for Guarded<G> {
     fn device(&self) -> Device {
         self.inner.device()
     }
-    fn is_read_only(&self) -> bool {
-        self.inner.is_read_only()
+    fn access(&self) -> Access {
+        self.inner.access()
     }
 }
 
@@ -630,8 +655,8 @@ impl Reexport {
 }
 
 // SAFETY: `data_ptr` returns the imported tensor's own `data`, which its producer keeps valid
-// until the inner deleter runs, i.e. until this value drops. Writes are allowed only if the
-// import was not READ_ONLY (reported through `is_read_only`).
+// until the inner deleter runs, i.e. until this value drops. The access is the import's own
+// (read-only, shared or exclusive), so a re-export never promises more than its source.
 unsafe impl TensorStorage for Reexport {
     fn data_ptr(&mut self) -> *mut c_void {
         self.0.view().data()
@@ -646,8 +671,12 @@ unsafe impl TensorStorage for Reexport {
     fn device(&self) -> Device {
         self.0.view().device()
     }
-    fn is_read_only(&self) -> bool {
-        self.0.is_read_only()
+    fn access(&self) -> Access {
+        if self.0.is_read_only() {
+            Access::ReadOnly
+        } else {
+            self.0.access()
+        }
     }
 }
 
@@ -661,18 +690,43 @@ impl ManagedTensor {
         self.rewrap(Form::Versioned)
     }
 
-    /// Re-exports as a legacy `DLManagedTensor` (a no-op if it already is one). Flags are lost,
-    /// as the legacy form cannot carry them.
-    pub fn into_legacy(self) -> Result<ManagedTensor, Error> {
-        if !self.is_versioned() {
-            return Ok(self);
+    /// Re-exports as a legacy `DLManagedTensor` (a no-op if it already is one), following
+    /// `copy`. The legacy form has no flags: a read-only tensor (READ_ONLY, or read-only
+    /// storage) or a padded sub-byte one (IS_SUBBYTE_TYPE_PADDED) reaches a legacy consumer
+    /// only as a compact, packed host copy ([`CopyPolicy::IfNeeded`] or
+    /// [`CopyPolicy::Always`]), never by dropping the flag: with [`CopyPolicy::Never`] it is
+    /// refused with [`Error::FlagNotRepresentable`]. IS_COPIED is dropped (it only grants
+    /// rights). The original is released on every path.
+    ///
+    /// [`CopyPolicy::IfNeeded`]: crate::CopyPolicy::IfNeeded
+    /// [`CopyPolicy::Always`]: crate::CopyPolicy::Always
+    /// [`CopyPolicy::Never`]: crate::CopyPolicy::Never
+    pub fn into_legacy(self, copy: crate::CopyPolicy) -> Result<ManagedTensor, Error> {
+        use crate::CopyPolicy;
+        let carried = legacy_representable(self.flags()).and_then(|()| {
+            if self.is_read_only() {
+                Err(Error::FlagNotRepresentable { flag: "READ_ONLY" })
+            } else {
+                Ok(())
+            }
+        });
+        match (carried, copy) {
+            (Ok(()), CopyPolicy::Never | CopyPolicy::IfNeeded) if !self.is_versioned() => Ok(self),
+            (Ok(()), CopyPolicy::Never | CopyPolicy::IfNeeded) => self.rewrap(Form::Legacy),
+            (Err(e), CopyPolicy::Never) => Err(e),
+            (_, _) => {
+                let copied = crate::device::compact_copy(&self.view(), None)?;
+                ExportBuilder::new(copied, self.view().dtype(), self.view().shape()).build_legacy()
+            }
         }
-        self.rewrap(Form::Legacy)
     }
 
     /// Re-exports this tensor (no copy) with `guard` attached: the new deleter drops the guard,
     /// then this tensor (calling its deleter once). Useful to keep a foreign object, a stream
     /// event or a counter alive exactly as long as the consumer holds the tensor.
+    ///
+    /// A legacy re-export of a tensor whose flags the legacy form cannot carry is refused with
+    /// [`Error::FlagNotRepresentable`] (see [`into_legacy`](Self::into_legacy)).
     pub fn reexport_with<G: Send + 'static>(
         self,
         guard: G,
@@ -681,8 +735,13 @@ impl ManagedTensor {
         let form = if versioned {
             Form::Versioned
         } else {
+            legacy_representable(self.flags())?;
+            if self.is_read_only() {
+                return Err(Error::FlagNotRepresentable { flag: "READ_ONLY" });
+            }
             Form::Legacy
         };
+        let access = self.access();
         let parts = self.parts();
         let raw = assemble(
             Guarded {
@@ -693,7 +752,7 @@ impl ManagedTensor {
             form,
         );
         // SAFETY: a fresh, owned export of an already validated tensor.
-        unsafe { ManagedTensor::from_raw(raw) }
+        Ok(unsafe { ManagedTensor::from_raw(raw) }?.with_access(access))
     }
 
     fn parts(&self) -> Parts {
@@ -708,9 +767,10 @@ impl ManagedTensor {
     }
 
     fn rewrap(self, form: Form) -> Result<ManagedTensor, Error> {
+        let access = self.access();
         let parts = self.parts();
         let raw = assemble(Reexport(self), parts, form);
         // SAFETY: a fresh, owned export of an already validated tensor.
-        unsafe { ManagedTensor::from_raw(raw) }
+        Ok(unsafe { ManagedTensor::from_raw(raw) }?.with_access(access))
     }
 }

@@ -411,15 +411,20 @@ pub fn element_count(shape: &[i64]) -> Result<u64, Error> {
     }
 }
 
-/// Writes the compact row-major strides of `shape` into `out` (same length).
+/// Writes the compact row-major strides of `shape` into `out` (same length). A tensor with a
+/// zero extent holds no element, so its strides never matter and never overflow: they
+/// saturate (an empty `[i64::MAX, i64::MAX, 0]` is as valid to copy as to import).
 pub fn compact_row_major(shape: &[i64], out: &mut [i64]) -> Result<(), Error> {
+    let empty = shape.contains(&0);
     let mut acc: i64 = 1;
     for axis in (0..shape.len()).rev() {
         out[axis] = acc;
         let extent = shape[axis];
-        acc = acc
-            .checked_mul(extent.max(1))
-            .ok_or(Error::ElementCountOverflow { axis, extent })?;
+        acc = match acc.checked_mul(extent.max(1)) {
+            Some(v) => v,
+            None if empty => i64::MAX,
+            None => return Err(Error::ElementCountOverflow { axis, extent }),
+        };
     }
     Ok(())
 }
@@ -437,6 +442,8 @@ fn span_and_contiguity(
     let mut c = true;
     let mut expected: i64 = 1;
     let mut nonunit = 0usize;
+    // The axis that reaches farthest: the culprit when the span overflows in bytes.
+    let (mut culprit, mut farthest) = (shape.len().saturating_sub(1), 0u64);
     for axis in (0..shape.len()).rev() {
         let (extent, stride) = (shape[axis], strides[axis]);
         if extent > 1 {
@@ -449,6 +456,9 @@ fn span_and_contiguity(
             let Some(reach) = (extent - 1).checked_mul(stride) else {
                 return Err(span_overflow(axis, extent, stride));
             };
+            if reach.unsigned_abs() >= farthest {
+                (culprit, farthest) = (axis, reach.unsigned_abs());
+            }
             let sum = if reach < 0 {
                 lo.checked_add(reach)
             } else {
@@ -467,7 +477,10 @@ fn span_and_contiguity(
         (true, _) => Contiguity::RowMajor,
         (false, _) => contiguity(shape, strides),
     };
-    Ok((bytes_of(lo, hi, element_bits, shape, strides)?, contiguity))
+    Ok((
+        bytes_of(lo, hi, element_bits, shape, strides, culprit)?,
+        contiguity,
+    ))
 }
 
 #[cold]
@@ -479,7 +492,8 @@ fn span_overflow(axis: usize, extent: i64, stride: i64) -> Error {
     }
 }
 
-/// Element offsets `[lo, hi]` → the byte span (floor for `lo`, ceil for the end).
+/// Element offsets `[lo, hi]` → the byte span (floor for `lo`, ceil for the end). An
+/// overflow is blamed on `culprit`, the axis that reaches farthest.
 #[inline]
 fn bytes_of(
     lo: i64,
@@ -487,14 +501,14 @@ fn bytes_of(
     element_bits: u32,
     shape: &[i64],
     strides: &[i64],
+    culprit: usize,
 ) -> Result<ByteSpan, Error> {
     let bits = i64::from(element_bits);
     let overflow = || {
-        let last = shape.len().saturating_sub(1);
         span_overflow(
-            last,
-            shape.get(last).copied().unwrap_or(1),
-            strides.get(last).copied().unwrap_or(1),
+            culprit,
+            shape.get(culprit).copied().unwrap_or(1),
+            strides.get(culprit).copied().unwrap_or(1),
         )
     };
     let lo_bits = lo.checked_mul(bits).ok_or_else(overflow)?;
@@ -511,38 +525,24 @@ fn bytes_of(
 /// The byte span of a non-empty tensor, relative to its first element.
 pub fn element_span(shape: &[i64], strides: &[i64], element_bits: u32) -> Result<ByteSpan, Error> {
     let (mut lo, mut hi) = (0i64, 0i64);
+    let (mut culprit, mut farthest) = (shape.len().saturating_sub(1), 0u64);
     for (axis, (&extent, &stride)) in shape.iter().zip(strides).enumerate() {
-        let overflow = Error::SpanOverflow {
-            axis,
-            extent,
-            stride,
-        };
         // extent ≥ 1 here (the tensor is not empty); an extent-1 axis contributes nothing,
         // whatever its stride.
-        let reach = (extent - 1).checked_mul(stride).ok_or(overflow.clone())?;
-        if reach < 0 {
-            lo = lo.checked_add(reach).ok_or(overflow)?;
-        } else {
-            hi = hi.checked_add(reach).ok_or(overflow)?;
+        let reach = (extent - 1)
+            .checked_mul(stride)
+            .ok_or_else(|| span_overflow(axis, extent, stride))?;
+        if reach.unsigned_abs() > farthest {
+            (culprit, farthest) = (axis, reach.unsigned_abs());
         }
+        let sum = if reach < 0 {
+            lo.checked_add(reach).map(|v| lo = v)
+        } else {
+            hi.checked_add(reach).map(|v| hi = v)
+        };
+        sum.ok_or_else(|| span_overflow(axis, extent, stride))?;
     }
-    // Element indices [lo, hi] → bits → bytes (floor for lo, ceil for the end).
-    let bits = i64::from(element_bits);
-    let last = shape.len().saturating_sub(1);
-    let overflow = || Error::SpanOverflow {
-        axis: last,
-        extent: shape.get(last).copied().unwrap_or(1),
-        stride: strides.get(last).copied().unwrap_or(1),
-    };
-    let lo_bits = lo.checked_mul(bits).ok_or_else(overflow)?;
-    let end_bits = hi
-        .checked_add(1)
-        .and_then(|e| e.checked_mul(bits))
-        .ok_or_else(overflow)?;
-    Ok(ByteSpan {
-        lo: lo_bits.div_euclid(8),
-        hi: end_bits.div_euclid(8) + i64::from(end_bits.rem_euclid(8) != 0),
-    })
+    bytes_of(lo, hi, element_bits, shape, strides, culprit)
 }
 
 /// Classifies the layout of a non-empty tensor.
@@ -600,7 +600,36 @@ pub fn contiguity(shape: &[i64], strides: &[i64]) -> Contiguity {
     Contiguity::Permuted
 }
 
-/// Checks that `data + byte_offset + [lo, hi)` stays inside this machine's address space.
+/// One past the highest user-space address of this platform: the first and last byte of a
+/// host tensor must lie below it (and above 0). The platform conditions are named once, here:
+/// x86_64 and riscv64 Linux reach 2^56 with 5-level paging (Sv57); aarch64 reaches 2^52 (LVA),
+/// with the top byte ignored (TBI, used by tagged heap pointers); other 64-bit targets keep the
+/// `isize::MAX` rule; 32-bit targets use their whole (wrapping-free) address range.
+pub const USER_ADDRESS_END: u64 = {
+    cfg_if::cfg_if! {
+        if #[cfg(any(target_arch = "x86_64", target_arch = "riscv64"))] {
+            1 << 56
+        } else if #[cfg(target_arch = "aarch64")] {
+            1 << 52
+        } else if #[cfg(target_pointer_width = "64")] {
+            1 << 63
+        } else {
+            1 << 32
+        }
+    }
+};
+
+/// Bits of an address that carry a tag rather than a location (aarch64's top byte).
+const ADDRESS_TAG_MASK: u64 = if cfg!(target_arch = "aarch64") {
+    0xff << 56
+} else {
+    0
+};
+
+/// Checks that `data + byte_offset + [lo, hi)` is user-space memory: the first byte above 0,
+/// the last below [`USER_ADDRESS_END`], and the whole range at most `isize::MAX` bytes (Rust's
+/// rule for any object). A tensor that passes can be read without leaving the address space;
+/// `byte_offset = 2^63` over a valid buffer cannot.
 #[inline]
 pub fn check_address(data: usize, byte_offset: u64, span: ByteSpan) -> Result<(), Error> {
     let fail = || Error::AddressOverflow {
@@ -609,22 +638,15 @@ pub fn check_address(data: usize, byte_offset: u64, span: ByteSpan) -> Result<()
         lo: span.lo,
         hi: span.hi,
     };
-    let first = u64::try_from(data)
-        .ok()
-        .and_then(|d| d.checked_add(byte_offset))
-        .and_then(|a| usize::try_from(a).ok())
-        .ok_or_else(fail)?;
-    let start = first
-        .checked_add_signed(span.lo as isize)
-        .filter(|_| isize::try_from(span.lo).is_ok());
-    let end = isize::try_from(span.hi)
-        .ok()
-        .and_then(|hi| first.checked_add_signed(hi));
-    match (start, end) {
-        // A Rust slice, and any object the host can address, is at most isize::MAX bytes.
-        (Some(start), Some(end)) if end - start <= isize::MAX as usize => Ok(()),
-        _ => Err(fail()),
-    }
+    let untagged = data as u64 & !ADDRESS_TAG_MASK;
+    let first = i128::from(untagged) + i128::from(byte_offset);
+    let start = first + i128::from(span.lo);
+    let end = first + i128::from(span.hi);
+    let fits = start > 0
+        && end <= i128::from(USER_ADDRESS_END)
+        && end - start <= isize::MAX as i128
+        && start <= end;
+    if fits { Ok(()) } else { Err(fail()) }
 }
 
 /// The largest power of two dividing `address` (capped at 4096; `address` 0 counts as 4096).

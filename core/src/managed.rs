@@ -60,6 +60,62 @@ impl RawManaged {
     }
 }
 
+/// Who else may touch a tensor's memory while its holder has it, and so what the holder may do.
+///
+/// dlport's aliasing model (see `DESIGN.md`): Rust code gets `&mut [T]` into a tensor only
+/// with proof that nobody else reads or writes those bytes meanwhile ([`Access::Exclusive`]).
+/// The proof is either the construction (dlport built the export from storage it owned alone,
+/// or copied the data, or took the memory with `release_ownership`) or the producer's word
+/// (`IS_COPIED`: the consumer owns the data alone until it calls the deleter). Everything else
+/// is shared (a PyTorch tensor and the NumPy array viewing it both stay writable, as DLPack
+/// allows) or read-only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Access {
+    /// Nobody else reads or writes the bytes while the holder has them: writable through
+    /// `&mut [T]` (unless READ_ONLY is set).
+    Exclusive,
+    /// Other handles may read and write the same bytes (DLPack's ordinary shared memory).
+    /// Foreign consumers may write (READ_ONLY is not set), but dlport never hands out
+    /// `&mut [T]` into it.
+    Shared,
+    /// Other handles may read the bytes and nobody writes them: READ_ONLY.
+    ReadOnly,
+}
+
+impl core::fmt::Display for Access {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Self::Exclusive => "exclusive",
+            Self::Shared => "shared with other handles (no IS_COPIED, or a no-copy export)",
+            Self::ReadOnly => "read-only (READ_ONLY)",
+        })
+    }
+}
+
+impl Access {
+    /// What a foreign producer's flags prove: READ_ONLY → read-only; IS_COPIED → exclusive;
+    /// otherwise shared.
+    pub const fn from_flags(flags: u64) -> Self {
+        if flags & FLAG_READ_ONLY != 0 {
+            Self::ReadOnly
+        } else if flags & FLAG_IS_COPIED != 0 {
+            Self::Exclusive
+        } else {
+            Self::Shared
+        }
+    }
+
+    /// The weaker of two accesses (a view of a view is at most what its source allows).
+    pub const fn min(self, other: Self) -> Self {
+        match (self, other) {
+            (Self::ReadOnly, _) | (_, Self::ReadOnly) => Self::ReadOnly,
+            (Self::Shared, _) | (_, Self::Shared) => Self::Shared,
+            _ => Self::Exclusive,
+        }
+    }
+}
+
 /// Calls the deleter when dropped: the guard held from the moment ownership is taken.
 struct Releaser(RawManaged);
 
@@ -93,6 +149,7 @@ pub struct ManagedTensor {
     layout: Layout,
     version: Option<DLPackVersion>,
     flags: u64,
+    access: Access,
 }
 
 impl core::fmt::Debug for Releaser {
@@ -135,6 +192,7 @@ impl ManagedTensor {
             layout,
             version: Some(version),
             flags,
+            access: Access::from_flags(flags),
         })
     }
 
@@ -153,6 +211,8 @@ impl ManagedTensor {
             layout,
             version: None,
             flags: 0,
+            // A legacy tensor carries no flags, so nothing proves exclusivity.
+            access: Access::Shared,
         })
     }
 
@@ -161,9 +221,14 @@ impl ManagedTensor {
     /// # Safety
     /// `raw` is owned, was produced by dlport's own export, and its fields passed
     /// [`layout::validate`](crate::layout::validate) with the result `layout` (version 1.3 and
-    /// its flags for the versioned form, legacy otherwise).
+    /// its flags for the versioned form, legacy otherwise); `access` is what its storage
+    /// guarantees.
     #[cfg(feature = "alloc")]
-    pub(crate) unsafe fn from_raw_validated(raw: RawManaged, layout: Layout) -> Self {
+    pub(crate) unsafe fn from_raw_validated(
+        raw: RawManaged,
+        layout: Layout,
+        access: Access,
+    ) -> Self {
         let (version, flags) = match raw {
             // SAFETY: a live tensor (contract).
             RawManaged::Versioned(p) => unsafe {
@@ -171,11 +236,17 @@ impl ManagedTensor {
             },
             RawManaged::Legacy(_) => (None, 0),
         };
+        let access = if flags & FLAG_READ_ONLY != 0 {
+            Access::ReadOnly
+        } else {
+            access
+        };
         Self {
             owner: Releaser(raw),
             layout,
             version,
             flags,
+            access,
         }
     }
 
@@ -191,6 +262,19 @@ impl ManagedTensor {
             // SAFETY: forwarded contract.
             RawManaged::Legacy(p) => unsafe { Self::from_raw_legacy(p.as_ptr()) },
         }
+    }
+
+    /// The same owner with the access its source guarantees (re-exports of dlport's own
+    /// tensors keep what they had: a legacy wrapper of an exclusive export stays exclusive, a
+    /// legacy wrapper of read-only storage stays read-only).
+    #[cfg(feature = "alloc")]
+    pub(crate) fn with_access(mut self, access: Access) -> Self {
+        self.access = if self.flags & FLAG_READ_ONLY != 0 {
+            Access::ReadOnly
+        } else {
+            access
+        };
+        self
     }
 
     /// Gives ownership back without calling the deleter: the caller must release the pointer
@@ -244,10 +328,41 @@ impl ManagedTensor {
         self.flags
     }
 
-    /// `READ_ONLY` is set: [`as_mut_slice`](Self::as_mut_slice) refuses.
+    /// `READ_ONLY` is set, or the memory is read-only for another reason (an export of shared
+    /// storage such as `Arc<[T]>`, also after a conversion to the legacy form):
+    /// [`as_mut_slice`](Self::as_mut_slice) refuses.
     #[inline]
     pub fn is_read_only(&self) -> bool {
-        self.flags & FLAG_READ_ONLY != 0
+        self.flags & FLAG_READ_ONLY != 0 || self.access == Access::ReadOnly
+    }
+
+    /// Who else may touch the memory: see [`Access`].
+    #[inline]
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    /// Whether nobody else reads or writes the memory: the condition of
+    /// [`as_mut_slice`](Self::as_mut_slice).
+    #[inline]
+    pub fn is_exclusive(&self) -> bool {
+        self.access == Access::Exclusive
+    }
+
+    /// Declares that nobody else reads or writes this tensor's memory until it is dropped, so
+    /// [`as_mut_slice`](Self::as_mut_slice) may hand out `&mut`. Refused with
+    /// [`Error::ReadOnly`] when the tensor is read-only.
+    ///
+    /// # Safety
+    /// Until this owner is dropped or handed back with [`into_raw`](Self::into_raw), no other
+    /// handle (the producer's own tensor, another export of the same memory, another thread or
+    /// process) reads or writes the bytes of this tensor.
+    pub unsafe fn assume_exclusive(&mut self) -> Result<(), Error> {
+        if self.is_read_only() {
+            return Err(Error::ReadOnly);
+        }
+        self.access = Access::Exclusive;
+        Ok(())
     }
 
     /// `IS_COPIED` is set: this consumer owns the data alone until the deleter runs.
@@ -262,11 +377,14 @@ impl ManagedTensor {
         self.view().as_slice()
     }
 
-    /// The elements as a mutable slice. Refused with [`Error::ReadOnly`] when the producer set
-    /// READ_ONLY, and for the same reasons as [`TensorRef::as_slice`].
+    /// The elements as a mutable slice, only with proof of exclusivity ([`Access`]): refused
+    /// with [`Error::ReadOnly`] for read-only memory, with [`Error::NotExclusive`] when other
+    /// handles may touch the memory, and for the same reasons as [`TensorRef::as_slice`].
     pub fn as_mut_slice<T: Element>(&mut self) -> Result<&mut [T], Error> {
-        if self.is_read_only() {
-            return Err(Error::ReadOnly);
+        match self.access {
+            _ if self.is_read_only() => return Err(Error::ReadOnly),
+            Access::Exclusive => {}
+            access => return Err(Error::NotExclusive { access }),
         }
         let view = self.view();
         let len = view.as_slice::<T>()?.len();
@@ -276,8 +394,9 @@ impl ManagedTensor {
         if len == 0 {
             return Ok(&mut []);
         }
-        // SAFETY: the slice covers exactly the tensor's elements, which we own exclusively
-        // through `&mut self` (DLPack hands the consumer the buffer; READ_ONLY is not set), and
+        // SAFETY: the slice covers exactly the tensor's elements; `Access::Exclusive` (checked
+        // above) means nobody else reads or writes them while this owner lives, and `&mut self`
+        // makes this the only borrow through the owner; and
         // a row-major contiguous layout has no overlapping elements.
         Ok(unsafe { core::slice::from_raw_parts_mut(ptr, len) })
     }

@@ -425,11 +425,21 @@ impl<'a> TensorRef<'a> {
         }))
     }
 
-    /// Copies the elements out in row-major order, whatever the layout.
+    /// Copies the elements out in row-major order, whatever the layout. The size is checked
+    /// against the process-wide [`alloc_limit`](crate::alloc_limit) and allocated fallibly.
     #[cfg(feature = "alloc")]
     pub fn to_vec<T: Element>(&self) -> Result<alloc::vec::Vec<T>, Error> {
+        let bytes = u128::from(self.layout.numel) * core::mem::size_of::<T>() as u128;
+        crate::check_alloc(bytes, None)?;
         if let Ok(slice) = self.as_slice::<T>() {
-            return Ok(slice.to_vec());
+            let mut out = alloc::vec::Vec::new();
+            out.try_reserve_exact(slice.len())
+                .map_err(|_| Error::AllocationFailed {
+                    bytes: bytes as u64,
+                    align: core::mem::align_of::<T>(),
+                })?;
+            out.extend_from_slice(slice);
+            return Ok(out);
         }
         if !self.device.is_host_accessible() {
             return Err(Error::NotHostAccessible {

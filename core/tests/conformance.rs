@@ -483,7 +483,121 @@ fn table() -> Vec<(Case, Expect)> {
                 hi: 16,
             }),
         ),
+        (
+            case("byte_offset = 2^63 over a valid buffer leaves user space")
+                .shape(&[4])
+                .strides(&[1])
+                .byte_offset(1 << 63)
+                .data(Data::Addr(0x10_0000)),
+            Expect::Err(Error::AddressOverflow {
+                data: 0x10_0000,
+                byte_offset: 1 << 63,
+                lo: 0,
+                hi: 16,
+            }),
+        ),
+        (
+            case("the last byte at USER_ADDRESS_END is past user space")
+                .shape(&[4])
+                .strides(&[1])
+                .data(Data::Addr(layout::USER_ADDRESS_END as usize - 8)),
+            Expect::Err(Error::AddressOverflow {
+                data: layout::USER_ADDRESS_END as usize - 8,
+                byte_offset: 0,
+                lo: 0,
+                hi: 16,
+            }),
+        ),
+        (
+            case("the last byte just below USER_ADDRESS_END is user space")
+                .shape(&[4])
+                .strides(&[1])
+                .data(Data::Addr(layout::USER_ADDRESS_END as usize - 16)),
+            ok(4, Both, (0, 16), &[1]),
+        ),
+        (
+            case("a first byte at address 0 is not user space")
+                .shape(&[4])
+                .strides(&[-1])
+                .data(Data::Addr(12)),
+            Expect::Err(Error::AddressOverflow {
+                data: 12,
+                byte_offset: 0,
+                lo: -12,
+                hi: 4,
+            }),
+        ),
+        (
+            case("a byte-span overflow blames the axis that reaches farthest (axis 0)")
+                .shape(&[2, 3])
+                .strides(&[1 << 62, 1]),
+            Expect::Err(Error::SpanOverflow {
+                axis: 0,
+                extent: 2,
+                stride: 1 << 62,
+            }),
+        ),
+        (
+            case("an empty tensor whose other extents overflow is valid")
+                .shape(&[i64::MAX, i64::MAX, 0])
+                .strides(&[1, 1, 1]),
+            ok(0, Both, (0, 0), &[1, 1, 1]),
+        ),
         // ── dtypes ──
+        (
+            case("kDLFloat with 7 bits: no consumer reads it")
+                .shape(&[1])
+                .strides(&[1])
+                .dtype(TypeCode::FLOAT, 7, 1),
+            Expect::Err(Error::InvalidBits {
+                dtype: DataType::new(TypeCode::FLOAT, 7, 1),
+                expected: "16, 32 or 64 (8-bit floats use the float8 type codes)",
+            }),
+        ),
+        (
+            case("kDLFloat with 33 bits")
+                .shape(&[1])
+                .strides(&[1])
+                .dtype(TypeCode::FLOAT, 33, 1),
+            Expect::Err(Error::InvalidBits {
+                dtype: DataType::new(TypeCode::FLOAT, 33, 1),
+                expected: "16, 32 or 64 (8-bit floats use the float8 type codes)",
+            }),
+        ),
+        (
+            case("kDLFloat with 128 bits (NumPy's long double is never sent)")
+                .shape(&[1])
+                .strides(&[1])
+                .dtype(TypeCode::FLOAT, 128, 1),
+            Expect::Err(Error::InvalidBits {
+                dtype: DataType::new(TypeCode::FLOAT, 128, 1),
+                expected: "16, 32 or 64 (8-bit floats use the float8 type codes)",
+            }),
+        ),
+        (
+            case("kDLInt with 12 bits")
+                .shape(&[1])
+                .strides(&[1])
+                .dtype(TypeCode::INT, 12, 1),
+            Expect::Err(Error::InvalidBits {
+                dtype: DataType::new(TypeCode::INT, 12, 1),
+                expected: "1 to 8, 16, 32 or 64",
+            }),
+        ),
+        (
+            case("uint7 (PyTorch) is a real sub-byte width")
+                .shape(&[8])
+                .strides(&[1])
+                .dtype(TypeCode::UINT, 7, 1),
+            ok(8, Both, (0, 7), &[1]),
+        ),
+        (
+            case("complex32 (PyTorch's chalf)")
+                .shape(&[2])
+                .strides(&[1])
+                .dtype(TypeCode::COMPLEX, 32, 1),
+            ok(2, Both, (0, 8), &[1]),
+        ),
         (
             case("unknown type code")
                 .shape(&[1])
@@ -548,7 +662,7 @@ fn table() -> Vec<(Case, Expect)> {
                 .dtype(TypeCode::INT, 0, 1),
             Expect::Err(Error::InvalidBits {
                 dtype: DataType::new(TypeCode::INT, 0, 1),
-                expected: "at least 1",
+                expected: "1 to 8, 16, 32 or 64",
             }),
         ),
         (
@@ -628,7 +742,7 @@ fn table() -> Vec<(Case, Expect)> {
                 .dtype(TypeCode::COMPLEX, 24, 1),
             Expect::Err(Error::InvalidBits {
                 dtype: DataType::new(TypeCode::COMPLEX, 24, 1),
-                expected: "a non-zero multiple of 16",
+                expected: "32, 64 or 128",
             }),
         ),
         // ── versions and flags ──
@@ -889,6 +1003,52 @@ fn all_reached_errors() -> Vec<Error> {
         .build()
         .unwrap();
     errors.push(r.from_dlpack(ext, &ImportOptions::default()).unwrap_err());
+    // Aliasing: a no-copy export of a backend tensor shares its buffer: no `&mut`.
+    {
+        use dlport_core::device::{ExportOptions, ImportOptions};
+        let reg = dlport_core::Registry::with_cpu();
+        let src = ExportBuilder::from_vec(vec![1.0f32; 4], &[4])
+            .build()
+            .unwrap();
+        let t = reg.from_dlpack(src, &ImportOptions::default()).unwrap();
+        let mut e = reg.to_dlpack(&t, &ExportOptions::versioned()).unwrap();
+        errors.push(e.as_mut_slice::<f32>().unwrap_err());
+        // Legacy: READ_ONLY cannot be carried.
+        let ro = ExportBuilder::from_vec(vec![1.0f32; 4], &[4])
+            .read_only(true)
+            .build()
+            .unwrap();
+        errors.push(ro.into_legacy(dlport_core::CopyPolicy::Never).unwrap_err());
+        // Allocation limit: one byte broadcast to 2^40 elements.
+        let one = ExportBuilder::from_vec(vec![7u8], &[1 << 40])
+            .strides(&[0])
+            .build()
+            .unwrap();
+        let opts = ImportOptions {
+            copy: dlport_core::CopyPolicy::Always,
+            max_alloc: Some(1 << 20),
+            ..ImportOptions::default()
+        };
+        errors.push(reg.from_dlpack(one, &opts).unwrap_err());
+        // Options: an alignment that is not a power of two.
+        let src = ExportBuilder::from_vec(vec![1.0f32; 4], &[4])
+            .build()
+            .unwrap();
+        let opts = ImportOptions {
+            requirements: Some(dlport_core::device::ViewRequirements {
+                layout: dlport_core::device::LayoutNeed::Any,
+                alignment: 3,
+            }),
+            ..ImportOptions::default()
+        };
+        errors.push(reg.from_dlpack(src, &opts).unwrap_err());
+        // A copy into a destination of the wrong size.
+        let src = ExportBuilder::from_vec(vec![1.0f32; 4], &[4])
+            .build()
+            .unwrap();
+        let mut dst = [0u8; 15];
+        errors.push(dlport_core::device::copy_to_compact(&src.view(), &mut dst).unwrap_err());
+    }
     errors
 }
 

@@ -10,7 +10,7 @@ use dlport_core::abi::{
     DLManagedTensor, DLManagedTensorVersioned, DLTensor, FLAG_IS_COPIED, FLAG_READ_ONLY,
 };
 use dlport_core::{
-    DLPackVersion, DataType, Device, Error, ExportBuilder, ManagedTensor, TensorStorage,
+    CopyPolicy, DLPackVersion, DataType, Device, Error, ExportBuilder, ManagedTensor, TensorStorage,
 };
 
 /// A foreign producer: a heap block holding the managed struct, its arrays and a counter.
@@ -290,6 +290,16 @@ fn writes_through_as_mut_slice_reach_the_producer() {
     let raw = versioned(&n, |_| {});
     // SAFETY: fresh producer tensor.
     let mut t = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    // A foreign tensor without IS_COPIED proves no exclusivity: `&mut` is refused …
+    assert_eq!(
+        t.as_mut_slice::<f32>().unwrap_err(),
+        Error::NotExclusive {
+            access: dlport_core::Access::Shared
+        }
+    );
+    // … until the caller vouches for it (this test's producer keeps no other handle).
+    // SAFETY: nothing else reads or writes the producer's buffer while `t` lives.
+    unsafe { t.assume_exclusive() }.unwrap();
     t.as_mut_slice::<f32>().unwrap()[5] = 42.0;
     assert_eq!(t.view().get::<f32>(&[1, 2]).unwrap(), Some(42.0));
 }
@@ -381,7 +391,7 @@ fn legacy_versioned_conversion_keeps_one_release() {
     let v = t.into_versioned().unwrap();
     assert!(v.is_versioned());
     assert_eq!(v.view().data(), addr, "conversion must not copy");
-    let back = v.into_legacy().unwrap();
+    let back = v.into_legacy(CopyPolicy::Never).unwrap();
     assert!(!back.is_versioned());
     assert_eq!(back.as_slice::<f32>().unwrap(), &[0., 1., 2., 3., 4., 5.]);
     assert_eq!(n.load(Ordering::SeqCst), 0);
@@ -441,11 +451,12 @@ fn a_huge_broadcast_tensor_is_an_error_not_an_abort() {
     assert_eq!(t.view().numel(), 1 << 62);
     assert_eq!(t.view().get::<f32>(&[(1 << 62) - 1]).unwrap(), Some(1.0));
     let err = t.view().to_vec::<f32>().unwrap_err();
+    // The exact size (2^64 bytes, past u64), not a wrapped or saturated number.
     assert_eq!(
         err,
-        Error::AllocationFailed {
-            bytes: u64::MAX,
-            align: 4
+        Error::AllocationLimit {
+            bytes: 1 << 64,
+            limit: isize::MAX as u64
         }
     );
     let copy = dlport_core::Registry::with_cpu().from_dlpack(
@@ -455,5 +466,11 @@ fn a_huge_broadcast_tensor_is_an_error_not_an_abort() {
             ..Default::default()
         },
     );
-    assert!(matches!(copy.unwrap_err(), Error::AllocationFailed { .. }));
+    assert_eq!(
+        copy.unwrap_err(),
+        Error::AllocationLimit {
+            bytes: 1 << 64,
+            limit: isize::MAX as u64
+        }
+    );
 }

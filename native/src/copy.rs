@@ -62,21 +62,23 @@ impl Plan {
 }
 
 /// Copies every element of a host-accessible tensor, in row-major order, into `dst`, which must
-/// hold exactly the tensor's compact size. Any strides (negative, zero, permuted) and any
-/// whole-byte element size; packed sub-byte tensors must be row-major contiguous.
+/// hold exactly the tensor's compact size (`compact_bytes`). Any strides (negative, zero,
+/// permuted) and any element size; sub-byte elements (packed or padded) come out packed.
 pub fn copy_to_compact(src: &TensorRef<'_>, dst: &mut [u8]) -> Result<(), Error> {
     if !src.device().is_host_accessible() {
         return Err(Error::NotHostAccessible {
             device: src.device(),
         });
     }
-    let needed = src
-        .dtype()
-        .bytes_for(src.numel(), src.is_subbyte_padded())
-        .unwrap_or(u64::MAX);
-    if needed != dst.len() as u64 {
-        return Err(Error::StorageTooSmall {
-            needed,
+    if src.dtype().is_sub_byte() {
+        // Packed or padded sub-byte elements: the core's bit gather, which packs them (the
+        // one definition of a compact sub-byte tensor).
+        return dlport_core::device::copy_to_compact(src, dst);
+    }
+    let needed = u128::from(src.numel()) * u128::from(src.dtype().storage_bits(false) / 8);
+    if needed != dst.len() as u128 {
+        return Err(Error::DestinationSize {
+            needed: u64::try_from(needed).unwrap_or(u64::MAX),
             available: dst.len() as u64,
         });
     }
@@ -88,11 +90,6 @@ pub fn copy_to_compact(src: &TensorRef<'_>, dst: &mut [u8]) -> Result<(), Error>
         return Ok(());
     }
     let bits = src.layout().element_bits;
-    if bits % 8 != 0 {
-        return Err(Error::NotContiguous {
-            contiguity: src.contiguity(),
-        });
-    }
     let plan = Plan::new(src.shape(), src.strides(), (bits / 8) as usize);
     let base = (src.data() as *const u8).wrapping_add(src.byte_offset() as usize);
     // SAFETY: `base` plus every offset the plan produces for in-bounds indices stays inside the

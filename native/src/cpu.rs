@@ -35,7 +35,8 @@ impl CpuBackend {
         )
     }
 
-    /// Copies any host-accessible tensor into a new compact, 64-byte-aligned one.
+    /// Copies any host-accessible tensor into a new compact, 64-byte-aligned one (sub-byte
+    /// elements packed, whether the source was packed or padded).
     pub fn compact(src: &TensorRef<'_>) -> Result<Tensor, Error> {
         let t = Self::zeros(src.dtype(), src.shape())?;
         let len = compact_bytes(src.dtype(), src.shape())?;

@@ -235,8 +235,37 @@ pub struct DlportImportOptions {
     pub copy: i32,
     /// 0 any layout, 1 dense (any axis order), 2 row-major contiguous.
     pub layout: i32,
-    /// Required alignment of the first element in bytes (0 or 1: none).
+    /// Required alignment of the first element in bytes (0 or 1: none; a power of two up to
+    /// 2^30). A copy made for the import is aligned to it too.
     pub alignment: u32,
+    /// The most bytes a copy made for this import may allocate (0: the process default, see
+    /// `dlport_set_alloc_limit`).
+    pub max_alloc_bytes: u64,
+}
+
+/// The C ABI's allocation limit (0: the native registry's default, the machine's memory).
+static ALLOC_LIMIT: AtomicU64 = AtomicU64::new(0);
+
+/// The limit for a call that gives `per_call` (0: none given).
+fn alloc_limit(per_call: u64) -> Option<u64> {
+    [per_call, ALLOC_LIMIT.load(Ordering::Relaxed)]
+        .into_iter()
+        .find(|&l| l != 0)
+}
+
+/// Sets the most bytes any copy or allocation made by the C ABI may take (0: back to the
+/// default, the machine's memory as the native registry measures it: physical memory, the
+/// cgroup limit and RLIMIT_AS, whichever is smallest). Above it a call fails with
+/// `DLPORT_ERR_ALLOCATION_LIMIT` naming the size and the limit, before anything is allocated.
+#[unsafe(no_mangle)]
+pub extern "C" fn dlport_set_alloc_limit(bytes: u64) {
+    ALLOC_LIMIT.store(bytes, Ordering::Relaxed);
+}
+
+/// The allocation limit in force for calls that give none of their own.
+#[unsafe(no_mangle)]
+pub extern "C" fn dlport_alloc_limit() -> u64 {
+    registry().alloc_limit(alloc_limit(0))
 }
 
 fn import_options(o: &DlportImportOptions) -> Result<ImportOptions, Failure> {
@@ -250,20 +279,16 @@ fn import_options(o: &DlportImportOptions) -> Result<ImportOptions, Failure> {
             )));
         }
     };
-    if o.alignment > 1 && !o.alignment.is_power_of_two() {
-        return Err(arg(format!(
-            "alignment = {} is not a power of two",
-            o.alignment
-        )));
-    }
     Ok(ImportOptions {
         device: device_arg(o.target_device_type, o.target_device_id),
         advertised: device_arg(o.advertised_device_type, o.advertised_device_id),
         copy: copy_arg(o.copy)?,
+        // Checked by the registry (a power of two up to 2^30), and honoured by its copies.
         requirements: Some(ViewRequirements {
             layout,
             alignment: o.alignment.max(1) as usize,
         }),
+        max_alloc: alloc_limit(o.max_alloc_bytes),
     })
 }
 
@@ -437,10 +462,16 @@ pub unsafe extern "C" fn dlport_export(
         let vout = out_ptr(versioned_out, "versioned_out")?;
         let max_version = (max_version_major >= 0)
             .then(|| DLPackVersion::new(max_version_major as u32, max_version_minor.max(0) as u32));
+        if max_version_major >= 0 && max_version_minor < 0 {
+            return Err(arg(format!(
+                "max_version_minor = {max_version_minor} is negative: pass 0 or more"
+            )));
+        }
         let opts = ExportOptions {
             max_version,
             dl_device: device_arg(dl_device_type, dl_device_id),
             copy: copy_arg(copy)?,
+            max_alloc: alloc_limit(0),
         };
         let m = registry().to_dlpack(&t.0, &opts)?;
         let versioned = m.is_versioned();
@@ -487,6 +518,7 @@ fn pass_through(
             max_version,
             dl_device,
             copy,
+            max_alloc: import.max_alloc,
         },
     )?;
     give(exported, to_versioned != 0, out)
@@ -517,6 +549,7 @@ pub unsafe extern "C" fn dlport_host_view(
             advertised: device_arg(advertised_device_type, advertised_device_id),
             copy: CopyPolicy::Never,
             requirements: None,
+            max_alloc: alloc_limit(0),
         };
         pass_through(
             m,
@@ -556,6 +589,7 @@ pub unsafe extern "C" fn dlport_compact(
                 layout: LayoutNeed::RowMajor,
                 alignment: dlport_core::device::CPU_ALIGN,
             }),
+            max_alloc: alloc_limit(0),
         };
         pass_through(m, &opts, None, CopyPolicy::IfNeeded, to_versioned, out)
     })
@@ -607,11 +641,10 @@ pub unsafe extern "C" fn dlport_alloc(
                 ))
             })?
         };
-        let t = b.allocate(
-            device,
-            DataType::new(dlport_core::TypeCode(code), bits, lanes),
-            shape,
-        )?;
+        let dtype = DataType::new(dlport_core::TypeCode(code), bits, lanes);
+        let bytes = dlport_core::device::compact_bytes(dtype, shape)?;
+        dlport_core::check_alloc(bytes as u128, Some(r.alloc_limit(alloc_limit(0))))?;
+        let t = b.allocate(device, dtype, shape)?;
         // SAFETY: writable (contract).
         unsafe { out.as_ptr().write(Box::into_raw(Box::new(DlportTensor(t)))) };
         Ok(())

@@ -35,6 +35,13 @@ pub fn registry() -> Registry {
 pub fn registry_with_report() -> (Registry, Vec<String>) {
     let mut r = Registry::new();
     let mut report = Vec::new();
+    if let Some(limit) = machine_memory() {
+        r.set_alloc_limit(limit);
+        report.push(format!(
+            "allocation limit: {limit} bytes (the smallest of physical memory, the cgroup's \
+             memory.max and RLIMIT_AS/RLIMIT_DATA)"
+        ));
+    }
     let mut add = |r: &mut Registry, b: Arc<dyn dlport_core::device::Backend>, note: String| {
         let name = b.name();
         match r.register(b) {
@@ -61,6 +68,53 @@ pub fn registry_with_report() -> (Registry, Vec<String>) {
     #[cfg(not(feature = "cuda"))]
     report.push("cuda: not registered: built without the `cuda` feature".into());
     (r, report)
+}
+
+/// The most memory this process can really use: the smallest of physical memory, the cgroup's
+/// limit (v2 `memory.max`, v1 `memory.limit_in_bytes`) and the soft `RLIMIT_AS` /
+/// `RLIMIT_DATA`. Over-committed allocations past it would succeed and then be killed by the
+/// OOM killer without an error, so it is the native registry's default allocation limit.
+/// `None` where the platform says nothing.
+pub fn machine_memory() -> Option<u64> {
+    let mut limits: Vec<u64> = Vec::new();
+    #[cfg(unix)]
+    {
+        // SAFETY: sysconf only reads configuration values.
+        let (pages, page) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        if pages > 0 && page > 0 {
+            limits.push((pages as u64).saturating_mul(page as u64));
+        }
+        for resource in [libc::RLIMIT_AS, libc::RLIMIT_DATA] {
+            let mut rl = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: getrlimit writes one rlimit struct we own.
+            if unsafe { libc::getrlimit(resource, &mut rl) } == 0
+                && rl.rlim_cur != libc::RLIM_INFINITY
+            {
+                limits.push(rl.rlim_cur as u64);
+            }
+        }
+    }
+    #[cfg(target_os = "linux")]
+    for path in [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ] {
+        if let Some(v) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+        {
+            limits.push(v);
+        }
+    }
+    limits.into_iter().min()
 }
 
 /// Makes managed (unified) memory host-readable: synchronises every CUDA device when a driver

@@ -157,7 +157,7 @@ pub trait Backend: Send + Sync + 'static {
             memory.device_type,
             self.translate_device_id(memory.device_id)?,
         );
-        Ok(Tensor::from_external(tensor, self.name()).with_device(local))
+        Ok(Tensor::from_external(tensor, self.name(), memory)?.with_device(local))
     }
 
     /// Export: a DLPack tensor that keeps `tensor`'s buffer alive by a counted reference.

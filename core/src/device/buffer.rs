@@ -21,7 +21,7 @@ use crate::dtype::{DataType, Element};
 use crate::error::Error;
 use crate::export::{self, Form, TensorStorage};
 use crate::layout::{Contiguity, Layout};
-use crate::managed::ManagedTensor;
+use crate::managed::{Access, ManagedTensor};
 use crate::tensor::TensorRef;
 
 const RELEASED: usize = 1 << (usize::BITS - 1);
@@ -57,12 +57,20 @@ impl core::fmt::Debug for Buffer {
 
 impl Buffer {
     /// Wraps owned storage. Its pointer is taken once, here.
-    pub fn new(mut storage: Box<dyn TensorStorage>) -> Arc<Self> {
+    pub fn new(storage: Box<dyn TensorStorage>) -> Arc<Self> {
+        let device = storage.device();
+        Self::on_device(storage, device)
+    }
+
+    /// Wraps owned storage whose memory is of a more specific class than the storage says (an
+    /// import whose capsule says `cpu` while the producer advertised pinned memory): the one
+    /// device every query, describe and export then reports.
+    fn on_device(mut storage: Box<dyn TensorStorage>, device: Device) -> Arc<Self> {
         let ptr = storage.data_ptr();
         Arc::new(Self {
             ptr,
             len: storage.byte_len(),
-            device: storage.device(),
+            device,
             state: AtomicUsize::new(0),
             owner: UnsafeCell::new(Some(storage)),
         })
@@ -206,7 +214,18 @@ impl Tensor {
 
     /// Imports a DLPack tensor as a view of its memory (no copy). The DLPack deleter runs when
     /// the last handle onto the view, and the last reference re-exported from it, are dropped.
-    pub fn from_external(managed: ManagedTensor, backend: &'static str) -> Self {
+    ///
+    /// `memory` is where the memory really is: the capsule's device, or the more specific
+    /// host-accessible class the producer advertised (see
+    /// [`reconcile_device`](crate::device::reconcile_device)); anything that contradicts the
+    /// capsule is refused with [`Error::DeviceMismatch`] (and the tensor released). It becomes
+    /// the buffer's device, the one source of truth for describe, device queries and export.
+    pub fn from_external(
+        managed: ManagedTensor,
+        backend: &'static str,
+        memory: Device,
+    ) -> Result<Self, Error> {
+        let memory = crate::device::reconcile_device(managed.view().device(), Some(memory))?;
         let view = managed.view();
         let (dtype, byte_offset, flags, layout, device) = (
             view.dtype(),
@@ -217,8 +236,9 @@ impl Tensor {
         );
         let mut dims: Vec<i64> = view.shape().to_vec();
         dims.extend(view.strides());
-        let buffer = Buffer::new(Box::new(export::Reexport::new(managed)));
-        Self {
+        let _ = device;
+        let buffer = Buffer::on_device(Box::new(export::Reexport::new(managed)), memory);
+        Ok(Self {
             buffer,
             backend,
             dtype,
@@ -226,8 +246,8 @@ impl Tensor {
             byte_offset,
             flags,
             layout,
-            device,
-        }
+            device: memory,
+        })
     }
 
     /// The name of the backend that holds it.
@@ -367,10 +387,14 @@ impl Tensor {
         } else {
             Form::Legacy
         };
+        if form == Form::Legacy {
+            export::legacy_representable(self.flags)?;
+        }
+        let access = storage.access();
         let raw = export::assemble(storage, self.parts(device), form);
         // SAFETY: a fresh, owned export whose layout was validated against this buffer (or
         // came from a validated import); nobody else holds it.
-        unsafe { ManagedTensor::from_raw(raw) }
+        Ok(unsafe { ManagedTensor::from_raw(raw) }?.with_access(access))
     }
 
     fn parts(&self, device: Device) -> export::Parts {
@@ -430,8 +454,9 @@ unsafe impl TensorStorage for ExternalRef {
     fn device(&self) -> Device {
         self.guard.0.device
     }
-    fn is_read_only(&self) -> bool {
-        // Other handles may still read or write the buffer.
-        false
+    fn access(&self) -> Access {
+        // The tensor's other handles, and other external references, keep reading (and their
+        // consumers writing) the same bytes: never exclusive.
+        Access::Shared
     }
 }

@@ -10,7 +10,7 @@ use super::buffer::{Buffer, Tensor};
 use crate::abi::{DeviceType, FLAG_IS_COPIED};
 use crate::device::Device;
 use crate::dtype::DataType;
-use crate::error::{CopyReason, Error};
+use crate::error::Error;
 use crate::export::TensorStorage;
 use crate::layout::{self, MAX_NDIM};
 use crate::tensor::TensorRef;
@@ -124,29 +124,69 @@ impl CpuBackend {
     pub const NAME: &'static str = "cpu";
 }
 
-/// Bytes of a compact tensor of `dtype` and `shape`.
+/// Bytes of a compact tensor of `dtype` and `shape` (sub-byte elements packed). A size past
+/// `isize::MAX` is [`Error::AllocationLimit`] with the exact byte count, never a wrapped number.
 pub fn compact_bytes(dtype: DataType, shape: &[i64]) -> Result<usize, Error> {
     dtype.validate()?;
     let numel = layout::element_count(shape)?;
-    dtype
-        .bytes_for(numel, false)
-        .and_then(|b| usize::try_from(b).ok())
-        .ok_or(Error::AllocationFailed {
-            bytes: u64::MAX,
-            align: CPU_ALIGN,
+    let bits = u128::from(numel) * u128::from(dtype.storage_bits(false));
+    let bytes = bits.div_ceil(8);
+    usize::try_from(bytes)
+        .ok()
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or(Error::AllocationLimit {
+            bytes,
+            limit: isize::MAX as u64,
         })
 }
 
-/// Copies the elements of a host-accessible tensor, in row-major order, into `dst` (which must
-/// hold exactly the compact size). Whole-byte elements may have any strides; packed sub-byte
-/// elements must be row-major contiguous.
+/// A fresh host copy of `src` in compact row-major order (sub-byte elements packed), aligned
+/// to `alignment` (at least [`CPU_ALIGN`]), after checking its size against `limit` bytes
+/// (none: the process-wide [`crate::alloc_limit`]) before anything is allocated.
+pub fn compact_copy(src: &TensorRef<'_>, limit: Option<u64>) -> Result<AlignedBuffer, Error> {
+    compact_copy_aligned(src, CPU_ALIGN, limit)
+}
+
+/// As [`compact_copy`], with a chosen power-of-two alignment.
+pub fn compact_copy_aligned(
+    src: &TensorRef<'_>,
+    alignment: usize,
+    limit: Option<u64>,
+) -> Result<AlignedBuffer, Error> {
+    if !src.device().is_host_accessible() {
+        return Err(Error::NotHostAccessible {
+            device: src.device(),
+        });
+    }
+    let bytes = compact_bytes(src.dtype(), src.shape())?;
+    crate::check_alloc(bytes as u128, limit)?;
+    let mut buf = AlignedBuffer::zeroed(bytes, alignment.max(CPU_ALIGN))?;
+    copy_to_compact(src, buf.as_mut_slice())?;
+    Ok(buf)
+}
+
+/// Copies the elements of a host-accessible tensor, in row-major order, into `dst`, which must
+/// hold exactly the compact size ([`compact_bytes`]). Any strides (negative, zero, permuted)
+/// and any element size. Sub-byte elements, packed or padded (IS_SUBBYTE_TYPE_PADDED), come
+/// out packed: the compact form every consumer reads, legacy ones included.
 pub fn copy_to_compact(src: &TensorRef<'_>, dst: &mut [u8]) -> Result<(), Error> {
     if !src.device().is_host_accessible() {
         return Err(Error::NotHostAccessible {
             device: src.device(),
         });
     }
+    let needed = u128::from(src.numel()) * u128::from(src.dtype().storage_bits(false));
+    if needed.div_ceil(8) != dst.len() as u128 {
+        return Err(Error::DestinationSize {
+            needed: u64::try_from(needed.div_ceil(8)).unwrap_or(u64::MAX),
+            available: dst.len() as u64,
+        });
+    }
     if src.numel() == 0 {
+        return Ok(());
+    }
+    if src.dtype().is_sub_byte() {
+        copy_subbyte(src, dst);
         return Ok(());
     }
     if src.contiguity().is_row_major() {
@@ -154,41 +194,46 @@ pub fn copy_to_compact(src: &TensorRef<'_>, dst: &mut [u8]) -> Result<(), Error>
         dst.copy_from_slice(&bytes[..dst.len()]);
         return Ok(());
     }
-    let bits = src.layout().element_bits;
-    if bits % 8 != 0 {
-        return Err(Error::NotContiguous {
-            contiguity: src.contiguity(),
-        });
-    }
-    let elem = (bits / 8) as usize;
+    let elem = (src.layout().element_bits / 8) as usize;
     let ndim = src.ndim();
-    let base = (src.data() as *const u8).wrapping_add(src.byte_offset() as usize);
+    let base = src.first_element_ptr().cast_const();
     let mut strides = [0isize; MAX_NDIM];
     for (axis, s) in src.strides().enumerate() {
         // Within the validated span, so the byte stride fits.
         strides[axis] = (s as isize).wrapping_mul(elem as isize);
     }
     let shape = src.shape();
-    let (inner_extent, inner_stride) = (shape[ndim - 1] as usize, strides[ndim - 1]);
-    let mut index = [0usize; MAX_NDIM];
     let mut out = dst.chunks_exact_mut(elem);
-    let rows = src.numel() as usize / inner_extent;
+    for_each_offset(shape, &strides[..ndim], |at| {
+        let chunk = out.next().unwrap_or_default();
+        // SAFETY: the index is in bounds, so `base + at .. + elem` lies inside the span that
+        // validation checked and the caller's view keeps readable; `chunk` is a distinct
+        // `elem`-byte piece of `dst`, which cannot overlap foreign memory we only read.
+        unsafe { core::ptr::copy_nonoverlapping(base.offset(at), chunk.as_mut_ptr(), chunk.len()) };
+    });
+    Ok(())
+}
+
+/// Calls `f` with the offset (in `strides`' unit) of every index of `shape`, in row-major
+/// order. `shape` has no zero extent.
+fn for_each_offset(shape: &[i64], strides: &[isize], mut f: impl FnMut(isize)) {
+    let ndim = shape.len();
+    if ndim == 0 {
+        f(0);
+        return;
+    }
+    let (inner_extent, inner_stride) = (shape[ndim - 1] as usize, strides[ndim - 1]);
+    let rows: usize = shape[..ndim - 1].iter().map(|&e| e as usize).product();
+    let mut index = [0usize; MAX_NDIM];
     for _ in 0..rows {
         let mut offset: isize = 0;
         for axis in 0..ndim - 1 {
             offset += index[axis] as isize * strides[axis];
         }
         for i in 0..inner_extent {
-            let at = offset + i as isize * inner_stride;
-            let chunk = out.next().unwrap_or_default();
-            // SAFETY: the index is in bounds, so `base + at .. + elem` lies inside the span that
-            // validation checked and the caller's view keeps readable; `chunk` is a distinct
-            // `elem`-byte piece of `dst`, which cannot overlap foreign memory we only read.
-            unsafe {
-                core::ptr::copy_nonoverlapping(base.offset(at), chunk.as_mut_ptr(), chunk.len())
-            };
+            f(offset + i as isize * inner_stride);
         }
-        for axis in (0..ndim.saturating_sub(1)).rev() {
+        for axis in (0..ndim - 1).rev() {
             index[axis] += 1;
             if (index[axis] as i64) < shape[axis] {
                 break;
@@ -196,7 +241,45 @@ pub fn copy_to_compact(src: &TensorRef<'_>, dst: &mut [u8]) -> Result<(), Error>
             index[axis] = 0;
         }
     }
-    Ok(())
+}
+
+/// The sub-byte gather: reads each element's `bits × lanes` bits (packed: at bit
+/// `offset × bits` past the first element, little bit-endian; padded: the low bits of its own
+/// byte) and packs them into `dst` (exactly the packed size, overwritten).
+fn copy_subbyte(src: &TensorRef<'_>, dst: &mut [u8]) {
+    let value_bits = src.dtype().storage_bits(false) as usize;
+    let storage_bits = src.layout().element_bits as isize;
+    let mask: u16 = (1u16 << value_bits) - 1;
+    let base = src.first_element_ptr().cast_const();
+    let ndim = src.ndim();
+    let mut strides = [0isize; MAX_NDIM];
+    for (axis, s) in src.strides().enumerate() {
+        // Within the validated span (computed in bits), so the bit stride fits.
+        strides[axis] = (s as isize).wrapping_mul(storage_bits);
+    }
+    dst.fill(0);
+    let mut out_bit = 0usize;
+    for_each_offset(src.shape(), &strides[..ndim], |bit| {
+        let (byte, shift) = (bit.div_euclid(8), bit.rem_euclid(8) as u32);
+        let last = (bit + value_bits as isize - 1).div_euclid(8);
+        // SAFETY: the element's bits lie inside the validated span, rounded outwards to whole
+        // bytes, which the view keeps readable: both `byte` and `last` are inside it.
+        let lo = u16::from(unsafe { *base.offset(byte) });
+        let hi = if last != byte {
+            // SAFETY: as above.
+            u16::from(unsafe { *base.offset(last) })
+        } else {
+            0
+        };
+        let value = (((hi << 8) | lo) >> shift) & mask;
+        let (at, sh) = (out_bit / 8, out_bit % 8);
+        let placed = value << sh;
+        dst[at] |= placed as u8;
+        if sh + value_bits > 8 {
+            dst[at + 1] |= (placed >> 8) as u8;
+        }
+        out_bit += value_bits;
+    });
 }
 
 impl CpuBackend {
@@ -241,21 +324,17 @@ impl Backend for CpuBackend {
             // The source's backend has to bring it to the host.
             return Ok(None);
         }
-        if src.is_subbyte_padded() {
-            return Err(Error::CopyRequired {
-                reason: CopyReason::Layout {
-                    contiguity: src.contiguity(),
-                },
-            });
-        }
-        let (tensor, ptr) = Self::new_tensor(src.dtype(), src.shape(), FLAG_IS_COPIED)?;
-        let len = compact_bytes(src.dtype(), src.shape())?;
-        if len != 0 {
-            // SAFETY: `ptr` is the fresh allocation of exactly `len` bytes behind `tensor`,
-            // which nobody else can reach yet.
-            let dst = unsafe { core::slice::from_raw_parts_mut(ptr, len) };
-            copy_to_compact(src, dst)?;
-        }
+        // The registry checked the size against the caller's limit before asking for the copy.
+        let buf = compact_copy(src, Some(u64::MAX))?;
+        let tensor = Tensor::new(
+            Buffer::new(Box::new(buf)),
+            Self::NAME,
+            src.dtype(),
+            src.shape(),
+            None,
+            0,
+            FLAG_IS_COPIED,
+        )?;
         Ok(Some(tensor))
     }
 }

@@ -19,10 +19,13 @@ pub use backend::{Backend, BackendRef, LayoutNeed, ViewRequirements, platform_id
 #[cfg(feature = "alloc")]
 pub use buffer::{Buffer, ReadGuard, Tensor};
 #[cfg(feature = "alloc")]
-pub use cpu::{AlignedBuffer, CPU_ALIGN, CpuBackend, compact_bytes, copy_to_compact};
+pub use cpu::{
+    AlignedBuffer, CPU_ALIGN, CpuBackend, compact_bytes, compact_copy, compact_copy_aligned,
+    copy_to_compact,
+};
 #[cfg(feature = "alloc")]
 pub use registry::{
-    CopyPolicy, Decision, ExportOptions, ImportOptions, Registry, reconcile_device,
+    CopyPolicy, Decision, ExportOptions, ImportOptions, MAX_ALIGNMENT, Registry, reconcile_device,
 };
 pub use stream::StreamRequest;
 

@@ -74,8 +74,12 @@ pub struct ImportOptions {
     pub advertised: Option<Device>,
     /// The copy policy.
     pub copy: CopyPolicy,
-    /// Extra needs of the consumer (layout, alignment), on top of the backend's own.
+    /// Extra needs of the consumer (layout, alignment), on top of the backend's own. A copy
+    /// made for the import meets them too (an alignment above what the backend allocates is
+    /// honoured by re-aligning host copies, refused with [`Error::InvalidOption`] elsewhere).
     pub requirements: Option<ViewRequirements>,
+    /// The most bytes a copy made for this call may allocate (`None`: the registry's limit).
+    pub max_alloc: Option<u64>,
 }
 
 /// How to export: the array-API `__dlpack__(max_version=, dl_device=, copy=)`.
@@ -88,6 +92,8 @@ pub struct ExportOptions {
     pub dl_device: Option<Device>,
     /// The copy policy.
     pub copy: CopyPolicy,
+    /// The most bytes a copy made for this call may allocate (`None`: the registry's limit).
+    pub max_alloc: Option<u64>,
 }
 
 impl ExportOptions {
@@ -98,9 +104,13 @@ impl ExportOptions {
             max_version: Some(DLPackVersion::CURRENT),
             dl_device: None,
             copy: CopyPolicy::IfNeeded,
+            max_alloc: None,
         }
     }
 }
+
+/// The largest alignment an import may ask for (1 GiB).
+pub const MAX_ALIGNMENT: usize = 1 << 30;
 
 /// What the registry decided for an import, before doing it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +134,9 @@ pub struct Decision {
 #[derive(Clone)]
 pub struct Registry {
     backends: Vec<BackendRef>,
+    /// The default allocation limit of this registry's copies (`None`: the process-wide
+    /// [`crate::alloc_limit`]).
+    alloc_limit: Option<u64>,
 }
 
 impl core::fmt::Debug for Registry {
@@ -146,7 +159,21 @@ impl Registry {
     pub const fn new() -> Self {
         Self {
             backends: Vec::new(),
+            alloc_limit: None,
         }
+    }
+
+    /// Sets this registry's default allocation limit in bytes: every copy it makes is checked
+    /// against it (unless a call gives its own `max_alloc`) before anything is allocated.
+    pub fn set_alloc_limit(&mut self, bytes: u64) {
+        self.alloc_limit = Some(bytes);
+    }
+
+    /// The allocation limit in force for a call that gives `per_call`.
+    pub fn alloc_limit(&self, per_call: Option<u64>) -> u64 {
+        per_call
+            .or(self.alloc_limit)
+            .unwrap_or_else(crate::alloc_limit)
     }
 
     /// A registry holding the core CPU backend.
@@ -214,6 +241,15 @@ impl Registry {
 
     /// Decides how an import would go, without doing it.
     pub fn decide(&self, view: &TensorRef<'_>, options: &ImportOptions) -> Result<Decision, Error> {
+        if let Some(r) = options.requirements {
+            if !r.alignment.is_power_of_two() || r.alignment > MAX_ALIGNMENT {
+                return Err(Error::InvalidOption {
+                    option: "alignment",
+                    value: r.alignment as u64,
+                    expected: "a power of two from 1 to 2^30 bytes",
+                });
+            }
+        }
         let memory = reconcile_device(view.device(), options.advertised)?;
         let target = options.device.unwrap_or(memory);
         let backend = self.resolve(target)?;
@@ -256,30 +292,77 @@ impl Registry {
         if !decision.copies {
             return backend.view_external(tensor, decision.memory);
         }
-        let copied = self.copy_view(&tensor.view(), decision.memory, decision.target)?;
+        let alignment = options.requirements.map_or(1, |r| r.alignment);
+        let copied = self.copy_view(
+            &tensor.view(),
+            decision.memory,
+            decision.target,
+            alignment,
+            options.max_alloc,
+        )?;
         Ok(copied.with_copied(true))
     }
 
-    /// Copies a view to `target` through the target's backend, or else the source's.
+    /// Copies a view to `target` through the target's backend, or else the source's, after
+    /// checking its size against the limit in force; the first element of the copy is
+    /// `alignment`-aligned (host copies are re-aligned when the backend's alignment is
+    /// weaker; elsewhere an unmet alignment is refused).
     fn copy_view(
         &self,
         view: &TensorRef<'_>,
         memory: Device,
         target: Device,
+        alignment: usize,
+        max_alloc: Option<u64>,
     ) -> Result<Tensor, Error> {
+        let limit = self.alloc_limit(max_alloc);
+        let bytes = super::cpu::compact_bytes(view.dtype(), view.shape())?;
+        crate::check_alloc(bytes as u128, Some(limit))?;
         let to = self.resolve(target)?;
-        if let Some(t) = to.copy(view, target)? {
-            return Ok(t);
+        let copied = match to.copy(view, target)? {
+            Some(t) => t,
+            None => match self
+                .resolve(memory)
+                .ok()
+                .map(|from| from.copy(view, target))
+            {
+                Some(Ok(Some(t))) => t,
+                Some(Err(e)) => return Err(e),
+                _ => {
+                    return Err(Error::Unsupported {
+                        backend: to.name(),
+                        operation: "a copy between these devices",
+                    });
+                }
+            },
+        };
+        if alignment <= 1 || copied.layout().numel == 0 {
+            return Ok(copied);
         }
-        if let Ok(from) = self.resolve(memory) {
-            if let Some(t) = from.copy(view, target)? {
-                return Ok(t);
+        match copied.first_element_address() {
+            Some(address) if address % alignment == 0 => return Ok(copied),
+            Some(_) => {}
+            None => {
+                return Err(Error::InvalidOption {
+                    option: "alignment",
+                    value: alignment as u64,
+                    expected: "1 for copies to device memory (only host copies can be re-aligned)",
+                });
             }
         }
-        Err(Error::Unsupported {
-            backend: to.name(),
-            operation: "a copy between these devices",
-        })
+        crate::check_alloc(2 * bytes as u128, Some(limit))?;
+        let guard = copied.read()?;
+        let buf = super::cpu::compact_copy_aligned(&guard.view(), alignment, Some(u64::MAX))?;
+        let realigned = Tensor::new(
+            super::buffer::Buffer::new(alloc::boxed::Box::new(buf)),
+            copied.backend(),
+            copied.dtype(),
+            copied.shape(),
+            None,
+            0,
+            copied.flags(),
+        )?;
+        Ok(realigned.with_device(copied.device()))
     }
 
     /// Exports a backend tensor, following `__dlpack__`: legacy or versioned from
@@ -300,21 +383,36 @@ impl Registry {
         let relabel = wanted == own
             || (wanted.device_type == DeviceType::CPU
                 && tensor.buffer().device().is_host_accessible());
-        if relabel && options.copy != CopyPolicy::Always {
+        // The legacy form has no flags: READ_ONLY or IS_SUBBYTE_TYPE_PADDED reach a legacy
+        // consumer only as a copy (compact, packed, writable), never by dropping the flag.
+        let unrepresentable = if versioned {
+            None
+        } else {
+            crate::export::legacy_representable(tensor.flags()).err()
+        };
+        if relabel && options.copy != CopyPolicy::Always && unrepresentable.is_none() {
             return backend.acquire_external(tensor, versioned, wanted);
         }
-        if !relabel && options.copy == CopyPolicy::Never {
-            return Err(Error::CopyRequired {
-                reason: CopyReason::Device {
+        if options.copy == CopyPolicy::Never {
+            let reason = match unrepresentable {
+                Some(Error::FlagNotRepresentable { flag }) if relabel => CopyReason::Flag { flag },
+                _ => CopyReason::Device {
                     from: own,
                     to: wanted,
                 },
-            });
+            };
+            return Err(Error::CopyRequired { reason });
         }
         let copy = {
             let guard = tensor.read()?;
-            self.copy_view(&guard.view(), tensor.buffer().device(), wanted)?
-                .with_copied(true)
+            self.copy_view(
+                &guard.view(),
+                tensor.buffer().device(),
+                wanted,
+                1,
+                options.max_alloc,
+            )?
+            .with_copied(true)
         };
         let holder = self
             .get(copy.backend())
