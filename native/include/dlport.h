@@ -74,8 +74,28 @@ typedef struct {
   int32_t advertised_device_id;
   int32_t copy;                   /* DLPORT_COPY_* */
   int32_t layout;                 /* DLPORT_LAYOUT_* */
-  uint32_t alignment;             /* bytes; 0 or 1: none */
+  uint32_t alignment;             /* bytes, a power of two up to 2^30; 0 or 1: none. Copies
+                                     made for the import are aligned to it too. */
+  uint64_t max_alloc_bytes;       /* the most a copy for this call may allocate; 0: the
+                                     process default (dlport_set_alloc_limit) */
 } DlportImportOptions;
+
+/* Error codes this header names (the full list: dlport_core::Error::code). */
+#define DLPORT_ERR_ADDRESS_OVERFLOW 11     /* data + byte_offset leaves user-space memory */
+#define DLPORT_ERR_READ_ONLY 19
+#define DLPORT_ERR_COPY_REQUIRED 25
+#define DLPORT_ERR_NOT_EXCLUSIVE 35        /* &mut access to shared memory */
+#define DLPORT_ERR_FLAG_NOT_REPRESENTABLE 36 /* READ_ONLY / IS_SUBBYTE_TYPE_PADDED to legacy */
+#define DLPORT_ERR_ALLOCATION_LIMIT 37     /* above the allocation limit; nothing allocated */
+#define DLPORT_ERR_INVALID_OPTION 38       /* an option out of range, named in the message */
+
+/* The most bytes any copy or allocation made by this ABI may take. 0 restores the default:
+ * the machine's memory as the native registry measures it (the smallest of physical memory,
+ * the cgroup's memory.max and RLIMIT_AS / RLIMIT_DATA). Above the limit a call fails with
+ * DLPORT_ERR_ALLOCATION_LIMIT, naming the size and the limit, before anything is allocated. */
+void dlport_set_alloc_limit(uint64_t bytes);
+/* The limit in force for calls that give none of their own. */
+uint64_t dlport_alloc_limit(void);
 
 /* The library version ("0.1.0"), static. */
 const char* dlport_version(void);
@@ -98,12 +118,17 @@ int dlport_release(void* managed, int versioned);
 int dlport_import(void* managed, int versioned, const DlportImportOptions* options, DlportTensor** out);
 
 /* Exports a backend tensor. max_version_major < 1: legacy; >= 1: versioned (*versioned_out).
- * dl_device_type 0: the tensor's own device. copy: DLPORT_COPY_*. */
+ * dl_device_type 0: the tensor's own device. copy: DLPORT_COPY_*. A legacy consumer never
+ * receives a READ_ONLY or padded sub-byte tensor by reference: it gets a compact copy, or with
+ * DLPORT_COPY_NEVER the error DLPORT_ERR_COPY_REQUIRED naming the flag. */
 int dlport_export(const DlportTensor* tensor, int32_t max_version_major, int32_t max_version_minor,
                   int32_t dl_device_type, int32_t dl_device_id, int32_t copy, void** managed_out,
                   int* versioned_out);
 
-/* CONSUMING. Legacy <-> versioned without a copy. */
+/* CONSUMING. Legacy <-> versioned without a copy. A versioned tensor with READ_ONLY or
+ * IS_SUBBYTE_TYPE_PADDED is refused for the legacy form (DLPORT_ERR_FLAG_NOT_REPRESENTABLE):
+ * the legacy struct has no flags, and dropping them would let a consumer write read-only
+ * memory or misread padded elements; use dlport_compact for a legacy copy. */
 int dlport_convert(void* managed, int versioned, int to_versioned, void** out);
 
 /* CONSUMING. Host-accessible memory (pinned, managed, cpu) shown as kDLCPU without a copy,

@@ -24,7 +24,7 @@ fn check(rng: &mut Lcg, elem: usize, ndim: usize) {
     let dtype = match elem {
         1 => DataType::UINT8,
         2 => DataType::UINT16,
-        3 => DataType::new(TypeCode::UINT, 24, 1),
+        3 => DataType::new(TypeCode::UINT, 8, 3),
         4 => DataType::UINT32,
         8 => DataType::UINT64,
         12 => DataType::new(TypeCode::FLOAT, 32, 3),
@@ -248,7 +248,7 @@ fn broadcast_and_reversed_views() {
 }
 
 #[test]
-fn packed_sub_byte_needs_a_contiguous_source() {
+fn packed_sub_byte_compacts_from_any_layout() {
     let fp4 = ExportBuilder::new(vec![0x21u8, 0x43], DataType::FLOAT4_E2M1FN, &[4])
         .build()
         .unwrap();
@@ -259,9 +259,34 @@ fn packed_sub_byte_needs_a_contiguous_source() {
         .strides(&[2])
         .build()
         .unwrap();
+    // Elements 0 and 2 (values 1 and 3), packed into one byte.
     let mut out = vec![0u8; 1];
-    let err = copy_to_compact(&strided.view(), &mut out).unwrap_err();
-    assert_eq!(err.code(), 17, "{err}");
+    copy_to_compact(&strided.view(), &mut out).unwrap();
+    assert_eq!(out, [0x31]);
+    let t = ExportBuilder::new(
+        vec![0x21u8, 0x43],
+        DataType::new(TypeCode::INT, 4, 1),
+        &[2, 2],
+    )
+    .strides(&[1, 2])
+    .build()
+    .unwrap();
+    let mut out = vec![0u8; 2];
+    copy_to_compact(&t.view(), &mut out).unwrap();
+    // Source elements [1, 2, 3, 4] as a column-major 2x2: rows are (1, 3) and (2, 4).
+    assert_eq!(out, [0x31, 0x42]);
+    // Padded int4 (one element per byte, value in the low bits) comes out packed.
+    let padded = ExportBuilder::new(
+        vec![0x01u8, 0x02, 0x03, 0x04],
+        DataType::new(TypeCode::INT, 4, 1),
+        &[4],
+    )
+    .subbyte_padded(true)
+    .build()
+    .unwrap();
+    let mut out = vec![0u8; 2];
+    copy_to_compact(&padded.view(), &mut out).unwrap();
+    assert_eq!(out, [0x21, 0x43]);
 }
 
 #[test]
@@ -273,7 +298,7 @@ fn wrong_destination_size_is_an_error() {
     let err = copy_to_compact(&t.view(), &mut out).unwrap_err();
     assert_eq!(
         err,
-        dlport_core::Error::StorageTooSmall {
+        dlport_core::Error::DestinationSize {
             needed: 24,
             available: 23
         }

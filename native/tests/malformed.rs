@@ -187,6 +187,76 @@ macro_rules! tw {
 fn catalogue() -> Vec<(&'static str, Tweak, Error)> {
     let f4 = |bits, lanes| DataType::new(TypeCode::FLOAT4_E2M1FN, bits, lanes);
     vec![
+        // ── the guarantees issue's classes that validation decides ──
+        (
+            "byte_offset = 2^63: the first byte is past user space",
+            tw!(data_addr: Some(0x10_0000), byte_offset: 1 << 63),
+            Error::AddressOverflow {
+                data: 0x10_0000,
+                byte_offset: 1 << 63,
+                lo: 0,
+                hi: 24,
+            },
+        ),
+        (
+            "the last byte at the end of user space",
+            tw!(data_addr: Some(dlport_core::layout::USER_ADDRESS_END as usize - 16)),
+            Error::AddressOverflow {
+                data: dlport_core::layout::USER_ADDRESS_END as usize - 16,
+                byte_offset: 0,
+                lo: 0,
+                hi: 24,
+            },
+        ),
+        (
+            "a span overflow in bytes is blamed on axis 0, which reaches farthest",
+            tw!(strides: Some(&[1 << 62, 1])),
+            Error::SpanOverflow {
+                axis: 0,
+                extent: 2,
+                stride: 1 << 62,
+            },
+        ),
+        (
+            "float with 7 bits",
+            tw!(dtype: Some((2, 7, 1))),
+            Error::InvalidBits {
+                dtype: DataType::new(TypeCode(2), 7, 1),
+                expected: "16, 32 or 64 (8-bit floats use the float8 type codes)",
+            },
+        ),
+        (
+            "float with 33 bits",
+            tw!(dtype: Some((2, 33, 1))),
+            Error::InvalidBits {
+                dtype: DataType::new(TypeCode(2), 33, 1),
+                expected: "16, 32 or 64 (8-bit floats use the float8 type codes)",
+            },
+        ),
+        (
+            "float with 128 bits",
+            tw!(dtype: Some((2, 128, 1))),
+            Error::InvalidBits {
+                dtype: DataType::new(TypeCode(2), 128, 1),
+                expected: "16, 32 or 64 (8-bit floats use the float8 type codes)",
+            },
+        ),
+        (
+            "uint with 24 bits",
+            tw!(dtype: Some((1, 24, 1))),
+            Error::InvalidBits {
+                dtype: DataType::new(TypeCode(1), 24, 1),
+                expected: "1 to 8, 16, 32 or 64",
+            },
+        ),
+        (
+            "bcomplex with 64 bits",
+            tw!(dtype: Some((18, 64, 1))),
+            Error::InvalidBits {
+                dtype: DataType::new(TypeCode(18), 64, 1),
+                expected: "32",
+            },
+        ),
         (
             "NULL data with a non-zero size",
             tw!(null_data: true),
@@ -476,7 +546,7 @@ fn catalogue() -> Vec<(&'static str, Tweak, Error)> {
             tw!(dtype: Some((5, 8, 1))),
             Error::InvalidBits {
                 dtype: DataType::new(TypeCode(5), 8, 1),
-                expected: "a non-zero multiple of 16",
+                expected: "32, 64 or 128",
             },
         ),
         (
@@ -484,7 +554,7 @@ fn catalogue() -> Vec<(&'static str, Tweak, Error)> {
             tw!(dtype: Some((0, 0, 1))),
             Error::InvalidBits {
                 dtype: DataType::new(TypeCode(0), 0, 1),
-                expected: "at least 1",
+                expected: "1 to 8, 16, 32 or 64",
             },
         ),
         (

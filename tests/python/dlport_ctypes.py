@@ -72,6 +72,7 @@ class ImportOptions(ctypes.Structure):
         ("copy", i32),
         ("layout", i32),
         ("alignment", u32),
+        ("max_alloc_bytes", ctypes.c_uint64),
     ]
 
 

@@ -71,7 +71,7 @@ int main(void) {
 
   /* import (consuming) then export and release: the producer's deleter runs once */
   DlportTensor* t = NULL;
-  DlportImportOptions opts = {0, 0, 0, 0, DLPORT_COPY_NEVER, DLPORT_LAYOUT_ANY, 0};
+  DlportImportOptions opts = {0, 0, 0, 0, DLPORT_COPY_NEVER, DLPORT_LAYOUT_ANY, 0, 0};
   CHECK(dlport_import(&m, 0, &opts, &t) == DLPORT_OK, "import");
   void* p = NULL;
   uint64_t off = 1;
