@@ -6,13 +6,21 @@
 //! calling thread. Managed-tensor arguments are `void*` plus a `versioned` flag (0 = legacy
 //! `DLManagedTensor`, 1 = `DLManagedTensorVersioned`). Functions documented as *consuming*
 //! take ownership of their input on every path, success or error.
+//!
+//! Every entry also works while its thread or the process shuts down (from an `atexit`
+//! handler, a C++ static destructor or a pthread-key destructor, which glibc runs after the
+//! thread's TLS destructors): the only thread-local, the last error, has no destructor, and the
+//! other state is in statics (`Mutex`, `OnceLock`, atomics).
+//!
+//! The DLPack tensors handed to C are dlport's own header blocks wrapping the
+//! real export, told from foreign tensors by identity (see `ExportBlock` and `dlport_release`).
 
 use std::cell::{Cell, UnsafeCell};
-use std::ffi::{CStr, CString, c_char, c_int, c_void};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::collections::{HashSet, VecDeque};
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::hash::BuildHasherDefault;
 use std::mem::ManuallyDrop;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{NonNull, null_mut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -34,7 +42,7 @@ pub const DLPORT_PANIC: c_int = -1;
 pub const DLPORT_INVALID_ARGUMENT: c_int = -2;
 
 /// The longest error message kept, in bytes (without the NUL); a longer one is cut at a
-/// character boundary and ends in "…".
+/// character boundary and ends in "...".
 const MESSAGE_CAP: usize = 2047;
 
 /// A thread's last error, stored inline: no heap block and no destructor. A thread-local
@@ -70,7 +78,7 @@ fn set_last_error(message: &str) {
         let cut = if message.len() <= MESSAGE_CAP {
             message.len()
         } else {
-            let mut end = MESSAGE_CAP - "…".len();
+            let mut end = MESSAGE_CAP - "...".len();
             while !message.is_char_boundary(end) {
                 end -= 1;
             }
@@ -80,7 +88,7 @@ fn set_last_error(message: &str) {
         // this call (C receives a raw pointer, valid until its next dlport call).
         let text = unsafe { &mut *e.text.get() };
         let mut n = 0;
-        let tail = if cut < message.len() { "…" } else { "" };
+        let tail = if cut < message.len() { "..." } else { "" };
         for b in message.as_bytes()[..cut].iter().chain(tail.as_bytes()) {
             text[n] = if *b == 0 { b' ' } else { *b };
             n += 1;
@@ -523,7 +531,7 @@ pub extern "C" fn dlport_version() -> *const c_char {
 /// The message of the last failed call on this thread, or NULL after a success. Valid until the
 /// next dlport call on this thread. Works at any time, also while the thread or the process
 /// shuts down (the message lives in a thread-local without a destructor; at most
-/// `MESSAGE_CAP` bytes, a longer one is cut and ends in "…").
+/// `MESSAGE_CAP` bytes, a longer one is cut and ends in "...").
 #[unsafe(no_mangle)]
 pub extern "C" fn dlport_last_error() -> *const c_char {
     LAST_ERROR

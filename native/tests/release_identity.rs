@@ -109,7 +109,7 @@ fn dl_tensor(shape: *mut i64, strides: *mut i64, data: *mut f32) -> DLTensor {
     }
 }
 
-fn deleter_ran<H>(b: Box<Foreign<H>>) {
+fn deleter_ran<H>(b: &Foreign<H>) {
     deleted()[b.id].fetch_add(1, Ordering::SeqCst);
     let outer = b.outer.load(Ordering::SeqCst);
     if !outer.is_null() {
@@ -124,12 +124,14 @@ fn deleter_ran<H>(b: Box<Foreign<H>>) {
 
 unsafe extern "C" fn delete_v(p: *mut DLManagedTensorVersioned) {
     // SAFETY: a Box<Foreign<..>> made by `foreign`, released once (checked by the counts).
-    deleter_ran(unsafe { Box::from_raw(p.cast::<Foreign<DLManagedTensorVersioned>>()) });
+    let b = unsafe { Box::from_raw(p.cast::<Foreign<DLManagedTensorVersioned>>()) };
+    deleter_ran(&b);
 }
 
 unsafe extern "C" fn delete_l(p: *mut DLManagedTensor) {
     // SAFETY: as above.
-    deleter_ran(unsafe { Box::from_raw(p.cast::<Foreign<DLManagedTensor>>()) });
+    let b = unsafe { Box::from_raw(p.cast::<Foreign<DLManagedTensor>>()) };
+    deleter_ran(&b);
 }
 
 /// A new foreign tensor (versioned or legacy) and its id.
@@ -152,8 +154,11 @@ fn foreign(versioned: bool, outer: *mut c_void, outer_versioned: c_int) -> (*mut
             outer: AtomicPtr::new(outer),
             outer_versioned: AtomicI32::new(outer_versioned),
         });
-        b.header.dl_tensor =
-            dl_tensor(b.shape.as_mut_ptr(), b.strides.as_mut_ptr(), b.data.as_mut_ptr());
+        b.header.dl_tensor = dl_tensor(
+            b.shape.as_mut_ptr(),
+            b.strides.as_mut_ptr(),
+            b.data.as_mut_ptr(),
+        );
         (Box::into_raw(b).cast(), id)
     } else {
         let mut b = Box::new(Foreign {
@@ -169,8 +174,11 @@ fn foreign(versioned: bool, outer: *mut c_void, outer_versioned: c_int) -> (*mut
             outer: AtomicPtr::new(outer),
             outer_versioned: AtomicI32::new(outer_versioned),
         });
-        b.header.dl_tensor =
-            dl_tensor(b.shape.as_mut_ptr(), b.strides.as_mut_ptr(), b.data.as_mut_ptr());
+        b.header.dl_tensor = dl_tensor(
+            b.shape.as_mut_ptr(),
+            b.strides.as_mut_ptr(),
+            b.data.as_mut_ptr(),
+        );
         (Box::into_raw(b).cast(), id)
     }
 }
@@ -219,7 +227,14 @@ fn export(versioned: bool, to_versioned: bool) -> (*mut c_void, usize) {
     let (f, id) = foreign(versioned, null_mut(), 0);
     let mut out = null_mut();
     // SAFETY: an owned tensor handed over; `out` writable.
-    let s = unsafe { dlport_convert(f, c_int::from(versioned), c_int::from(to_versioned), &mut out) };
+    let s = unsafe {
+        dlport_convert(
+            f,
+            c_int::from(versioned),
+            c_int::from(to_versioned),
+            &mut out,
+        )
+    };
     assert_eq!(s, DLPORT_OK, "convert: {}", last_error());
     (out, id)
 }
@@ -336,10 +351,7 @@ fn a_released_export_released_again_is_refused_by_every_path() {
         let name = format!("{e:p}");
         for flag in [to, 1 - to] {
             // SAFETY: a released export: dlport must refuse it without touching the producer.
-            assert_eq!(
-                unsafe { dlport_release(e, flag) },
-                DLPORT_INVALID_ARGUMENT
-            );
+            assert_eq!(unsafe { dlport_release(e, flag) }, DLPORT_INVALID_ARGUMENT);
             let msg = last_error();
             assert!(
                 msg.contains(&name) && msg.contains("already released"),
@@ -351,18 +363,14 @@ fn a_released_export_released_again_is_refused_by_every_path() {
         assert!(last_error().contains(&name), "{}", last_error());
         // Consuming and borrowing calls refuse it too, without releasing anything.
         let mut t = null_mut();
-        // SAFETY: refused before any read.
-        assert_eq!(
-            unsafe { dlport_import(e, to, std::ptr::null(), &mut t) },
-            DLPORT_INVALID_ARGUMENT
-        );
+        // SAFETY: a released export: refused before any read.
+        let st = unsafe { dlport_import(e, to, std::ptr::null(), &mut t) };
+        assert_eq!(st, DLPORT_INVALID_ARGUMENT);
         assert!(t.is_null() && last_error().contains("already released"));
         let mut json = null_mut();
         // SAFETY: as above.
-        assert_eq!(
-            unsafe { dlport_describe(e, to, &mut json) },
-            DLPORT_INVALID_ARGUMENT
-        );
+        let st = unsafe { dlport_describe(e, to, &mut json) };
+        assert_eq!(st, DLPORT_INVALID_ARGUMENT);
         assert!(json.is_null());
         assert_eq!(deleted()[id].load(Ordering::SeqCst), 1, "deleter ran once");
     }
@@ -381,8 +389,11 @@ fn the_deleter_called_inside_itself_is_refused() {
         // SAFETY: the Box made below, released once.
         let b = unsafe { Box::from_raw(p.cast::<Foreign<DLManagedTensorVersioned>>()) };
         deleted()[b.id].fetch_add(1, Ordering::SeqCst);
-        let Some(o) = NonNull::new(OUTER.load(Ordering::SeqCst).cast::<DLManagedTensorVersioned>())
-        else {
+        let Some(o) = NonNull::new(
+            OUTER
+                .load(Ordering::SeqCst)
+                .cast::<DLManagedTensorVersioned>(),
+        ) else {
             return; // released before the export existed (a failed convert)
         };
         let o = o.as_ptr();
