@@ -48,6 +48,10 @@ fn exercise() -> Vec<String> {
         "describe NULL {s}: {}",
         last_error().unwrap_or_default()
     ));
+    // The panic machinery an entry relies on (catch_unwind, the default hook's report) also
+    // works here: a bug caught at the boundary during teardown is a status, not an abort.
+    let caught = std::panic::catch_unwind(|| panic!("a panic during teardown")).is_err();
+    seen.push(format!("panic caught {caught}"));
     seen
 }
 
@@ -71,10 +75,8 @@ fn entries_work_in_a_thread_local_destructor() {
         GUARD.with(|g| *g.borrow_mut() = Some(CallsDlportOnDrop(tx)));
         let mut json = null_mut();
         // SAFETY: NULL tensor, `json` writable: a failed call that sets the last error.
-        assert_eq!(
-            unsafe { dlport_describe(std::ptr::null(), 1, &mut json) },
-            1
-        );
+        let s = unsafe { dlport_describe(std::ptr::null(), 1, &mut json) };
+        assert_eq!(s, 1);
         assert!(last_error().is_some());
     })
     .join()
@@ -96,6 +98,7 @@ fn entries_work_in_a_thread_local_destructor() {
         "a message: {}",
         seen[4]
     );
+    assert_eq!(seen[5], "panic caught true");
 }
 
 #[test]
