@@ -1,13 +1,51 @@
 #!/usr/bin/env bash
-# Builds the cdylib, compiles the C test program against native/include/dlport.h with
-# -Wall -Werror (as C11 and as C++), links it and runs it.
+# Builds the cdylib, compiles the C test programs in native/tests/c against
+# native/include/dlport.h with -Wall -Werror (C11; the C++ ones as C++17), links them and runs
+# each one. A program fails when its exit status is not 0 or when the line it must print (the
+# proof that its checks ran, e.g. "teardown ok" from an atexit handler) is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build -p dlport-native --locked
 lib=target/debug
 out=$(mktemp -d)
-cc -std=c11 -Wall -Wextra -Werror -Inative/include native/tests/c/test_dlport.c -L"$lib" -ldlport_native -o "$out/test_dlport"
+trap 'rm -rf "$out"' EXIT
+cflags=(-Wall -Wextra -Werror -Inative/include)
 # The header must also be valid C++.
-c++ -x c++ -std=c++17 -Wall -Wextra -Werror -fsyntax-only -Inative/include - <<<'#include "dlport.h"
+c++ -x c++ -std=c++17 "${cflags[@]}" -fsyntax-only - <<<'#include "dlport.h"
 int main() { return dlport_version() == nullptr; }'
-LD_LIBRARY_PATH="$lib" "$out/test_dlport"
+
+# program  source  expected output line (a grep -E pattern)
+tests=(
+  "test_dlport               test_dlport.c              ^c: [0-9]+ passed, 0 failed$"
+  "test_release_identity     test_release_identity.c    ^release identity: [0-9]+ passed, 0 failed$"
+  "teardown_atexit           teardown_atexit.c          ^teardown ok \(atexit handler\)"
+  "teardown_static           teardown_static.cpp        ^teardown ok \(C\+\+ static destructor\)"
+  "teardown_pthread_key      teardown_pthread_key.c     ^teardown ok \(pthread-key destructor\)"
+)
+failures=0
+for t in "${tests[@]}"; do
+  read -r name src expect <<<"$t"
+  case "$src" in
+    *.cpp) c++ -std=c++17 "${cflags[@]}" "native/tests/c/$src" -L"$lib" -ldlport_native -pthread -o "$out/$name" ;;
+    *) cc -std=c11 "${cflags[@]}" "native/tests/c/$src" -L"$lib" -ldlport_native -pthread -o "$out/$name" ;;
+  esac
+  set +e
+  LD_LIBRARY_PATH="$lib" "$out/$name" >"$out/$name.log" 2>&1
+  status=$?
+  set -e
+  sed "s/^/  [$name] /" "$out/$name.log"
+  if [ "$status" -ne 0 ]; then
+    echo "[c-test] FAILED: $name exited with status $status"
+    failures=$((failures + 1))
+  elif ! grep -qE "$expect" "$out/$name.log"; then
+    echo "[c-test] FAILED: $name did not print a line matching: $expect"
+    failures=$((failures + 1))
+  else
+    echo "[c-test] ok: $name"
+  fi
+done
+if [ "$failures" -ne 0 ]; then
+  echo "[c-test] $failures of ${#tests[@]} C programs failed"
+  exit 1
+fi
+echo "[c-test] all ${#tests[@]} C programs passed"

@@ -100,7 +100,10 @@ uint64_t dlport_alloc_limit(void);
 /* The library version ("0.1.0"), static. */
 const char* dlport_version(void);
 
-/* The last error message on this thread, or NULL after a success. Valid until the next call. */
+/* The last error message on this thread, or NULL after a success. Valid until the next dlport
+ * call on this thread (at most 2047 bytes; a longer message is cut and ends in "..."). Like
+ * every entry, it also works while the thread or the process shuts down: from an atexit
+ * handler, a C++ static destructor or a pthread-key destructor. */
 const char* dlport_last_error(void);
 
 /* Frees a string returned by dlport (NULL is ignored). */
@@ -109,9 +112,21 @@ void dlport_string_free(char* s);
 /* Validates a managed tensor WITHOUT taking ownership and describes it as JSON. */
 int dlport_describe(const void* managed, int versioned, char** json_out);
 
-/* Calls a managed tensor's deleter (NULL is ignored). A second release of a tensor that dlport
- * exported is detected (for the last 4096 released) and refused with DLPORT_INVALID_ARGUMENT; a
- * foreign tensor released twice cannot be detected. */
+/* Calls a managed tensor's deleter (NULL is ignored).
+ *
+ * dlport recognises the tensors it exported by identity, not by address: a released export's
+ * memory stays reserved while it is among the last 4096 released (a quarantine), so no other
+ * tensor can be allocated at its address meanwhile.
+ * Detected, refused with DLPORT_INVALID_ARGUMENT ("already released", naming the address) and
+ *   running nothing: a dlport export released again while among the last 4096 released, by
+ *   dlport_release, by calling its deleter again, or by passing it to any dlport function;
+ *   and a nested release (a deleter that dlport runs releases the export being released).
+ *   A refused call of an export's deleter returns nothing; dlport_last_error() says why.
+ * Released normally: every tensor that is not a dlport export, including one that lives at an
+ *   address where a released dlport export used to be.
+ * Not detected (undefined behaviour, as in DLPack): a foreign tensor released twice (its memory
+ *   belongs to its producer and may be gone), and a dlport export released again after 4096
+ *   later releases (its memory has been freed and may hold another tensor). */
 int dlport_release(void* managed, int versioned);
 
 /* CONSUMING. Imports a managed tensor onto a backend (options may be NULL: copy if needed). */

@@ -6,15 +6,26 @@
 //! calling thread. Managed-tensor arguments are `void*` plus a `versioned` flag (0 = legacy
 //! `DLManagedTensor`, 1 = `DLManagedTensorVersioned`). Functions documented as *consuming*
 //! take ownership of their input on every path, success or error.
+//!
+//! Every entry also works while its thread or the process shuts down (from an `atexit`
+//! handler, a C++ static destructor or a pthread-key destructor, which glibc runs after the
+//! thread's TLS destructors): the only thread-local, the last error, has no destructor, and the
+//! other state is in statics (`Mutex`, `OnceLock`, atomics).
+//!
+//! The DLPack tensors handed to C are dlport's own header blocks wrapping the
+//! real export, told from foreign tensors by identity (see `ExportBlock` and `dlport_release`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, UnsafeCell};
+use std::collections::{HashSet, VecDeque};
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::hash::BuildHasherDefault;
+use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{NonNull, null_mut};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned};
+use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use dlport_core::device::{
     CopyPolicy, ExportOptions, ImportOptions, LayoutNeed, Registry, Tensor, ViewRequirements,
 };
@@ -30,13 +41,65 @@ pub const DLPORT_PANIC: c_int = -1;
 /// A required pointer argument was NULL, or an enum argument out of range.
 pub const DLPORT_INVALID_ARGUMENT: c_int = -2;
 
-thread_local! {
-    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+/// The longest error message kept, in bytes (without the NUL); a longer one is cut at a
+/// character boundary and ends in "...".
+const MESSAGE_CAP: usize = 2047;
+
+/// A thread's last error, stored inline: no heap block and no destructor. A thread-local
+/// without a destructor is never torn down, so an entry called while its thread or the process
+/// shuts down (an `atexit` handler, a C++ static destructor or a pthread-key destructor: glibc
+/// runs them after the thread's TLS destructors) still records and returns its message.
+struct LastError {
+    set: Cell<bool>,
+    text: UnsafeCell<[u8; MESSAGE_CAP + 1]>,
 }
 
-fn set_last_error(message: String) {
-    let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|e| *e.borrow_mut() = Some(c));
+// No destructor, hence no "destroyed" state in which the thread-local can no longer be reached.
+const _: () = assert!(!std::mem::needs_drop::<LastError>());
+
+thread_local! {
+    static LAST_ERROR: LastError = const {
+        LastError {
+            set: Cell::new(false),
+            text: UnsafeCell::new([0; MESSAGE_CAP + 1]),
+        }
+    };
+}
+
+/// What `dlport_last_error` returns if this thread's error state cannot be reached (not
+/// expected: the thread-local has no destructor; this only keeps the entry total).
+static UNREACHABLE_ERROR: &CStr = c"dlport: the last error message of this thread cannot be \
+    read (its thread-local storage is gone); check the status code instead";
+
+/// Records `message` as this thread's last error (NUL bytes become spaces; cut to
+/// `MESSAGE_CAP` bytes). Never panics and never touches a thread-local that can be destroyed.
+fn set_last_error(message: &str) {
+    let _ = LAST_ERROR.try_with(|e| {
+        let cut = if message.len() <= MESSAGE_CAP {
+            message.len()
+        } else {
+            let mut end = MESSAGE_CAP - "...".len();
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            end
+        };
+        // SAFETY: only this thread reaches its own buffer, and no reference into it outlives
+        // this call (C receives a raw pointer, valid until its next dlport call).
+        let text = unsafe { &mut *e.text.get() };
+        let mut n = 0;
+        let tail = if cut < message.len() { "..." } else { "" };
+        for b in message.as_bytes()[..cut].iter().chain(tail.as_bytes()) {
+            text[n] = if *b == 0 { b' ' } else { *b };
+            n += 1;
+        }
+        text[n] = 0;
+        e.set.set(true);
+    });
+}
+
+fn clear_last_error() {
+    let _ = LAST_ERROR.try_with(|e| e.set.set(false));
 }
 
 /// What an entry point can fail with.
@@ -57,28 +120,39 @@ fn arg(message: impl Into<String>) -> Failure {
 
 /// Runs an entry point: catches panics, records the error message, returns the status.
 fn entry(f: impl FnOnce() -> Result<(), Failure>) -> c_int {
+    run(true, f)
+}
+
+/// As `entry`; `clear_on_success` false leaves the last error alone on success (for callbacks
+/// such as deleters, which the caller does not see as dlport calls).
+fn run(clear_on_success: bool, f: impl FnOnce() -> Result<(), Failure>) -> c_int {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => {
-            LAST_ERROR.with(|e| *e.borrow_mut() = None);
+            if clear_on_success {
+                clear_last_error();
+            }
             DLPORT_OK
         }
         Ok(Err(Failure::Dlport(e))) => {
-            set_last_error(e.to_string());
+            set_last_error(&e.to_string());
             e.code() as c_int
         }
         Ok(Err(Failure::Argument(m))) => {
-            set_last_error(m);
+            set_last_error(&m);
             DLPORT_INVALID_ARGUMENT
         }
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            set_last_error(format!(
+                .copied()
+                .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("unknown panic");
+            set_last_error(&format!(
                 "internal error (panic caught at the C boundary): {what}"
             ));
+            // The payload is dropped here, inside the entry: a payload whose drop panics
+            // would otherwise unwind across `extern "C"`.
+            let _ = catch_unwind(AssertUnwindSafe(|| drop(panic)));
             DLPORT_PANIC
         }
     }
@@ -102,6 +176,7 @@ fn registry() -> &'static Registry {
 /// # Safety
 /// `managed` is NULL or an owned managed tensor of the form `versioned` says, handed over.
 unsafe fn take(managed: *mut c_void, versioned: c_int) -> Result<ManagedTensor, Failure> {
+    refuse_released(managed)?;
     let t = if versioned != 0 {
         // SAFETY: forwarded contract.
         unsafe { ManagedTensor::from_raw_versioned(managed.cast()) }
@@ -116,81 +191,260 @@ unsafe fn take(managed: *mut c_void, versioned: c_int) -> Result<ManagedTensor, 
 static EXPORTED: AtomicU64 = AtomicU64::new(0);
 static RELEASED: AtomicU64 = AtomicU64::new(0);
 
-/// The addresses of the DLPack tensors handed out and not yet released, and of the most
-/// recently released ones: enough to detect a double release of a dlport export through
-/// `dlport_release` (a foreign tensor released twice cannot be detected: its memory is gone).
-struct Tracker {
-    live: std::collections::HashSet<usize>,
-    /// Released addresses → the generation they were released in (O(1) lookups).
-    recent: std::collections::HashMap<usize, u64>,
-    /// Eviction order of `recent`: (address, generation).
-    order: std::collections::VecDeque<(usize, u64)>,
-    generation: u64,
+/// How many released exports keep their block (and so their address) reserved.
+const QUARANTINE: usize = 4096;
+
+/// The header of a DLPack tensor handed to C, in either form. It is what C sees: its address
+/// is the tensor's address, its `deleter` is dlport's.
+#[repr(C)]
+union Header {
+    versioned: ManuallyDrop<DLManagedTensorVersioned>,
+    legacy: ManuallyDrop<DLManagedTensor>,
 }
 
-impl Tracker {
-    fn released(&mut self, addr: usize) {
-        if !self.live.remove(&addr) {
-            return;
+/// A DLPack tensor this C ABI handed out: dlport's own header (a copy of the inner export's,
+/// with dlport's deleter) and the real export, dropped when a consumer releases.
+///
+/// Identity, not address, tells dlport's exports from foreign tensors: a released block is not
+/// freed but kept in a quarantine of the last [`QUARANTINE`] released ones, so malloc cannot
+/// give its address to anything else while dlport still knows it. Hence an address in
+/// `Tracker::live` is a live export of ours, one in `Tracker::dead` a released export of ours,
+/// and any other address a foreign tensor (or an export released more than `QUARANTINE`
+/// releases ago, which is then indistinguishable from one).
+#[repr(C)]
+struct ExportBlock {
+    /// First: the address of the block is the address of the header.
+    header: Header,
+    /// The real export (`None` once released).
+    inner: Option<ManagedTensor>,
+}
+
+/// A quarantined block, owned by the tracker.
+struct BlockPtr(NonNull<ExportBlock>);
+
+// SAFETY: a released block is plain memory owned by the tracker (its inner export is gone);
+// it is only freed, under or after the tracker lock, by whichever thread evicts it.
+unsafe impl Send for BlockPtr {}
+
+/// Hashes addresses (a folded multiply): fast, and free of `RandomState`, whose keys live in a
+/// thread-local.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        let p = u128::from(self.0) * 0x9E37_79B9_7F4A_7C15;
+        (p as u64) ^ ((p >> 64) as u64)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8)) ^ u64::from(b);
         }
-        self.generation += 1;
-        self.recent.insert(addr, self.generation);
-        self.order.push_back((addr, self.generation));
-        if self.order.len() > RECENT {
-            if let Some((old, g)) = self.order.pop_front() {
-                // Only forget it if it was not released again later.
-                if self.recent.get(&old) == Some(&g) {
-                    self.recent.remove(&old);
-                }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = n as u64;
+    }
+}
+
+type AddrSet = HashSet<usize, BuildHasherDefault<AddrHasher>>;
+
+/// The states of dlport's exports, by block address: live (handed out, not released), dead
+/// (its release has begun: being dropped or quarantined). An address is in at most one set.
+struct Tracker {
+    live: AddrSet,
+    dead: AddrSet,
+    /// Released blocks whose inner export is dropped, oldest first; at most `QUARANTINE`.
+    quarantine: VecDeque<BlockPtr>,
+}
+
+static TRACKER: Mutex<Tracker> = Mutex::new(Tracker {
+    live: HashSet::with_hasher(BuildHasherDefault::new()),
+    dead: HashSet::with_hasher(BuildHasherDefault::new()),
+    quarantine: VecDeque::new(),
+});
+
+fn tracker() -> MutexGuard<'static, Tracker> {
+    // A poisoned lock only means a panic elsewhere; every update leaves the sets consistent.
+    TRACKER.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn already_released(p: *const c_void) -> Failure {
+    arg(format!(
+        "managed tensor {p:p} was already released (dlport exported it and its deleter has \
+         run): releasing or using a DLPack tensor after its release is a bug in the caller; \
+         release each tensor exactly once and drop every pointer to it"
+    ))
+}
+
+/// Refuses a dlport export that was released (and is still in the quarantine), before anything
+/// reads it: its header no longer describes a tensor.
+fn refuse_released(p: *const c_void) -> Result<(), Failure> {
+    if !p.is_null() && tracker().dead.contains(&(p as usize)) {
+        return Err(already_released(p));
+    }
+    Ok(())
+}
+
+/// Releases one of dlport's exports: the first call drops the inner export (its deleter runs
+/// once, outside the lock, so it may call dlport again); any later call, nested inside that
+/// drop or after it, is refused without touching anything. The block then joins the
+/// quarantine; the oldest quarantined block is freed.
+fn release_export(block: *mut ExportBlock) -> Result<(), Failure> {
+    let addr = block as usize;
+    let inner = {
+        let mut t = tracker();
+        if !t.live.remove(&addr) {
+            return Err(already_released(block.cast()));
+        }
+        t.dead.insert(addr);
+        // SAFETY: `block` was live: allocated by `give` and not released; removing it from
+        // `live` under the lock made this call its only releaser, so nothing else accesses it.
+        unsafe { poison(block) }
+    };
+    let dropped = catch_unwind(AssertUnwindSafe(|| drop(inner)));
+    RELEASED.fetch_add(1, Ordering::SeqCst);
+    let evicted = {
+        let mut t = tracker();
+        // SAFETY: `block` comes from Box::into_raw in `give`: not NULL.
+        t.quarantine
+            .push_back(BlockPtr(unsafe { NonNull::new_unchecked(block) }));
+        if t.quarantine.len() > QUARANTINE {
+            t.quarantine.pop_front().inspect(|old| {
+                t.dead.remove(&(old.0.as_ptr() as usize));
+            })
+        } else {
+            None
+        }
+    };
+    if let Some(old) = evicted {
+        // SAFETY: allocated by `give`, released (its inner export is gone) and now out of every
+        // set: nothing refers to it any more.
+        drop(unsafe { Box::from_raw(old.0.as_ptr()) });
+    }
+    if let Err(panic) = dropped {
+        std::panic::resume_unwind(panic);
+    }
+    Ok(())
+}
+
+/// Takes the inner export out of a block being released and poisons its header (NULL data,
+/// shape and strides, `ndim` -1), keeping dlport's deleter so that a second call is detected.
+///
+/// # Safety
+/// `block` is a block from `give`, being released by the caller alone.
+unsafe fn poison(block: *mut ExportBlock) -> Option<ManagedTensor> {
+    // SAFETY: exclusive access (contract).
+    let inner = unsafe { (*block).inner.take() };
+    let dead = DLTensor {
+        data: null_mut(),
+        device: Device::CPU,
+        ndim: -1,
+        dtype: DataType::new(dlport_core::TypeCode(0), 0, 0),
+        shape: null_mut(),
+        strides: null_mut(),
+        byte_offset: 0,
+    };
+    match inner.as_ref().map(ManagedTensor::is_versioned) {
+        // SAFETY: the header is in the form of the inner export (`give`); exclusive access.
+        Some(true) => unsafe { (*(*block).header.versioned).dl_tensor = dead },
+        // SAFETY: as above.
+        Some(false) => unsafe { (*(*block).header.legacy).dl_tensor = dead },
+        None => {}
+    }
+    inner
+}
+
+/// The deleter of dlport's versioned exports.
+///
+/// # Safety
+/// Called by a consumer with a pointer from this C ABI (once; later calls are refused while the
+/// block is quarantined).
+unsafe extern "C" fn export_deleter_versioned(managed: *mut DLManagedTensorVersioned) {
+    deleter(managed.cast());
+}
+
+/// The deleter of dlport's legacy exports.
+///
+/// # Safety
+/// As [`export_deleter_versioned`].
+unsafe extern "C" fn export_deleter_legacy(managed: *mut DLManagedTensor) {
+    deleter(managed.cast());
+}
+
+/// A deleter has no status: a refused call (a second release) only leaves its message for
+/// `dlport_last_error`; a successful one leaves the last error alone.
+fn deleter(block: *mut ExportBlock) {
+    let _ = run(false, || {
+        if block.is_null() {
+            return Ok(());
+        }
+        release_export(block)
+    });
+}
+
+/// Releases any managed tensor handed to dlport to be released: dlport's own exports through
+/// the tracker (a released one is refused), foreign ones by calling their deleter.
+///
+/// # Safety
+/// `p` is an owned managed tensor of the form `versioned` says, or one of dlport's exports
+/// (live or released, in either form).
+unsafe fn release_any(p: NonNull<c_void>, versioned: c_int) -> Result<(), Failure> {
+    let addr = p.as_ptr() as usize;
+    let ours = {
+        let t = tracker();
+        t.live.contains(&addr) || t.dead.contains(&addr)
+    };
+    if ours {
+        return release_export(p.as_ptr().cast());
+    }
+    let raw = if versioned != 0 {
+        RawManaged::Versioned(p.cast())
+    } else {
+        RawManaged::Legacy(p.cast())
+    };
+    // SAFETY: a foreign tensor, owned and handed over (contract).
+    unsafe { raw.release() };
+    Ok(())
+}
+
+/// Hands a managed tensor to C, in the requested form, counted and tracked.
+fn give(t: ManagedTensor, versioned: bool, out: NonNull<*mut c_void>) -> Result<(), Failure> {
+    let inner = t.reexport_with((), versioned)?;
+    let header = match inner.as_raw() {
+        RawManaged::Versioned(p) => {
+            // SAFETY: `inner` owns this live, validated header.
+            let h = unsafe { p.as_ref() };
+            Header {
+                versioned: ManuallyDrop::new(DLManagedTensorVersioned {
+                    version: h.version,
+                    manager_ctx: null_mut(),
+                    deleter: Some(export_deleter_versioned),
+                    flags: h.flags,
+                    dl_tensor: h.dl_tensor,
+                }),
             }
         }
-    }
-}
-
-const RECENT: usize = 4096;
-
-fn tracker() -> std::sync::MutexGuard<'static, Tracker> {
-    static TRACKER: OnceLock<std::sync::Mutex<Tracker>> = OnceLock::new();
-    let m = TRACKER.get_or_init(|| {
-        std::sync::Mutex::new(Tracker {
-            live: Default::default(),
-            recent: Default::default(),
-            order: Default::default(),
-            generation: 0,
-        })
-    });
-    // A poisoned lock only means a panic elsewhere; the sets stay consistent.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Dropped with the export (when the consumer calls the deleter): counts and untracks it.
-struct ExportCounter(std::sync::Arc<std::sync::atomic::AtomicUsize>);
-
-impl Drop for ExportCounter {
-    fn drop(&mut self) {
-        RELEASED.fetch_add(1, Ordering::SeqCst);
-        let addr = self.0.load(Ordering::SeqCst);
-        tracker().released(addr);
-    }
-}
-
-/// Hands a managed tensor to C, in the requested form, counted.
-fn give(t: ManagedTensor, versioned: bool, out: NonNull<*mut c_void>) -> Result<(), Failure> {
-    EXPORTED.fetch_add(1, Ordering::SeqCst);
-    let addr = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = t.reexport_with(ExportCounter(std::sync::Arc::clone(&addr)), versioned)?;
-    let raw: *mut c_void = match counted.into_raw() {
-        RawManaged::Versioned(p) => p.as_ptr().cast(),
-        RawManaged::Legacy(p) => p.as_ptr().cast(),
+        RawManaged::Legacy(p) => {
+            // SAFETY: as above.
+            let h = unsafe { p.as_ref() };
+            Header {
+                legacy: ManuallyDrop::new(DLManagedTensor {
+                    dl_tensor: h.dl_tensor,
+                    manager_ctx: null_mut(),
+                    deleter: Some(export_deleter_legacy),
+                }),
+            }
+        }
     };
-    addr.store(raw as usize, Ordering::SeqCst);
-    {
-        let mut t = tracker();
-        t.recent.remove(&(raw as usize));
-        t.live.insert(raw as usize);
-    }
+    // The header's shape and strides point into `inner`, alive as long as the block is live.
+    let block = Box::into_raw(Box::new(ExportBlock {
+        header,
+        inner: Some(inner),
+    }));
+    EXPORTED.fetch_add(1, Ordering::SeqCst);
+    tracker().live.insert(block as usize);
     // SAFETY: `out` is a valid, writable pointer (checked non-NULL; the caller's contract).
-    unsafe { out.as_ptr().write(raw) };
+    unsafe { out.as_ptr().write(block.cast()) };
     Ok(())
 }
 
@@ -300,10 +554,20 @@ pub extern "C" fn dlport_version() -> *const c_char {
 }
 
 /// The message of the last failed call on this thread, or NULL after a success. Valid until the
-/// next dlport call on this thread.
+/// next dlport call on this thread. Works at any time, also while the thread or the process
+/// shuts down (the message lives in a thread-local without a destructor; at most
+/// `MESSAGE_CAP` bytes, a longer one is cut and ends in "...").
 #[unsafe(no_mangle)]
 pub extern "C" fn dlport_last_error() -> *const c_char {
-    LAST_ERROR.with(|e| e.borrow().as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
+    LAST_ERROR
+        .try_with(|e| {
+            if e.set.get() {
+                e.text.get().cast::<c_char>().cast_const()
+            } else {
+                std::ptr::null()
+            }
+        })
+        .unwrap_or(UNREACHABLE_ERROR.as_ptr())
 }
 
 /// Frees a string returned by dlport (NULL is ignored).
@@ -357,6 +621,7 @@ pub unsafe extern "C" fn dlport_describe(
         if managed.is_null() {
             return Err(Error::NullManagedTensor.into());
         }
+        refuse_released(managed)?;
         let text = if versioned != 0 {
             // SAFETY: a live versioned tensor (contract); the header is read first.
             let m = unsafe { &*managed.cast::<DLManagedTensorVersioned>() };
@@ -374,9 +639,11 @@ pub unsafe extern "C" fn dlport_describe(
 }
 
 /// Calls a managed tensor's deleter (for C code that owns one and is done with it). NULL is
-/// ignored. A second release of a tensor that dlport exported is detected (for the last 4096
-/// released) and refused with `DLPORT_INVALID_ARGUMENT`; a foreign tensor released twice cannot
-/// be detected, since its memory is already gone.
+/// ignored. dlport's own exports are recognised by identity: one released again (through this
+/// function, its deleter, or a nested call from inside its release) while it is among the last
+/// 4096 released is refused with `DLPORT_INVALID_ARGUMENT` and runs nothing; every other
+/// address is a foreign tensor, whose deleter is called. A foreign tensor released twice, and a
+/// dlport export released again after 4096 later releases, cannot be detected.
 ///
 /// # Safety
 /// `managed` is NULL or an owned managed tensor of the form `versioned` says; it is released.
@@ -386,23 +653,8 @@ pub unsafe extern "C" fn dlport_release(managed: *mut c_void, versioned: c_int) 
         let Some(p) = NonNull::new(managed) else {
             return Ok(());
         };
-        {
-            let t = tracker();
-            if !t.live.contains(&(managed as usize)) && t.recent.contains_key(&(managed as usize)) {
-                return Err(arg(format!(
-                    "managed tensor {managed:p} was already released: a double release is a bug in \
-                     the caller (each DLPack tensor is released exactly once)"
-                )));
-            }
-        }
-        let raw = if versioned != 0 {
-            RawManaged::Versioned(p.cast())
-        } else {
-            RawManaged::Legacy(p.cast())
-        };
-        // SAFETY: owned and handed over (contract).
-        unsafe { raw.release() };
-        Ok(())
+        // SAFETY: forwarded contract.
+        unsafe { release_any(p, versioned) }
     })
 }
 
@@ -791,6 +1043,7 @@ pub unsafe extern "C" fn dlport_capsule_destructor(capsule: *mut c_void) {
             return Ok(());
         }
         let (mut t, mut v, mut tb) = (null_mut(), null_mut(), null_mut());
+        let mut released = Ok(());
         // SAFETY: GIL held (contract); saves any pending exception.
         unsafe { (py.err_fetch)(&mut t, &mut v, &mut tb) };
         for (name, versioned) in [(c"dltensor_versioned", true), (c"dltensor", false)] {
@@ -799,19 +1052,14 @@ pub unsafe extern "C" fn dlport_capsule_destructor(capsule: *mut c_void) {
                 // SAFETY: valid with this name, so GetPointer succeeds without raising.
                 let p = unsafe { (py.get_pointer)(capsule, name.as_ptr()) };
                 if let Some(p) = NonNull::new(p) {
-                    let raw = if versioned {
-                        RawManaged::Versioned(p.cast())
-                    } else {
-                        RawManaged::Legacy(p.cast())
-                    };
                     // SAFETY: an unconsumed capsule owns its tensor; it is released once, here.
-                    unsafe { raw.release() };
+                    released = unsafe { release_any(p, c_int::from(versioned)) };
                 }
                 break;
             }
         }
         // SAFETY: restores exactly what was fetched (steals the references back).
         unsafe { (py.err_restore)(t, v, tb) };
-        Ok(())
+        released
     });
 }
