@@ -143,7 +143,7 @@ pub enum Error {
     /// An allocation above the caller's limit, refused before anything was allocated.
     AllocationLimit {
         /// Bytes the operation needs (exact, even past 64 bits).
-        bytes: u128,
+        bytes: ByteCount,
         /// The limit in force.
         limit: u64,
     },
@@ -549,6 +549,48 @@ impl fmt::Display for Error {
 }
 
 impl core::error::Error for Error {}
+
+/// A byte count that may exceed 64 bits (a broadcast tensor's compact size can), stored as two
+/// 64-bit halves so that [`Error`] keeps an 8-byte alignment.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ByteCount {
+    hi: u64,
+    lo: u64,
+}
+
+impl ByteCount {
+    /// The count.
+    pub const fn get(self) -> u128 {
+        ((self.hi as u128) << 64) | self.lo as u128
+    }
+}
+
+impl From<u128> for ByteCount {
+    fn from(v: u128) -> Self {
+        Self {
+            hi: (v >> 64) as u64,
+            lo: v as u64,
+        }
+    }
+}
+
+impl From<u64> for ByteCount {
+    fn from(v: u64) -> Self {
+        Self::from(u128::from(v))
+    }
+}
+
+impl fmt::Display for ByteCount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.get(), f)
+    }
+}
+
+impl fmt::Debug for ByteCount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.get(), f)
+    }
+}
 
 /// A short string stored inline (no allocation), for error values in `no_std` builds.
 ///

@@ -54,7 +54,7 @@ pub use abi::{DLPackVersion, DeviceType, TypeCode};
 pub use device::{CopyPolicy, Registry, Tensor};
 pub use device::{Device, MemoryClass};
 pub use dtype::{Bool8, Complex32, Complex64, DataType, Element, Fp4Convention};
-pub use error::{CopyReason, Error, ShortStr};
+pub use error::{ByteCount, CopyReason, Error, ShortStr};
 #[cfg(feature = "alloc")]
 pub use export::{ExportBuilder, TensorStorage};
 #[cfg(feature = "alloc")]
@@ -87,7 +87,10 @@ static ALLOC_LIMIT: core::sync::atomic::AtomicUsize =
 pub fn check_alloc(bytes: u128, limit: Option<u64>) -> Result<(), Error> {
     let limit = limit.unwrap_or_else(alloc_limit);
     if bytes > u128::from(limit) {
-        return Err(Error::AllocationLimit { bytes, limit });
+        return Err(Error::AllocationLimit {
+            bytes: bytes.into(),
+            limit,
+        });
     }
     Ok(())
 }

@@ -303,7 +303,7 @@ fn a_broadcast_byte_cannot_allocate_past_the_limit() {
     assert_eq!(
         err,
         Error::AllocationLimit {
-            bytes: 1 << 32,
+            bytes: (1u128 << 32).into(),
             limit: 256 << 20
         }
     );
@@ -317,7 +317,7 @@ fn a_broadcast_byte_cannot_allocate_past_the_limit() {
     assert_eq!(
         reg.from_dlpack(one(), &always).unwrap_err(),
         Error::AllocationLimit {
-            bytes: 1 << 32,
+            bytes: (1u128 << 32).into(),
             limit: 1 << 20
         }
     );
@@ -343,7 +343,7 @@ fn a_broadcast_byte_cannot_allocate_past_the_limit() {
     assert_eq!(
         err,
         Error::AllocationLimit {
-            bytes: 16,
+            bytes: 16u64.into(),
             limit: 15
         }
     );
@@ -357,7 +357,7 @@ fn sizes_past_64_bits_are_reported_exactly() {
     assert_eq!(
         dlport_core::check_alloc(bytes as u128, Some(1 << 30)),
         Err(Error::AllocationLimit {
-            bytes: 1 << 62,
+            bytes: (1u128 << 62).into(),
             limit: 1 << 30
         })
     );
@@ -365,7 +365,7 @@ fn sizes_past_64_bits_are_reported_exactly() {
     assert_eq!(
         compact_bytes(DataType::COMPLEX128, &[1 << 62]).map(|_| ()),
         Err(Error::AllocationLimit {
-            bytes: 1 << 66,
+            bytes: (1u128 << 66).into(),
             limit: isize::MAX as u64
         })
     );

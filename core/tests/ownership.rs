@@ -455,7 +455,7 @@ fn a_huge_broadcast_tensor_is_an_error_not_an_abort() {
     assert_eq!(
         err,
         Error::AllocationLimit {
-            bytes: 1 << 64,
+            bytes: (1u128 << 64).into(),
             limit: isize::MAX as u64
         }
     );
@@ -469,7 +469,7 @@ fn a_huge_broadcast_tensor_is_an_error_not_an_abort() {
     assert_eq!(
         copy.unwrap_err(),
         Error::AllocationLimit {
-            bytes: 1 << 64,
+            bytes: (1u128 << 64).into(),
             limit: isize::MAX as u64
         }
     );

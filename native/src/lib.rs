@@ -98,6 +98,8 @@ pub fn machine_memory() -> Option<u64> {
             if unsafe { libc::getrlimit(resource, &mut rl) } == 0
                 && rl.rlim_cur != libc::RLIM_INFINITY
             {
+                // rlim_t is u64 on Linux but not on every Unix.
+                #[allow(clippy::unnecessary_cast)]
                 limits.push(rl.rlim_cur as u64);
             }
         }

@@ -116,10 +116,8 @@ fn read_only_never_reaches_a_legacy_consumer_by_reference() {
     assert_eq!(copy.as_slice::<f32>().unwrap(), &[1.0, 2.0, 3.0]);
     // A versioned consumer gets the view with READ_ONLY.
     // SAFETY: as above.
-    assert_eq!(
-        unsafe { dlport_export(t, 1, 3, 0, 0, 0, &mut m, &mut versioned) },
-        0
-    );
+    let status = unsafe { dlport_export(t, 1, 3, 0, 0, 0, &mut m, &mut versioned) };
+    assert_eq!(status, 0);
     let view = take(m, versioned);
     assert_eq!(view.view().data() as u64, data);
     assert_ne!(view.flags() & FLAG_READ_ONLY, 0);
@@ -245,12 +243,8 @@ fn one_broadcast_byte_cannot_allocate_gigabytes() {
     let mut out = std::ptr::null_mut();
     let started = std::time::Instant::now();
     // SAFETY: consuming call on an owned tensor.
-    assert_eq!(
-        unsafe { dlport_compact(p, v, 1, 1, &mut out) },
-        37,
-        "{}",
-        last_error()
-    );
+    let status = unsafe { dlport_compact(p, v, 1, 1, &mut out) };
+    assert_eq!(status, 37, "{}", last_error());
     assert!(started.elapsed().as_secs() < 2, "refused before allocating");
     // dlport_alloc too, with the exact size of 2^60 float32 (2^62 bytes).
     let shape = [1i64 << 60];
@@ -303,10 +297,8 @@ fn describe_and_export_agree_on_pinned_and_managed_imports() {
         assert_eq!(d["device"], name, "{d}");
         let (mut m, mut versioned) = (std::ptr::null_mut(), -1);
         // SAFETY: a live handle, writable outs.
-        assert_eq!(
-            unsafe { dlport_export(t, 1, 3, 0, 0, 0, &mut m, &mut versioned) },
-            0
-        );
+        let status = unsafe { dlport_export(t, 1, 3, 0, 0, 0, &mut m, &mut versioned) };
+        assert_eq!(status, 0);
         let out = take(m, versioned);
         assert_eq!(out.view().device().device_type.0, device_type);
         assert_eq!(out.view().device().to_string(), name);
@@ -339,14 +331,21 @@ fn compact_handles_padded_transposed_and_empty_tensors() {
     // made when the Vec was not 64-byte aligned): never padded bytes without the flag.
     let kept = compact(padded);
     let padded_flag = kept.flags() & dlport_core::abi::FLAG_IS_SUBBYTE_TYPE_PADDED != 0;
-    let expected: &[u8] = if padded_flag { &[1, 2, 3, 4] } else { &[0x21, 0x43] };
+    let expected: &[u8] = if padded_flag {
+        &[1, 2, 3, 4]
+    } else {
+        &[0x21, 0x43]
+    };
     assert_eq!(kept.view().as_bytes().unwrap(), expected);
     // … a legacy one gets it packed, since the flag cannot travel.
     let padded = ExportBuilder::new(vec![1u8, 2, 3, 4], int4, &[4])
         .subbyte_padded(true)
         .build()
         .unwrap();
-    assert_eq!(compact_as(padded, 0).view().as_bytes().unwrap(), &[0x21, 0x43]);
+    assert_eq!(
+        compact_as(padded, 0).view().as_bytes().unwrap(),
+        &[0x21, 0x43]
+    );
     let transposed = ExportBuilder::new(vec![0x21u8, 0x43], int4, &[2, 2])
         .strides(&[1, 2])
         .build()

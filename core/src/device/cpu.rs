@@ -135,7 +135,7 @@ pub fn compact_bytes(dtype: DataType, shape: &[i64]) -> Result<usize, Error> {
         .ok()
         .filter(|&b| b <= isize::MAX as usize)
         .ok_or(Error::AllocationLimit {
-            bytes,
+            bytes: bytes.into(),
             limit: isize::MAX as u64,
         })
 }
