@@ -8,9 +8,9 @@
 //!
 //! Refusals must match the validator: the builder refuses exactly what `validate_metadata`
 //! refuses (same error) plus spans outside the buffer (`StorageTooSmall`); `TensorRef::from_raw`
-//! on the same fields computes the same layout. On an accepted tensor every path must succeed,
-//! except the documented limit (packed sub-byte types need a row-major source: every path says
-//! `NotContiguous`) and the known finding below.
+//! on the same fields computes the same layout. On an accepted tensor every path must succeed
+//! and agree with the reference. The compact form of a sub-byte tensor is packed, whether the
+//! source was packed or padded (IS_SUBBYTE_TYPE_PADDED), of any strides.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
@@ -26,17 +26,6 @@ const MAX_OUT: u64 = 1 << 17;
 const MAX_NUMEL: u64 = 1 << 15;
 const MAX_BUF: i128 = 1 << 18;
 
-/// Known findings (see `native/tests/copy.rs`, tests named `fuzz_finding_compact_*`). With
-/// `true` the target accepts exactly the error each one produces and keeps fuzzing; set it to
-/// `false` to make them crashes again.
-/// - compact-1: `CpuBackend::compact` of a valid IS_SUBBYTE_TYPE_PADDED sub-byte tensor with more
-///   than one element fails with `StorageTooSmall` (it allocates the packed size, then asks the
-///   copy for the padded one).
-/// - compact-2: `CpuBackend::compact` of a valid EMPTY tensor whose extents multiply (zeros
-///   counted as 1) past i64::MAX, e.g. `[i64::MAX, 0]`, fails with `ElementCountOverflow`:
-///   `layout::compact_row_major` also multiplies in the outermost extent, whose product no
-///   stride uses. The builder's default strides refuse the same shapes.
-const TOLERATE_KNOWN_FINDINGS: bool = true;
 
 fn dtype(inp: &mut Input<'_>) -> DataType {
     let int = |bits: u8| DataType::new(TypeCode::INT, bits, 1);
@@ -222,26 +211,32 @@ fn span(shape: &[i64], strides: &[i64], bits: u32) -> Option<(i128, i128)> {
 /// sub-byte elements (`bits` < 8) are read at bit `8·byte_offset + offset·bits`, little
 /// bit-endian (`(byte >> (bit % 8)) & mask`, spilling into the next byte where needed), and
 /// packed into the output the same way.
-fn reference(buf: &[u8], byte_offset: u64, shape: &[i64], strides: &[i64], bits: u32) -> Vec<u8> {
+/// The compact copy by definition: element j read at `byte_offset + offset_j × storage` bits
+/// (whole bytes, or packed little bit-endian), its low `value` bits written packed at bit
+/// `j × value` (whole-byte elements: `storage == value`).
+fn reference(buf: &[u8], byte_offset: u64, shape: &[i64], strides: &[i64], storage: u32, value: u32) -> Vec<u8> {
+    let bits = storage;
     let numel: usize = if shape.contains(&0) { 0 } else { shape.iter().map(|&e| e as usize).product() };
-    let mut out = vec![0u8; (numel * bits as usize).div_ceil(8)];
+    let mut out = vec![0u8; (numel * value as usize).div_ceil(8)];
     let mut index = [0i64; layout::MAX_NDIM];
     let index = &mut index[..shape.len()];
     for j in 0..numel {
         // In i64: the builder accepted the tensor, so every offset lies inside the span.
         let offset = i128::from(index.iter().zip(strides).map(|(&i, &s)| i * s).sum::<i64>());
-        if bits % 8 == 0 {
+        if bits % 8 == 0 && value == bits {
             let elem = (bits / 8) as usize;
             let at = (i128::from(byte_offset) + offset * elem as i128) as usize;
             out[j * elem..(j + 1) * elem].copy_from_slice(&buf[at..at + elem]);
         } else {
             let bit = (i128::from(byte_offset) * 8 + offset * i128::from(bits)) as usize;
             let mut word = u16::from(buf[bit / 8]);
-            if bit % 8 + bits as usize > 8 {
+            if bit % 8 + value as usize > 8 {
                 word |= u16::from(buf[bit / 8 + 1]) << 8;
             }
-            let value = (word >> (bit % 8)) & ((1 << bits) - 1);
-            let to = j * bits as usize;
+            let v = (word >> (bit % 8)) & ((1u16 << value) - 1);
+            let value_bits = value;
+            let value = v;
+            let to = j * value_bits as usize;
             let w = (u16::from(out[to / 8]) | out.get(to / 8 + 1).map_or(0, |&b| u16::from(b)) << 8)
                 | (value << (to % 8));
             out[to / 8] = w as u8;
@@ -293,7 +288,9 @@ fuzz_target!(|data: &[u8]| {
     if numel > MAX_NUMEL || dtype.bytes_for(numel, padded).is_none_or(|b| b > MAX_OUT) {
         return;
     }
-    let out_len = dtype.bytes_for(numel, padded).unwrap() as usize;
+    // The compact copy is packed whatever the source.
+    let out_len = dtype.bytes_for(numel, false).unwrap() as usize;
+    let value_bits = dtype.storage_bits(false);
 
     // Place the first element so that the span lies in the buffer, then sometimes break that.
     let my_span = span(&shape, &strides, bits);
@@ -322,11 +319,7 @@ fuzz_target!(|data: &[u8]| {
     // The validator, on the metadata alone (what the builder checks before the storage). The
     // builder's default strides come from `compact_row_major`, which refuses a shape whose
     // product of max(1, extent) overflows even when a zero extent makes the tensor empty.
-    let compact_overflows = layout::compact_row_major(&shape, &mut vec![0; shape.len()]).err();
-    let meta = match (explicit, &compact_overflows) {
-        (false, Some(e)) if TOLERATE_KNOWN_FINDINGS => Err(e.clone()),
-        _ => layout::validate_metadata(dtype, &shape, Some(&strides), Some(DLPackVersion::CURRENT), flags),
-    };
+    let meta = layout::validate_metadata(dtype, &shape, Some(&strides), Some(DLPackVersion::CURRENT), flags);
     if let Ok(m) = &meta {
         assert_eq!(m.numel, numel, "{dtype} {shape:?}");
         assert_eq!(m.element_bits, bits);
@@ -385,38 +378,33 @@ fuzz_target!(|data: &[u8]| {
     // SAFETY: `data` is the pointer of the Vec the export owns (TensorStorage for Vec), `len`
     // initialised bytes that nobody mutates while `t` lives.
     let keep = unsafe { std::slice::from_raw_parts(view.data().cast::<u8>().cast_const(), len) };
-    let want = reference(keep, byte_offset, &shape, &strides, bits);
+    let want = reference(keep, byte_offset, &shape, &strides, bits, value_bits);
     assert_eq!(want.len(), out_len);
-
-    // Packed sub-byte types are copied only from a row-major source (documented): every path
-    // must then refuse with the same error.
-    let limited = bits % 8 != 0 && !view.contiguity().is_row_major() && numel != 0;
-    let refused = Error::NotContiguous { contiguity: view.contiguity() };
 
     // 1. The native kernels.
     let mut native = vec![0xa5u8; out_len];
     match dlport_native::copy::copy_to_compact(&view, &mut native) {
         Ok(()) => {
-            assert!(!limited);
-            assert!(same_elements(&native, &want, numel, bits), "native copy differs from the reference: {dtype} {shape:?} {strides:?} +{byte_offset} padded {padded}\n got {native:?}\nwant {want:?}");
+            assert!(same_elements(&native, &want, numel, value_bits), "native copy differs from the reference: {dtype} {shape:?} {strides:?} +{byte_offset} padded {padded}\n got {native:?}\nwant {want:?}");
         }
-        Err(e) => assert!(limited && e == refused, "native copy refused a valid tensor: {e} ({dtype} {shape:?} {strides:?} +{byte_offset} padded {padded})"),
+        Err(e) => panic!("native copy refused a valid tensor: {e} ({dtype} {shape:?} {strides:?} +{byte_offset} padded {padded})"),
     }
     // A destination of the wrong size is refused, never written past.
     if inp.u8() % 16 == 0 {
         let mut short = vec![0u8; out_len + 1];
         let e = dlport_native::copy::copy_to_compact(&view, &mut short).unwrap_err();
-        assert_eq!(e, Error::StorageTooSmall { needed: out_len as u64, available: out_len as u64 + 1 });
+        assert_eq!(e, Error::DestinationSize { needed: out_len as u64, available: out_len as u64 + 1 });
+        let e = dlport_core::device::copy_to_compact(&view, &mut short).unwrap_err();
+        assert_eq!(e, Error::DestinationSize { needed: out_len as u64, available: out_len as u64 + 1 });
     }
 
     // 2. The core's portable copy (same destination size).
     let mut portable = vec![0x5au8; out_len];
     match dlport_core::device::copy_to_compact(&view, &mut portable) {
         Ok(()) => {
-            assert!(!limited);
-            assert_eq!(portable, native, "core and native copies differ: {dtype} {shape:?} {strides:?} padded {padded}");
+            assert!(same_elements(&portable, &native, numel, value_bits), "core and native copies differ: {dtype} {shape:?} {strides:?} padded {padded}");
         }
-        Err(e) => assert!(limited && e == refused, "core copy refused a valid tensor: {e} ({dtype} {shape:?} {strides:?} padded {padded})"),
+        Err(e) => panic!("core copy refused a valid tensor: {e} ({dtype} {shape:?} {strides:?} padded {padded})"),
     }
     if numel == 0 {
         assert!(portable.is_empty() && native.is_empty());
@@ -426,7 +414,6 @@ fuzz_target!(|data: &[u8]| {
     let packed_len = dtype.bytes_for(numel, false).unwrap() as usize;
     match dlport_native::cpu::CpuBackend::compact(&view) {
         Ok(c) => {
-            assert!(!limited);
             assert!(c.is_copied() && c.flags() & FLAG_IS_SUBBYTE_TYPE_PADDED == 0);
             assert_eq!((c.dtype(), c.shape()), (dtype, &shape[..]));
             let guard = c.read().expect("a fresh tensor is readable");
@@ -434,21 +421,7 @@ fuzz_target!(|data: &[u8]| {
             assert!(numel == 0 || cv.contiguity().is_row_major());
             let got = cv.as_bytes().unwrap();
             assert_eq!(got.len(), packed_len);
-            if padded && bits % 8 == 0 && dtype.storage_bits(false) % 8 != 0 {
-                // A padded sub-byte source whose padded and packed sizes agree (one element):
-                // the output is packed, so only the element's own bits count.
-                let packed = dtype.storage_bits(false);
-                assert!(same_elements(got, &want[..got.len()], numel, packed), "compact of padded {dtype}");
-            } else {
-                assert_eq!(got, &native[..], "backend compact differs: {dtype} {shape:?} {strides:?} padded {padded}");
-            }
-        }
-        Err(e) if limited => assert_eq!(e, refused),
-        Err(e) if TOLERATE_KNOWN_FINDINGS && numel == 0 && compact_overflows.is_some() => {
-            assert_eq!(Some(e), compact_overflows, "compact-2");
-        }
-        Err(e) if TOLERATE_KNOWN_FINDINGS && padded && packed_len != out_len => {
-            assert_eq!(e, Error::StorageTooSmall { needed: out_len as u64, available: packed_len as u64 });
+            assert!(same_elements(got, &want, numel, value_bits), "backend compact differs: {dtype} {shape:?} {strides:?} padded {padded}");
         }
         Err(e) => panic!("CpuBackend::compact refused a valid tensor: {e} ({dtype} {shape:?} {strides:?} +{byte_offset} padded {padded} contiguity {:?})", view.contiguity()),
     }

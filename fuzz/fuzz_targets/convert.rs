@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
         Ok(t) => {
             let mut t = t;
             for i in 0..(steps % 6) {
-                t = if i % 2 == 0 { t.into_versioned().unwrap() } else { t.into_legacy().unwrap() };
+                t = if i % 2 == 0 { t.into_versioned().unwrap() } else { t.into_legacy(dlport_core::CopyPolicy::Never).unwrap() };
             }
             drop(t);
         }
