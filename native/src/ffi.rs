@@ -34,12 +34,9 @@ use dlport_core::{
     TensorRef,
 };
 
-/// Success.
-pub const DLPORT_OK: c_int = 0;
-/// A panic was caught inside dlport (a bug: please report the message).
-pub const DLPORT_PANIC: c_int = -1;
-/// A required pointer argument was NULL, or an enum argument out of range.
-pub const DLPORT_INVALID_ARGUMENT: c_int = -2;
+pub use crate::cabi::{
+    DLPORT_INVALID_ARGUMENT, DLPORT_OK, DLPORT_PANIC, DlportCopy, DlportLayout,
+};
 
 /// The longest error message kept, in bytes (without the NUL); a longer one is cut at a
 /// character boundary and ends in "...".
@@ -460,12 +457,13 @@ fn device_arg(device_type: i32, device_id: i32) -> Option<Device> {
 }
 
 fn copy_arg(copy: i32) -> Result<CopyPolicy, Failure> {
-    match copy {
-        0 => Ok(CopyPolicy::Never),
-        1 => Ok(CopyPolicy::IfNeeded),
-        2 => Ok(CopyPolicy::Always),
-        other => Err(arg(format!(
-            "copy = {other} is invalid: use 0 (never), 1 (if needed) or 2 (always)"
+    match DlportCopy::from_c(copy) {
+        Some(DlportCopy::Never) => Ok(CopyPolicy::Never),
+        Some(DlportCopy::IfNeeded) => Ok(CopyPolicy::IfNeeded),
+        Some(DlportCopy::Always) => Ok(CopyPolicy::Always),
+        None => Err(arg(format!(
+            "copy = {copy} is invalid: use DLPORT_COPY_NEVER (0), DLPORT_COPY_IF_NEEDED (1) or \
+             DLPORT_COPY_ALWAYS (2)"
         ))),
     }
 }
@@ -523,13 +521,15 @@ pub extern "C" fn dlport_alloc_limit() -> u64 {
 }
 
 fn import_options(o: &DlportImportOptions) -> Result<ImportOptions, Failure> {
-    let layout = match o.layout {
-        0 => LayoutNeed::Any,
-        1 => LayoutNeed::Dense,
-        2 => LayoutNeed::RowMajor,
-        other => {
+    let layout = match DlportLayout::from_c(o.layout) {
+        Some(DlportLayout::Any) => LayoutNeed::Any,
+        Some(DlportLayout::Dense) => LayoutNeed::Dense,
+        Some(DlportLayout::RowMajor) => LayoutNeed::RowMajor,
+        None => {
             return Err(arg(format!(
-                "layout = {other} is invalid: use 0 (any), 1 (dense) or 2 (row-major)"
+                "layout = {} is invalid: use DLPORT_LAYOUT_ANY (0), DLPORT_LAYOUT_DENSE (1) or \
+                 DLPORT_LAYOUT_ROW_MAJOR (2)",
+                o.layout
             )));
         }
     };
@@ -546,11 +546,13 @@ fn import_options(o: &DlportImportOptions) -> Result<ImportOptions, Failure> {
     })
 }
 
-/// The library version, a static NUL-terminated string.
+/// The library version (the crate's, e.g. "0.1.0"), a static NUL-terminated string.
+///
+/// Ownership: the string is dlport's, static; never free it.
 #[unsafe(no_mangle)]
 pub extern "C" fn dlport_version() -> *const c_char {
-    static VERSION: &CStr = c"0.1.0";
-    VERSION.as_ptr()
+    const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+    VERSION.as_ptr().cast()
 }
 
 /// The message of the last failed call on this thread, or NULL after a success. Valid until the
@@ -592,15 +594,34 @@ struct Description {
     copied: bool,
 }
 
+impl Description {
+    fn of(view: &TensorRef<'_>) -> Self {
+        Self {
+            info: TensorInfo::from(view),
+            host_accessible: view.device().is_host_accessible(),
+            alignment: view.alignment(),
+            read_only: view.is_read_only(),
+            copied: view.is_copied(),
+        }
+    }
+}
+
+/// What `dlport_tensor_describe` returns: a [`Description`] plus the handle's own facts.
+#[derive(serde::Serialize)]
+struct HandleDescription {
+    #[serde(flatten)]
+    tensor: Description,
+    backend: &'static str,
+    users: usize,
+    data: usize,
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<String, Failure> {
+    serde_json::to_string(value).map_err(|e| arg(format!("internal: {e}")))
+}
+
 fn describe(view: &TensorRef<'_>) -> Result<String, Failure> {
-    let d = Description {
-        info: TensorInfo::from(view),
-        host_accessible: view.device().is_host_accessible(),
-        alignment: view.alignment(),
-        read_only: view.is_read_only(),
-        copied: view.is_copied(),
-    };
-    serde_json::to_string(&d).map_err(|e| arg(format!("internal: {e}")))
+    to_json(&Description::of(view))
 }
 
 /// Validates a managed tensor **without taking ownership** and describes it as JSON (shape,
@@ -678,7 +699,7 @@ pub unsafe extern "C" fn dlport_import(
         // SAFETY: NULL or readable (contract).
         let opts = import_options(&unsafe { options.as_ref() }.copied().unwrap_or(
             DlportImportOptions {
-                copy: 1,
+                copy: DlportCopy::IfNeeded as i32,
                 ..Default::default()
             },
         ))?;
@@ -917,14 +938,14 @@ pub unsafe extern "C" fn dlport_tensor_describe(
         let t = unsafe { tensor.as_ref() }.ok_or_else(|| arg("tensor is NULL"))?;
         let out = out_ptr(json_out, "json_out")?;
         let guard = t.0.read()?;
-        let body = describe(&guard.view())?;
-        let extra = format!(
-            ",\"backend\":\"{}\",\"users\":{},\"data\":{}}}",
-            t.0.backend(),
-            t.0.buffer().users() - 1,
-            t.0.buffer().ptr() as usize
-        );
-        c_string(format!("{}{extra}", &body[..body.len() - 1]), out)
+        let d = HandleDescription {
+            tensor: Description::of(&guard.view()),
+            backend: t.0.backend(),
+            // The read guard is one user; count the others.
+            users: t.0.buffer().users().saturating_sub(1),
+            data: t.0.buffer().ptr() as usize,
+        };
+        c_string(to_json(&d)?, out)
     })
 }
 
@@ -949,6 +970,188 @@ pub unsafe extern "C" fn dlport_tensor_data(
             d.as_ptr().write(t.0.buffer().ptr());
             o.as_ptr().write(t.0.byte_offset());
         }
+        Ok(())
+    })
+}
+
+/// The release callback of `dlport_wrap`: called exactly once, with the `ctx` given to
+/// `dlport_wrap`, when nobody uses the memory any more (or at once when `dlport_wrap` fails). It
+/// may run on any thread and must not unwind.
+pub type DlportReleaseFn = Option<unsafe extern "C" fn(ctx: *mut c_void)>;
+
+/// Runs the caller's release callback once, when dropped.
+struct CallerRelease {
+    release: DlportReleaseFn,
+    ctx: *mut c_void,
+}
+
+// SAFETY: `dlport_wrap`'s contract: the callback may run on any thread, with its context.
+unsafe impl Send for CallerRelease {}
+
+impl Drop for CallerRelease {
+    fn drop(&mut self) {
+        if let Some(release) = self.release.take() {
+            // SAFETY: the caller's callback with the caller's context, called once (`take`).
+            unsafe { release(self.ctx) };
+        }
+    }
+}
+
+/// The managed tensor `dlport_wrap` builds over caller memory: the header, the shape and
+/// strides it points to, and the caller's release, which runs when this is dropped.
+struct Wrapped {
+    header: DLManagedTensorVersioned,
+    _shape: Box<[i64]>,
+    _strides: Option<Box<[i64]>>,
+    _release: CallerRelease,
+}
+
+/// The deleter of `dlport_wrap`'s tensors: frees the block, which runs the caller's release.
+///
+/// # Safety
+/// `managed` is NULL or the header of a live `Wrapped` block (its `manager_ctx`), released once.
+unsafe extern "C" fn wrapped_deleter(managed: *mut DLManagedTensorVersioned) {
+    if managed.is_null() {
+        return;
+    }
+    // SAFETY: the header of a live block whose manager_ctx is the block (contract).
+    let block = unsafe { (*managed).manager_ctx }.cast::<Wrapped>();
+    // SAFETY: allocated by Box::into_raw in `dlport_wrap` and released once (contract).
+    drop(unsafe { Box::from_raw(block) });
+}
+
+/// Wraps caller-owned memory as a DLPack managed tensor (versioned when `to_versioned` is
+/// non-zero, legacy otherwise), without a copy: DLPack's "external reference". `data`,
+/// `device_*`, `code`/`bits`/`lanes`, `ndim`, `shape`, `strides` (NULL: compact row-major),
+/// `byte_offset` and `flags` (`DLPACK_FLAG_BITMASK_*`) are those of the DLTensor; they are
+/// validated as any import is (ndim, extents, dtype widths, address range, known flags), and
+/// flags the legacy form cannot carry (READ_ONLY, IS_SUBBYTE_TYPE_PADDED) are refused for it
+/// with `DLPORT_ERR_FLAG_NOT_REPRESENTABLE`. `shape` and `strides` are copied: the caller may
+/// free them when the call returns.
+///
+/// Ownership: `release(ctx)` is called exactly once on every path. On success `*out` owns the
+/// memory; `release(ctx)` runs when the tensor's deleter is called (or `dlport_release`, or the
+/// import that consumed it is freed), on any thread. On every error, including a NULL `out`,
+/// `release(ctx)` has run before `dlport_wrap` returns. `release` may be NULL: the caller then
+/// keeps the memory and must keep it alive until the tensor is released.
+///
+/// # Safety
+/// `data` + `byte_offset` addresses the tensor's bytes, valid (and not written by the caller
+/// while READ_ONLY is set) until `release(ctx)` runs; `shape` (and `strides`, when not NULL) is
+/// readable for `ndim` values when `ndim` is in range; `out` is NULL or writable; `release` is
+/// NULL or a function that may be called once with `ctx` from any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_wrap(
+    data: *mut c_void,
+    device_type: i32,
+    device_id: i32,
+    code: u8,
+    bits: u8,
+    lanes: u16,
+    ndim: i32,
+    shape: *const i64,
+    strides: *const i64,
+    byte_offset: u64,
+    flags: u64,
+    to_versioned: c_int,
+    release: DlportReleaseFn,
+    ctx: *mut c_void,
+    out: *mut *mut c_void,
+) -> c_int {
+    // Made before anything can fail: every path drops it exactly once, or hands it to the
+    // tensor, whose deleter drops it.
+    let guard = CallerRelease { release, ctx };
+    entry(move || {
+        let out = out_ptr(out, "out")?;
+        let n = dlport_core::layout::check_ndim(i64::from(ndim))?;
+        if n > 0 && shape.is_null() {
+            return Err(Error::NullShape { ndim }.into());
+        }
+        let copy = |p: *const i64| -> Box<[i64]> {
+            if n == 0 {
+                Box::default()
+            } else {
+                // SAFETY: readable for `n` values (contract), `n` bounded by MAX_NDIM.
+                unsafe { std::slice::from_raw_parts(p, n) }.into()
+            }
+        };
+        let mut shape = copy(shape);
+        let mut strides = (!strides.is_null()).then(|| copy(strides));
+        let header = DLManagedTensorVersioned {
+            version: DLPackVersion::CURRENT,
+            manager_ctx: null_mut(),
+            deleter: Some(wrapped_deleter),
+            flags,
+            dl_tensor: DLTensor {
+                data,
+                device: Device::new(DeviceType(device_type), device_id),
+                ndim,
+                dtype: DataType::new(dlport_core::TypeCode(code), bits, lanes),
+                shape: shape.as_mut_ptr(),
+                strides: strides.as_mut().map_or(null_mut(), |s| s.as_mut_ptr()),
+                byte_offset,
+            },
+        };
+        let block = Box::into_raw(Box::new(Wrapped {
+            header,
+            _shape: shape,
+            _strides: strides,
+            _release: guard,
+        }));
+        // SAFETY: just allocated; the header's shape and strides point into the block's boxes,
+        // which do not move.
+        unsafe { (*block).manager_ctx_set(block) };
+        // SAFETY: an owned versioned tensor handed over: its deleter frees the block (running
+        // the caller's release); `from_raw_versioned` releases it on every error.
+        let m = unsafe { ManagedTensor::from_raw_versioned(&raw mut (*block).header) }?;
+        give(m, to_versioned != 0, out)
+    })
+}
+
+impl Wrapped {
+    /// Points the header's `manager_ctx` at the block itself.
+    ///
+    /// # Safety
+    /// `this` is the address of `self`.
+    unsafe fn manager_ctx_set(&mut self, this: *mut Wrapped) {
+        self.header.manager_ctx = this.cast();
+    }
+}
+
+/// Lends a backend tensor to C as a plain `DLTensor` view (no copy, no ownership): `data`,
+/// `device`, `ndim`, `dtype`, `shape`, `strides` (always filled in) and `byte_offset`.
+///
+/// Ownership: nothing is transferred. On success `*out`'s `data` and its `shape` and `strides`
+/// arrays belong to the handle and stay valid until `dlport_tensor_free(tensor)` (other handles
+/// and DLPack exports of the same memory may keep the data alive longer, but not these arrays);
+/// never free or write the arrays. Do not write the data when the tensor is read-only
+/// (`"read_only": true` in `dlport_tensor_describe`). On error `*out` is untouched.
+///
+/// # Safety
+/// `tensor` is a live handle; `out` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_tensor_view(
+    tensor: *const DlportTensor,
+    out: *mut DLTensor,
+) -> c_int {
+    entry(|| {
+        // SAFETY: a live handle (contract).
+        let t = unsafe { tensor.as_ref() }.ok_or_else(|| arg("tensor is NULL"))?;
+        let out = out_ptr(out, "out")?;
+        // Refuses a buffer whose memory was released to another owner.
+        let _live = t.0.read()?;
+        let shape = t.0.shape();
+        let view = DLTensor {
+            data: t.0.buffer().ptr(),
+            device: t.0.device(),
+            ndim: shape.len() as i32,
+            dtype: t.0.dtype(),
+            shape: shape.as_ptr().cast_mut(),
+            strides: t.0.strides().as_ptr().cast_mut(),
+            byte_offset: t.0.byte_offset(),
+        };
+        // SAFETY: writable (contract).
+        unsafe { out.as_ptr().write(view) };
         Ok(())
     })
 }

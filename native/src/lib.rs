@@ -16,6 +16,7 @@ pub mod copy;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod cabi;
 pub mod ffi;
 pub mod pinned;
 
