@@ -505,16 +505,21 @@ fn alloc_limit(per_call: u64) -> Option<u64> {
         .find(|&l| l != 0)
 }
 
-/// Sets the most bytes any copy or allocation made by the C ABI may take (0: back to the
-/// default, the machine's memory as the native registry measures it: physical memory, the
-/// cgroup limit and RLIMIT_AS, whichever is smallest). Above it a call fails with
-/// `DLPORT_ERR_ALLOCATION_LIMIT` naming the size and the limit, before anything is allocated.
+/// Sets the most bytes any copy or allocation made by this ABI may take. 0 restores the
+/// default: the machine's memory as the native registry measures it (the smallest of physical
+/// memory, the cgroup's memory.max and RLIMIT_AS / RLIMIT_DATA). Above the limit a call fails
+/// with `DLPORT_ERR_ALLOCATION_LIMIT`, naming the size and the limit, before anything is
+/// allocated.
+///
+/// Ownership: nothing is transferred.
 #[unsafe(no_mangle)]
 pub extern "C" fn dlport_set_alloc_limit(bytes: u64) {
     ALLOC_LIMIT.store(bytes, Ordering::Relaxed);
 }
 
 /// The allocation limit in force for calls that give none of their own.
+///
+/// Ownership: nothing is transferred.
 #[unsafe(no_mangle)]
 pub extern "C" fn dlport_alloc_limit() -> u64 {
     registry().alloc_limit(alloc_limit(0))
@@ -555,10 +560,13 @@ pub extern "C" fn dlport_version() -> *const c_char {
     VERSION.as_ptr().cast()
 }
 
-/// The message of the last failed call on this thread, or NULL after a success. Valid until the
-/// next dlport call on this thread. Works at any time, also while the thread or the process
-/// shuts down (the message lives in a thread-local without a destructor; at most
-/// `MESSAGE_CAP` bytes, a longer one is cut and ends in "...").
+/// The last error message on this thread, or NULL after a success. Valid until the next dlport
+/// call on this thread (at most 2047 bytes; a longer message is cut and ends in "..."). Like
+/// every entry, it also works while the thread or the process shuts down: from an `atexit`
+/// handler, a C++ static destructor or a pthread-key destructor (the message lives in a
+/// thread-local without a destructor).
+///
+/// Ownership: the string is dlport's (per thread); never free it.
 #[unsafe(no_mangle)]
 pub extern "C" fn dlport_last_error() -> *const c_char {
     LAST_ERROR
@@ -573,6 +581,8 @@ pub extern "C" fn dlport_last_error() -> *const c_char {
 }
 
 /// Frees a string returned by dlport (NULL is ignored).
+///
+/// Ownership: takes `s`, which must not be used again.
 ///
 /// # Safety
 /// `s` is NULL or a string from a dlport function, not freed before.
@@ -624,9 +634,21 @@ fn describe(view: &TensorRef<'_>) -> Result<String, Failure> {
     to_json(&Description::of(view))
 }
 
-/// Validates a managed tensor **without taking ownership** and describes it as JSON (shape,
-/// strides, dtype, device, byte_offset, flags, version, numel, contiguity, byte_span,
-/// host_accessible, alignment, read_only, copied). Free the string with `dlport_string_free`.
+/// Validates a managed tensor WITHOUT taking ownership and describes it as JSON, one object
+/// with exactly these keys:
+/// - `"shape"`, `"strides"`: arrays of integers (strides in elements, computed when NULL);
+/// - `"dtype"`: string (`"float32"`, `"int4"`, `"float32x4"`, ...);
+/// - `"device"`: string (`"cpu"`, `"cuda:0"`, `"cuda_host"`, ...);
+/// - `"byte_offset"`, `"flags"`, `"numel"`: integers (`flags` 0 for legacy);
+/// - `"version"`: `{"major": integer, "minor": integer}`, or null for legacy;
+/// - `"contiguity"`: one of `"both"`, `"row_major"`, `"column_major"`, `"permuted"`,
+///   `"strided"`;
+/// - `"byte_span"`: `[lo, hi]` integers, the bytes touched relative to the first element;
+/// - `"host_accessible"`, `"read_only"`, `"copied"`: booleans;
+/// - `"alignment"`: integer (the first element's address alignment in bytes) or null.
+///
+/// Ownership: `managed` stays the caller's on every path. On success `*json_out` is a new
+/// string the caller frees with `dlport_string_free`; on error it is untouched.
 ///
 /// # Safety
 /// `managed` is NULL or a live managed tensor of the form `versioned` says, readable for the
@@ -659,15 +681,28 @@ pub unsafe extern "C" fn dlport_describe(
     })
 }
 
-/// Calls a managed tensor's deleter (for C code that owns one and is done with it). NULL is
-/// ignored. dlport's own exports are recognised by identity: one released again (through this
-/// function, its deleter, or a nested call from inside its release) while it is among the last
-/// 4096 released is refused with `DLPORT_INVALID_ARGUMENT` and runs nothing; every other
-/// address is a foreign tensor, whose deleter is called. A foreign tensor released twice, and a
-/// dlport export released again after 4096 later releases, cannot be detected.
+/// Calls a managed tensor's deleter (NULL is ignored).
+///
+/// dlport recognises the tensors it exported by identity, not by address: a released export's
+/// memory stays reserved while it is among the last 4096 released (a quarantine), so no other
+/// tensor can be allocated at its address meanwhile.
+/// - Detected, refused with `DLPORT_INVALID_ARGUMENT` ("already released", naming the address)
+///   and running nothing: a dlport export released again while among the last 4096 released,
+///   by `dlport_release`, by calling its deleter again, or by passing it to any dlport function;
+///   and a nested release (a deleter that dlport runs releases the export being released). A
+///   refused call of an export's deleter returns nothing; `dlport_last_error()` says why.
+/// - Released normally: every tensor that is not a dlport export, including one that lives at
+///   an address where a released dlport export used to be.
+/// - Not detected (undefined behaviour, as in DLPack): a foreign tensor released twice (its
+///   memory belongs to its producer and may be gone), and a dlport export released again after
+///   4096 later releases (its memory has been freed and may hold another tensor).
+///
+/// Ownership: takes `managed` (its deleter runs here), except a refused second release of a
+/// dlport export, which touches nothing.
 ///
 /// # Safety
-/// `managed` is NULL or an owned managed tensor of the form `versioned` says; it is released.
+/// `managed` is NULL or an owned managed tensor of the form `versioned` says, or one of
+/// dlport's exports (live or released, in either form).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlport_release(managed: *mut c_void, versioned: c_int) -> c_int {
     entry(|| {
@@ -679,8 +714,12 @@ pub unsafe extern "C" fn dlport_release(managed: *mut c_void, versioned: c_int) 
     })
 }
 
-/// **Consuming.** Imports a managed tensor onto a backend of the native registry, following
-/// `options` (NULL: defaults: the data's own device, copy if needed, any layout).
+/// CONSUMING. Imports a managed tensor onto a backend of the native registry, following
+/// `options` (NULL: the data's own device, `DLPORT_COPY_IF_NEEDED`, any layout).
+///
+/// Ownership: takes `managed` on every path (on error it has been released). On success
+/// `*out` is a new handle the caller frees with `dlport_tensor_free`; without a copy it keeps
+/// `managed` alive and calls its deleter when the last handle and export of it are gone.
 ///
 /// # Safety
 /// `managed` as in `dlport_release`; `options` NULL or readable; `out` writable.
@@ -711,9 +750,15 @@ pub unsafe extern "C" fn dlport_import(
 }
 
 /// Exports a backend tensor as a DLPack tensor that keeps it alive (or a copy), following
-/// `__dlpack__`: `max_version_major` < 1 gives a legacy `DLManagedTensor`, ≥ 1 a versioned one
-/// (`*versioned_out` says which); `dl_device_type` 0 means the tensor's own device; `copy` is
-/// 0 never, 1 if needed, 2 always.
+/// `__dlpack__`: `max_version_major` < 1 gives a legacy `DLManagedTensor`, >= 1 a versioned
+/// one (`*versioned_out` says which); `dl_device_type` 0 means the tensor's own device; `copy`
+/// is a `DlportCopy`. A legacy consumer never receives a READ_ONLY or padded sub-byte tensor
+/// by reference: it gets a compact copy, or with `DLPORT_COPY_NEVER` the error
+/// `DLPORT_ERR_COPY_REQUIRED` naming the flag.
+///
+/// Ownership: `tensor` stays the caller's. On success `*managed_out` is a new managed tensor
+/// the caller (or its consumer) releases once, through its deleter or `dlport_release`; it
+/// stays valid after `dlport_tensor_free(tensor)`. On error nothing is written.
 ///
 /// # Safety
 /// `tensor` is a live handle; `managed_out` and `versioned_out` are writable.
@@ -755,8 +800,14 @@ pub unsafe extern "C" fn dlport_export(
     })
 }
 
-/// **Consuming.** Converts legacy ↔ versioned without a copy; the original is released once,
-/// when the result is.
+/// CONSUMING. Converts legacy <-> versioned without a copy; the original is released once, when
+/// the result is. A versioned tensor with READ_ONLY or IS_SUBBYTE_TYPE_PADDED is refused for
+/// the legacy form (`DLPORT_ERR_FLAG_NOT_REPRESENTABLE`): the legacy struct has no flags, and
+/// dropping them would let a consumer write read-only memory or misread padded elements; use
+/// `dlport_compact` for a legacy copy.
+///
+/// Ownership: takes `managed` on every path (on error it has been released). On success `*out`
+/// is a new managed tensor the caller releases once.
 ///
 /// # Safety
 /// As `dlport_release` for `managed`; `out` writable.
@@ -797,10 +848,13 @@ fn pass_through(
     give(exported, to_versioned != 0, out)
 }
 
-/// **Consuming.** Makes host-accessible memory (pinned, managed, or CPU) visible to a consumer
+/// CONSUMING. Makes host-accessible memory (pinned, managed, or CPU) visible to a consumer
 /// that knows only `kDLCPU`, without a copy: the result says `kDLCPU` and keeps the original
-/// alive (its deleter runs once, when the last consumer releases). `advertised_*` is what
-/// `__dlpack_device__` said (0: nothing). Device memory is refused with a clear error.
+/// alive. `advertised_*` is what `__dlpack_device__` said (0: nothing). Device memory is
+/// refused with a clear error.
+///
+/// Ownership: takes `managed` on every path (on error it has been released). On success `*out`
+/// is a new managed tensor the caller releases once; the original's deleter runs when it is.
 ///
 /// # Safety
 /// As `dlport_release` for `managed`; `out` writable.
@@ -835,10 +889,13 @@ pub unsafe extern "C" fn dlport_host_view(
     })
 }
 
-/// **Consuming.** Copies any host-accessible tensor (strided, negative, broadcast) into a new
-/// compact, 64-byte-aligned one with IS_COPIED; with `copy` 1 (if needed) a tensor that is
-/// already compact and aligned is passed through without a copy, and with 0 (never) a tensor
-/// that would need one is an error.
+/// CONSUMING. Copies any host-accessible tensor (strided, negative, broadcast) into a new
+/// compact, 64-byte-aligned one with IS_COPIED; with `DLPORT_COPY_IF_NEEDED` a tensor that is
+/// already compact and aligned is passed through without a copy, and with `DLPORT_COPY_NEVER`
+/// a tensor that would need one is an error.
+///
+/// Ownership: takes `managed` on every path (on error it has been released). On success `*out`
+/// is a new managed tensor the caller releases once.
 ///
 /// # Safety
 /// As `dlport_release` for `managed`; `out` writable.
@@ -869,7 +926,10 @@ pub unsafe extern "C" fn dlport_compact(
 }
 
 /// Allocates a zeroed compact tensor on a backend of the native registry (`backend` NULL: the
-/// one that resolves the device).
+/// one that serves the device).
+///
+/// Ownership: `backend` and `shape` stay the caller's. On success `*out` is a new handle the
+/// caller frees with `dlport_tensor_free`; on error nothing is allocated or written.
 ///
 /// # Safety
 /// `backend` NULL or a NUL-terminated string; `shape` readable for `ndim` values (may be NULL
@@ -924,7 +984,12 @@ pub unsafe extern "C" fn dlport_alloc(
     })
 }
 
-/// Describes a backend tensor as JSON (as `dlport_describe`, plus `backend` and `users`).
+/// Describes a backend tensor as JSON: the keys of `dlport_describe`, plus `"backend"`
+/// (string: the backend's name), `"users"` (integer: the other live uses of its buffer) and
+/// `"data"` (integer: the buffer's data pointer).
+///
+/// Ownership: `tensor` stays the caller's. On success `*json_out` is a new string the caller
+/// frees with `dlport_string_free`; on error it is untouched.
 ///
 /// # Safety
 /// `tensor` is a live handle; `json_out` writable.
@@ -950,6 +1015,9 @@ pub unsafe extern "C" fn dlport_tensor_describe(
 }
 
 /// The data pointer (host address or device handle) and byte offset of a backend tensor.
+///
+/// Ownership: nothing is transferred; the data belongs to the handle (valid until
+/// `dlport_tensor_free`, or longer while exports of it live).
 ///
 /// # Safety
 /// `tensor` is a live handle; the out pointers are writable.
@@ -1158,6 +1226,9 @@ pub unsafe extern "C" fn dlport_tensor_view(
 
 /// Frees a backend tensor handle (NULL is ignored). DLPack tensors exported from it stay valid.
 ///
+/// Ownership: takes `tensor`, which must not be used again; views lent by
+/// `dlport_tensor_view` end here.
+///
 /// # Safety
 /// `tensor` is NULL or a handle from dlport, not freed before.
 #[unsafe(no_mangle)]
@@ -1173,6 +1244,8 @@ pub unsafe extern "C" fn dlport_tensor_free(tensor: *mut DlportTensor) {
 
 /// How many DLPack tensors this C ABI has handed out, and how many of them consumers released
 /// (their deleter ran). Either pointer may be NULL.
+///
+/// Ownership: nothing is transferred.
 ///
 /// # Safety
 /// Non-NULL pointers are writable.
@@ -1209,11 +1282,7 @@ struct PyApi {
 fn py_api() -> Option<&'static PyApi> {
     static API: OnceLock<Option<PyApi>> = OnceLock::new();
     API.get_or_init(|| {
-        let sym = |name: &CStr| {
-            // SAFETY: dlsym with RTLD_DEFAULT only looks a symbol up.
-            let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-            (!p.is_null()).then_some(p)
-        };
+        let sym = python_symbol;
         // SAFETY: each symbol, when present, is the CPython function of that exact signature.
         unsafe {
             Some(PyApi {
@@ -1231,10 +1300,52 @@ fn py_api() -> Option<&'static PyApi> {
     .as_ref()
 }
 
+/// Looks a CPython function up in the running process: every loaded module on Unix (`dlsym`
+/// with `RTLD_DEFAULT`), the already-loaded `python3X.dll` on Windows (`GetModuleHandleA`, which
+/// loads nothing, then `GetProcAddress`). `None` outside Python.
+#[cfg(unix)]
+fn python_symbol(name: &CStr) -> Option<*mut c_void> {
+    // SAFETY: dlsym with RTLD_DEFAULT only looks a symbol up.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    (!p.is_null()).then_some(p)
+}
+
+/// As the Unix `python_symbol`, through the CPython DLL that is loaded (3.8 to 3.29, then the
+/// stable-ABI `python3.dll`).
+#[cfg(windows)]
+fn python_symbol(name: &CStr) -> Option<*mut c_void> {
+    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleA, GetProcAddress};
+    let dlls = (8..30)
+        .map(|minor| format!("python3{minor}.dll\0"))
+        .chain(std::iter::once("python3.dll\0".to_owned()));
+    for dll in dlls {
+        // SAFETY: a NUL-terminated name; GetModuleHandleA only looks a loaded module up.
+        let module = unsafe { GetModuleHandleA(dll.as_ptr()) };
+        if module.is_null() {
+            continue;
+        }
+        // SAFETY: a loaded module and a NUL-terminated name; only looks the symbol up.
+        if let Some(f) = unsafe { GetProcAddress(module, name.as_ptr().cast()) } {
+            return Some(f as *mut c_void);
+        }
+    }
+    None
+}
+
+/// Neither Unix nor Windows: no way to find CPython, so the destructor does nothing.
+#[cfg(not(any(unix, windows)))]
+fn python_symbol(_name: &CStr) -> Option<*mut c_void> {
+    None
+}
+
 /// A `PyCapsule_Destructor` for DLPack capsules, safe to run while an exception is set: it
 /// calls the tensor's deleter only while the capsule still bears its unconsumed name
 /// (`"dltensor"` or `"dltensor_versioned"`); a consumer that renamed it to `used_*` owns the
-/// tensor. The pending exception, if any, is preserved.
+/// tensor. The pending exception, if any, is preserved. CPython's functions are looked up in
+/// the running process (no link dependency on libpython); outside Python it does nothing.
+///
+/// Ownership: takes the capsule's tensor while the capsule is unconsumed; the capsule itself
+/// stays CPython's.
 ///
 /// # Safety
 /// Called by CPython with the GIL held, with a capsule object.
