@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build -p dlport-native --locked
 lib=target/debug
+# The library's SONAME is libdlport_native.so.0 (native/build.rs): the programs load that name.
+ln -sfn libdlport_native.so "$lib/libdlport_native.so.0"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cflags=(-Wall -Wextra -Werror -Inative/include)

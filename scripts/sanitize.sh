@@ -12,6 +12,8 @@ if [ -z "$lsan" ] || ! command -v valgrind >/dev/null; then
   lsan=/usr/lib/x86_64-linux-gnu/liblsan.so.0
 fi
 cargo build -q -p dlport-native --locked
+# The programs load the SONAME, libdlport_native.so.0 (native/build.rs).
+ln -sfn libdlport_native.so "$lib/libdlport_native.so.0"
 out=$(mktemp -d)
 # Every C test program (the teardown ones call dlport from atexit handlers, C++ static
 # destructors and pthread-key destructors; release_identity exercises the export quarantine,

@@ -114,6 +114,8 @@ pub const DLPORT_ERR_DESTINATION_SIZE: c_int = 39;
 
 /// Copy policies: the array API's `copy` argument (`DlportImportOptions.copy` and the `copy`
 /// arguments of `dlport_export` and `dlport_compact`).
+///
+/// cbindgen:rename-all=QualifiedScreamingSnakeCase
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DlportCopy {
@@ -135,6 +137,8 @@ impl DlportCopy {
 }
 
 /// Layout needs for an import (`DlportImportOptions.layout`).
+///
+/// cbindgen:rename-all=QualifiedScreamingSnakeCase
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DlportLayout {

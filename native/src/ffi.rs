@@ -1070,7 +1070,7 @@ impl Drop for CallerRelease {
 struct Wrapped {
     header: DLManagedTensorVersioned,
     _shape: Box<[i64]>,
-    _strides: Option<Box<[i64]>>,
+    _strides: Box<[i64]>,
     _release: CallerRelease,
 }
 
@@ -1144,7 +1144,17 @@ pub unsafe extern "C" fn dlport_wrap(
             }
         };
         let mut shape = copy(shape);
-        let mut strides = (!strides.is_null()).then(|| copy(strides));
+        // DLPack >= 1.2 requires explicit strides: NULL means compact row-major, computed here
+        // (saturating: an overflowing shape is refused by the validation below, by name).
+        let mut strides = if strides.is_null() {
+            let mut compact = vec![1i64; n].into_boxed_slice();
+            for i in (0..n.saturating_sub(1)).rev() {
+                compact[i] = compact[i + 1].saturating_mul(shape[i + 1].max(1));
+            }
+            compact
+        } else {
+            copy(strides)
+        };
         let header = DLManagedTensorVersioned {
             version: DLPackVersion::CURRENT,
             manager_ctx: null_mut(),
@@ -1156,7 +1166,7 @@ pub unsafe extern "C" fn dlport_wrap(
                 ndim,
                 dtype: DataType::new(dlport_core::TypeCode(code), bits, lanes),
                 shape: shape.as_mut_ptr(),
-                strides: strides.as_mut().map_or(null_mut(), |s| s.as_mut_ptr()),
+                strides: strides.as_mut_ptr(),
                 byte_offset,
             },
         };
