@@ -16,6 +16,22 @@ cflags=(-Wall -Wextra -Werror -Inative/include)
 c++ -x c++ -std=c++17 "${cflags[@]}" -fsyntax-only - <<<'#include "dlport.h"
 int main() { return dlport_version() == nullptr; }'
 
+# dlport.h after dlpack.h: DLPack's declarations are skipped and dlport's functions take
+# dlpack.h's own types (C and C++).
+for lang in "c -std=c11" "c++ -std=c++17"; do
+  read -r l std <<<"$lang"
+  cc -x "$l" "$std" "${cflags[@]}" -pedantic -fsyntax-only - <<<'#include "../tests/c/dlpack_first.h"
+#include "dlport.h"
+void f(DlportTensor* t, DLManagedTensor* m, DLManagedTensorVersioned* v);
+void f(DlportTensor* t, DLManagedTensor* m, DLManagedTensorVersioned* v) {
+  DLTensor view;
+  (void)dlport_tensor_view(t, &view);
+  (void)dlport_describe(&m->dl_tensor, 0, 0);
+  (void)dlport_release(v, 1);
+}'
+done
+echo "[c-test] dlport.h compiles after dlpack.h (C11 and C++17, -pedantic)"
+
 # program  source  expected output line (a grep -E pattern)
 tests=(
   "test_dlport               test_dlport.c              ^c: [0-9]+ passed, 0 failed$"

@@ -11,6 +11,14 @@ have=$(cbindgen --version 2>/dev/null || true)
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 cbindgen --quiet --config native/cbindgen.toml --output "$tmp" native
+# cbindgen's "type" style names types as dlpack.h does (`DLTensor`, not `struct DLTensor`, which
+# would be a different, incomplete type after dlpack.h's anonymous typedefs), but it cannot tag
+# the two self-referential structs; tag them as dlpack.h does. Exactly two of each, or fail.
+perl -0 -i -pe '
+  $n = s/typedef struct \{((?:(?!typedef).)*?)\} (DLManagedTensor(?:Versioned)?);/typedef struct $2 {$1} $2;/gs;
+  $m = s/\(\*deleter\)\((DLManagedTensor(?:Versioned)?) \*/(*deleter)(struct $1 */g;
+  die "[header] expected to tag 2 self-referential structs, tagged $n and $m\n" unless $n == 2 && $m == 2;
+' "$tmp"
 if [ "${1:-}" = "--check" ]; then
   if ! diff -u native/include/dlport.h "$tmp"; then
     echo "[header] FAILED: native/include/dlport.h is not what the Rust source generates; run scripts/header.sh and commit the result" >&2

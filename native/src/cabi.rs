@@ -114,7 +114,6 @@ pub const DLPORT_ERR_DESTINATION_SIZE: c_int = 39;
 
 /// Copy policies: the array API's `copy` argument (`DlportImportOptions.copy` and the `copy`
 /// arguments of `dlport_export` and `dlport_compact`).
-///
 /// cbindgen:rename-all=QualifiedScreamingSnakeCase
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,7 +136,6 @@ impl DlportCopy {
 }
 
 /// Layout needs for an import (`DlportImportOptions.layout`).
-///
 /// cbindgen:rename-all=QualifiedScreamingSnakeCase
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -324,7 +322,7 @@ pub struct DLManagedTensor {
     pub deleter: Option<unsafe extern "C" fn(self_: *mut DLManagedTensor)>,
 }
 
-/// A versioned DLPack managed tensor (DLPack ≥ 1.0).
+/// A versioned DLPack managed tensor (DLPack >= 1.0).
 #[cfg(not(dlpack_h))]
 #[repr(C)]
 pub struct DLManagedTensorVersioned {

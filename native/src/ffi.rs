@@ -243,6 +243,9 @@ impl std::hash::Hasher for AddrHasher {
     }
 }
 
+/// A set of block addresses. (cbindgen cannot read it and the header needs nothing here.)
+///
+/// cbindgen:ignore
 type AddrSet = HashSet<usize, BuildHasherDefault<AddrHasher>>;
 
 /// The states of dlport's exports, by block address: live (handed out, not released), dead
@@ -483,9 +486,10 @@ pub struct DlportImportOptions {
     pub advertised_device_type: i32,
     /// Advertised device id.
     pub advertised_device_id: i32,
-    /// 0 never, 1 if needed, 2 always.
+    /// A `DlportCopy`: `DLPORT_COPY_NEVER`, `DLPORT_COPY_IF_NEEDED` or `DLPORT_COPY_ALWAYS`.
     pub copy: i32,
-    /// 0 any layout, 1 dense (any axis order), 2 row-major contiguous.
+    /// A `DlportLayout`: `DLPORT_LAYOUT_ANY`, `DLPORT_LAYOUT_DENSE` (any axis order) or
+    /// `DLPORT_LAYOUT_ROW_MAJOR`.
     pub layout: i32,
     /// Required alignment of the first element in bytes (0 or 1: none; a power of two up to
     /// 2^30). A copy made for the import is aligned to it too.
