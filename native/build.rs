@@ -10,7 +10,10 @@ fn main() {
     // incompatible .so.1. ELF platforms only; macOS's install name and Windows' DLL name are
     // set by the packager.
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
-    if matches!(os.as_str(), "linux" | "android" | "freebsd" | "netbsd" | "openbsd") {
+    if matches!(
+        os.as_str(),
+        "linux" | "android" | "freebsd" | "netbsd" | "openbsd"
+    ) {
         let major = std::env::var("CARGO_PKG_VERSION_MAJOR").unwrap_or_else(|_| "0".into());
         println!("cargo::rustc-cdylib-link-arg=-Wl,-soname,libdlport_native.so.{major}");
     }

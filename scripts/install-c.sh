@@ -47,7 +47,7 @@ Libs.private: $static_libs
 Cflags: -I\${includedir}
 PC
 
-sed -e "s/@VERSION@/$version/g" -e "s/@MAJOR@/$major/g" -e "s/@STATIC_LIBS@/${static_libs//-l/}/" \
+sed -e "s/@VERSION@/$version/g" -e "s/@MAJOR@/$major/g" -e "s/@STATIC_LIBS@/${static_libs// /;}/" \
   native/cmake/dlportConfig.cmake.in >"$prefix/lib/cmake/dlport/dlportConfig.cmake"
 sed -e "s/@VERSION@/$version/g" -e "s/@MAJOR@/$major/g" \
   native/cmake/dlportConfigVersion.cmake.in >"$prefix/lib/cmake/dlport/dlportConfigVersion.cmake"

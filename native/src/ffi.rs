@@ -34,9 +34,7 @@ use dlport_core::{
     TensorRef,
 };
 
-pub use crate::cabi::{
-    DLPORT_INVALID_ARGUMENT, DLPORT_OK, DLPORT_PANIC, DlportCopy, DlportLayout,
-};
+pub use crate::cabi::{DLPORT_INVALID_ARGUMENT, DLPORT_OK, DLPORT_PANIC, DlportCopy, DlportLayout};
 
 /// The longest error message kept, in bytes (without the NUL); a longer one is cut at a
 /// character boundary and ends in "...".

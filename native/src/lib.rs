@@ -12,11 +12,11 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod cabi;
 pub mod copy;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
-pub mod cabi;
 pub mod ffi;
 pub mod pinned;
 
@@ -108,9 +108,7 @@ pub fn machine_memory() -> Option<u64> {
     }
     #[cfg(windows)]
     {
-        use windows_sys::Win32::System::SystemInformation::{
-            GlobalMemoryStatusEx, MEMORYSTATUSEX,
-        };
+        use windows_sys::Win32::System::SystemInformation::{GlobalMemoryStatusEx, MEMORYSTATUSEX};
         // SAFETY: MEMORYSTATUSEX is plain data; all zeroes is a valid value.
         let mut status: MEMORYSTATUSEX = unsafe { std::mem::zeroed() };
         status.dwLength = std::mem::size_of::<MEMORYSTATUSEX>() as u32;

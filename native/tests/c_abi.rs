@@ -16,7 +16,9 @@ struct Counter(AtomicUsize);
 
 unsafe extern "C" fn count(ctx: *mut c_void) {
     // SAFETY: every test passes a live `Counter` as ctx.
-    unsafe { &*ctx.cast::<Counter>() }.0.fetch_add(1, Ordering::SeqCst);
+    unsafe { &*ctx.cast::<Counter>() }
+        .0
+        .fetch_add(1, Ordering::SeqCst);
 }
 
 struct Args {
@@ -88,10 +90,12 @@ fn wrap_imports_without_a_copy_and_calls_back_once_after_the_last_use() {
         };
         let mut t = null_mut();
         // SAFETY: an owned tensor from dlport_wrap, handed over.
-        assert_eq!(unsafe { dlport_import(managed, versioned, &options, &mut t) }, DLPORT_OK);
+        let status = unsafe { dlport_import(managed, versioned, &options, &mut t) };
+        assert_eq!(status, DLPORT_OK);
         let mut view = std::mem::MaybeUninit::<DLTensor>::uninit();
         // SAFETY: a live handle and a writable DLTensor.
-        assert_eq!(unsafe { dlport_tensor_view(t, view.as_mut_ptr()) }, DLPORT_OK);
+        let status = unsafe { dlport_tensor_view(t, view.as_mut_ptr()) };
+        assert_eq!(status, DLPORT_OK);
         // SAFETY: written on success.
         let view = unsafe { view.assume_init() };
         assert_eq!(view.data, buf.as_mut_ptr().cast(), "zero copy");
@@ -104,7 +108,11 @@ fn wrap_imports_without_a_copy_and_calls_back_once_after_the_last_use() {
             )
         };
         assert_eq!((s, st), (&shape[..], &strides[..]));
-        assert_eq!(counter.0.load(Ordering::SeqCst), 0, "no callback while in use");
+        assert_eq!(
+            counter.0.load(Ordering::SeqCst),
+            0,
+            "no callback while in use"
+        );
         // SAFETY: a live handle, freed once.
         unsafe { dlport_tensor_free(t) };
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
@@ -128,33 +136,88 @@ fn wrap_calls_back_exactly_once_on_every_error_path() {
         null_out: false,
     };
     let cases: Vec<(&str, Args, c_int, &str)> = vec![
-        ("NULL out", Args { null_out: true, ..base }, DLPORT_INVALID_ARGUMENT, "out is NULL"),
-        ("ndim -1", Args { ndim: -1, ..base }, DLPORT_ERR_NDIM_OUT_OF_RANGE, "-1"),
-        ("NULL shape", Args { shape: null(), ..base }, DLPORT_ERR_NULL_SHAPE, "shape"),
-        ("float12", Args { bits: 12, ..base }, DLPORT_ERR_INVALID_BITS, "12"),
-        ("type code 200", Args { code: 200, ..base }, DLPORT_ERR_UNKNOWN_TYPE_CODE, "200"),
-        ("flag bit 9", Args { flags: 1 << 9, ..base }, DLPORT_ERR_UNKNOWN_FLAGS, "0x200"),
+        (
+            "NULL out",
+            Args {
+                null_out: true,
+                ..base
+            },
+            DLPORT_INVALID_ARGUMENT,
+            "out is NULL",
+        ),
+        (
+            "ndim -1",
+            Args { ndim: -1, ..base },
+            DLPORT_ERR_NDIM_OUT_OF_RANGE,
+            "-1",
+        ),
+        (
+            "NULL shape",
+            Args {
+                shape: null(),
+                ..base
+            },
+            DLPORT_ERR_NULL_SHAPE,
+            "shape",
+        ),
+        (
+            "float12",
+            Args { bits: 12, ..base },
+            DLPORT_ERR_INVALID_BITS,
+            "12",
+        ),
+        (
+            "type code 200",
+            Args { code: 200, ..base },
+            DLPORT_ERR_UNKNOWN_TYPE_CODE,
+            "200",
+        ),
+        (
+            "flag bit 9",
+            Args {
+                flags: 1 << 9,
+                ..base
+            },
+            DLPORT_ERR_UNKNOWN_FLAGS,
+            "0x200",
+        ),
         (
             "NULL data",
-            Args { data: null_mut(), ..base },
+            Args {
+                data: null_mut(),
+                ..base
+            },
             DLPORT_ERR_NULL_DATA,
             "data",
         ),
         (
             "kernel address",
-            Args { data: usize::MAX as *mut c_void, ..base },
+            Args {
+                data: usize::MAX as *mut c_void,
+                ..base
+            },
             DLPORT_ERR_ADDRESS_OVERFLOW,
             "",
         ),
         (
             "READ_ONLY to legacy",
-            Args { flags: FLAG_READ_ONLY, versioned: 0, ..base },
+            Args {
+                flags: FLAG_READ_ONLY,
+                versioned: 0,
+                ..base
+            },
             DLPORT_ERR_FLAG_NOT_REPRESENTABLE,
             "READ_ONLY",
         ),
         (
             "padded to legacy",
-            Args { code: 1, bits: 4, flags: FLAG_IS_SUBBYTE_TYPE_PADDED, versioned: 0, ..base },
+            Args {
+                code: 1,
+                bits: 4,
+                flags: FLAG_IS_SUBBYTE_TYPE_PADDED,
+                versioned: 0,
+                ..base
+            },
             DLPORT_ERR_FLAG_NOT_REPRESENTABLE,
             "",
         ),
@@ -162,7 +225,12 @@ fn wrap_calls_back_exactly_once_on_every_error_path() {
     for (what, a, status, says) in cases {
         let counter = Counter(AtomicUsize::new(0));
         let mut out = null_mut();
-        assert_eq!(wrap(&a, &counter, &mut out), status, "{what}: {}", last_error());
+        assert_eq!(
+            wrap(&a, &counter, &mut out),
+            status,
+            "{what}: {}",
+            last_error()
+        );
         assert!(last_error().contains(says), "{what}: {}", last_error());
         assert_eq!(counter.0.load(Ordering::SeqCst), 1, "{what}: one callback");
         assert!(out.is_null(), "{what}: nothing written");
@@ -283,7 +351,8 @@ fn describe_json_has_the_documented_schema() {
     let mut data = null_mut();
     let mut off = 0;
     // SAFETY: as above.
-    assert_eq!(unsafe { dlport_tensor_data(t, &mut data, &mut off) }, DLPORT_OK);
+    let status = unsafe { dlport_tensor_data(t, &mut data, &mut off) };
+    assert_eq!(status, DLPORT_OK);
     assert_eq!(v["data"].as_u64(), Some(data as u64));
 
     let (mut m, mut versioned) = (null_mut(), 0);
@@ -291,7 +360,8 @@ fn describe_json_has_the_documented_schema() {
     let s = unsafe { dlport_export(t, 1, 3, 0, 0, 1, &mut m, &mut versioned) };
     assert_eq!(s, DLPORT_OK);
     // SAFETY: a live export; writable out.
-    assert_eq!(unsafe { dlport_describe(m, versioned, &mut json) }, DLPORT_OK);
+    let status = unsafe { dlport_describe(m, versioned, &mut json) };
+    assert_eq!(status, DLPORT_OK);
     check_schema(&take_json(json), false);
     // SAFETY: released once, freed once.
     unsafe {

@@ -69,8 +69,18 @@ fn codes_in_error_rs() -> BTreeMap<i64, String> {
             .split(|c: char| !c.is_ascii_alphanumeric())
             .next()
             .unwrap();
-        let code: i64 = t.rsplit("=>").next().unwrap().trim().trim_end_matches(',').parse().unwrap();
-        assert!(codes.insert(code, variant.to_owned()).is_none(), "code {code} twice");
+        let code: i64 = t
+            .rsplit("=>")
+            .next()
+            .unwrap()
+            .trim()
+            .trim_end_matches(',')
+            .parse()
+            .unwrap();
+        assert!(
+            codes.insert(code, variant.to_owned()).is_none(),
+            "code {code} twice"
+        );
     }
     codes
 }
@@ -84,14 +94,21 @@ fn header_names_every_error_code() {
         .collect();
     let variants = codes_in_error_rs();
     let all: BTreeSet<i64> = (1..=i64::from(Error::CODE_COUNT)).collect();
-    assert_eq!(variants.keys().copied().collect::<BTreeSet<_>>(), all, "Error::code's codes");
+    assert_eq!(
+        variants.keys().copied().collect::<BTreeSet<_>>(),
+        all,
+        "Error::code's codes"
+    );
     assert_eq!(
         header.keys().copied().collect::<BTreeSet<_>>(),
         all,
         "every code 1..=Error::CODE_COUNT has a DLPORT_ERR_ name, and no name has another value"
     );
     assert_eq!(
-        constants().keys().filter(|n| n.starts_with("DLPORT_ERR_")).count(),
+        constants()
+            .keys()
+            .filter(|n| n.starts_with("DLPORT_ERR_"))
+            .count(),
         all.len(),
         "one name per code"
     );
@@ -171,5 +188,8 @@ fn every_function_says_who_owns_what() {
         }
         comment.clear();
     }
-    assert!(functions >= 20, "found only {functions} functions in dlport.h");
+    assert!(
+        functions >= 20,
+        "found only {functions} functions in dlport.h"
+    );
 }
