@@ -2,9 +2,9 @@
 //!
 //! With a CUDA driver (feature `cuda` and `libcuda` present) the memory comes from
 //! `cuMemHostAlloc` (portable, not write-combined, since the CPU reads it) and is exported as
-//! `kDLCUDAHost`. Without one it is ordinary host memory locked with `mlock`, exported as plain
-//! `kDLCPU` and described as page-locked: the backend never claims a device type the memory
-//! does not have.
+//! `kDLCUDAHost`. Without one it is ordinary host memory locked with `mlock` (`VirtualLock` on
+//! Windows), exported as plain `kDLCPU` and described as page-locked: the backend never claims
+//! a device type the memory does not have.
 
 use std::ffi::c_void;
 
