@@ -90,11 +90,11 @@ else
   log "cbindgen 0.29.4: installing"
   cargo install cbindgen --version 0.29.4 --locked
 fi
-if command -v cmake >/dev/null && command -v aarch64-linux-gnu-gcc >/dev/null; then
-  log "cmake and gcc-aarch64-linux-gnu: present"
+if command -v cmake >/dev/null && command -v pkg-config >/dev/null && command -v aarch64-linux-gnu-gcc >/dev/null; then
+  log "cmake, pkg-config and gcc-aarch64-linux-gnu: present"
 else
-  log "cmake and gcc-aarch64-linux-gnu: installing"
-  apt-get install -y -q cmake gcc-aarch64-linux-gnu libc6-dev-arm64-cross >/dev/null
+  log "cmake, pkg-config and gcc-aarch64-linux-gnu: installing"
+  apt-get install -y -q cmake pkg-config gcc-aarch64-linux-gnu libc6-dev-arm64-cross >/dev/null
 fi
 # Build Miri's sysroot once (cached under ~/.cache/miri afterwards).
 cargo +nightly miri setup >/dev/null 2>&1 || cargo +nightly miri setup

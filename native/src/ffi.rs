@@ -1178,24 +1178,14 @@ pub unsafe extern "C" fn dlport_wrap(
             _strides: strides,
             _release: guard,
         }));
-        // SAFETY: just allocated; the header's shape and strides point into the block's boxes,
-        // which do not move.
-        unsafe { (*block).manager_ctx_set(block) };
+        // SAFETY: just allocated and not shared yet. The header's shape and strides point into
+        // the block's boxes, which do not move; its manager_ctx is the block, for the deleter.
+        unsafe { (*block).header.manager_ctx = block.cast() };
         // SAFETY: an owned versioned tensor handed over: its deleter frees the block (running
         // the caller's release); `from_raw_versioned` releases it on every error.
         let m = unsafe { ManagedTensor::from_raw_versioned(&raw mut (*block).header) }?;
         give(m, to_versioned != 0, out)
     })
-}
-
-impl Wrapped {
-    /// Points the header's `manager_ctx` at the block itself.
-    ///
-    /// # Safety
-    /// `this` is the address of `self`.
-    unsafe fn manager_ctx_set(&mut self, this: *mut Wrapped) {
-        self.header.manager_ctx = this.cast();
-    }
 }
 
 /// Lends a backend tensor to C as a plain `DLTensor` view (no copy, no ownership): `data`,
