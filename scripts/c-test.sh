@@ -7,12 +7,30 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build -p dlport-native --locked
 lib=target/debug
+# The library's SONAME is libdlport_native.so.0 (native/build.rs): the programs load that name.
+ln -sfn libdlport_native.so "$lib/libdlport_native.so.0"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cflags=(-Wall -Wextra -Werror -Inative/include)
 # The header must also be valid C++.
 c++ -x c++ -std=c++17 "${cflags[@]}" -fsyntax-only - <<<'#include "dlport.h"
 int main() { return dlport_version() == nullptr; }'
+
+# dlport.h after dlpack.h: DLPack's declarations are skipped and dlport's functions take
+# dlpack.h's own types (C and C++).
+for lang in "c -std=c11" "c++ -std=c++17"; do
+  read -r l std <<<"$lang"
+  cc -x "$l" "$std" "${cflags[@]}" -pedantic -fsyntax-only - <<<'#include "../tests/c/dlpack_first.h"
+#include "dlport.h"
+void f(DlportTensor* t, DLManagedTensor* m, DLManagedTensorVersioned* v);
+void f(DlportTensor* t, DLManagedTensor* m, DLManagedTensorVersioned* v) {
+  DLTensor view;
+  (void)dlport_tensor_view(t, &view);
+  (void)dlport_describe(&m->dl_tensor, 0, 0);
+  (void)dlport_release(v, 1);
+}'
+done
+echo "[c-test] dlport.h compiles after dlpack.h (C11 and C++17, -pedantic)"
 
 # program  source  expected output line (a grep -E pattern)
 tests=(

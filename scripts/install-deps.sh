@@ -5,9 +5,10 @@ set -euo pipefail
 
 log() { printf '[install] %s\n' "$*"; }
 
-# Cross targets for the no_std builds of dlport-core.
+# Cross targets: the no_std builds of dlport-core (thumbv7em, wasm32) and the type checks of
+# dlport-native for Windows, macOS and aarch64 Linux (plus dlport-core's aarch64 test build).
 installed_targets=$(rustup target list --installed)
-for target in thumbv7em-none-eabi wasm32-unknown-unknown; do
+for target in thumbv7em-none-eabi wasm32-unknown-unknown x86_64-pc-windows-msvc aarch64-apple-darwin aarch64-unknown-linux-gnu; do
   if grep -qx "$target" <<<"$installed_targets"; then
     log "target $target: present"
   else
@@ -79,6 +80,21 @@ if wasm-pack --version 2>/dev/null | grep -q "0.15.1"; then
 else
   log "wasm-pack 0.15.1: installing"
   cargo install wasm-pack --version 0.15.1 --locked
+fi
+# The C ABI: cbindgen generates native/include/dlport.h (pinned: another version may print a
+# different header); CMake builds the C examples through find_package(dlport); Debian's aarch64
+# cross gcc links dlport-core's aarch64 test binaries.
+if cbindgen --version 2>/dev/null | grep -qx "cbindgen 0.29.4"; then
+  log "cbindgen 0.29.4: present"
+else
+  log "cbindgen 0.29.4: installing"
+  cargo install cbindgen --version 0.29.4 --locked
+fi
+if command -v cmake >/dev/null && command -v pkg-config >/dev/null && command -v aarch64-linux-gnu-gcc >/dev/null; then
+  log "cmake, pkg-config and gcc-aarch64-linux-gnu: present"
+else
+  log "cmake, pkg-config and gcc-aarch64-linux-gnu: installing"
+  apt-get install -y -q cmake pkg-config gcc-aarch64-linux-gnu libc6-dev-arm64-cross >/dev/null
 fi
 # Build Miri's sysroot once (cached under ~/.cache/miri afterwards).
 cargo +nightly miri setup >/dev/null 2>&1 || cargo +nightly miri setup

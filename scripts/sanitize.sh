@@ -12,12 +12,15 @@ if [ -z "$lsan" ] || ! command -v valgrind >/dev/null; then
   lsan=/usr/lib/x86_64-linux-gnu/liblsan.so.0
 fi
 cargo build -q -p dlport-native --locked
+# The programs load the SONAME, libdlport_native.so.0 (native/build.rs).
+ln -sfn libdlport_native.so "$lib/libdlport_native.so.0"
 out=$(mktemp -d)
-# Every C test program (the teardown ones call dlport from atexit handlers, C++ static
+# Every C test program and example (the teardown ones call dlport from atexit handlers, C++ static
 # destructors and pthread-key destructors; release_identity exercises the export quarantine,
 # whose blocks are "still reachable" from a static at exit, not leaked).
-for src in native/tests/c/*.c native/tests/c/*.cpp; do
-  name=$(basename "${src%.*}")
+# The producer examples too: every dlport_wrap path frees its buffer through the callback.
+for src in native/tests/c/*.c native/tests/c/*.cpp native/examples/c/*.c native/examples/c/*.cpp; do
+  name=$(basename "$src" | tr . _)
   case "$src" in
     *.cpp) c++ -std=c++17 -Wall -Werror -Inative/include "$src" -L"$lib" -ldlport_native -pthread -o "$out/$name" ;;
     *) cc -std=c11 -Wall -Werror -Inative/include "$src" -L"$lib" -ldlport_native -pthread -o "$out/$name" ;;

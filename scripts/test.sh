@@ -12,6 +12,9 @@ bash scripts/install-deps.sh
 step "format"
 cargo fmt --all --check
 
+step "C ABI: native/include/dlport.h is what cbindgen generates from the Rust source"
+bash scripts/header.sh --check
+
 step "clippy (all features, default features, no_std core)"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -39,6 +42,18 @@ cargo +nightly miri test -p dlport-native --test copy --locked
 
 step "C ABI: the C test program against native/include/dlport.h"
 bash scripts/c-test.sh
+
+step "C ABI: install into a temporary prefix; the C and C++ examples through pkg-config and CMake"
+bash scripts/c-examples.sh
+
+step "portability: dlport-native type-checks for Windows, macOS and aarch64 Linux; dlport-core's tests link for aarch64"
+for target in x86_64-pc-windows-msvc aarch64-apple-darwin aarch64-unknown-linux-gnu; do
+  RUSTFLAGS=-Dwarnings cargo check -q -p dlport-native --target "$target" --locked
+  echo "[portability] dlport-native: $target checks"
+done
+CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+  cargo test -q -p dlport-core --no-run --target aarch64-unknown-linux-gnu --locked
+echo "[portability] dlport-core: aarch64-unknown-linux-gnu test binaries built and linked (aarch64-linux-gnu-gcc)"
 
 step "real peers: NumPy and JAX through the C ABI (pytest in .venv)"
 bash scripts/python-env.sh

@@ -126,6 +126,7 @@ unsafe fn run(plan: &Plan, src: *const u8, dst: *mut u8) {
         }
     }
     let row_bytes = inner.extent * elem;
+    #[cfg(target_arch = "x86_64")]
     let rows: usize = outer.iter().map(|a| a.extent).product();
     // Large reversed rows of 4-byte elements go through SSE with streaming stores when every
     // row starts 16-byte aligned.

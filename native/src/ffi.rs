@@ -34,12 +34,7 @@ use dlport_core::{
     TensorRef,
 };
 
-/// Success.
-pub const DLPORT_OK: c_int = 0;
-/// A panic was caught inside dlport (a bug: please report the message).
-pub const DLPORT_PANIC: c_int = -1;
-/// A required pointer argument was NULL, or an enum argument out of range.
-pub const DLPORT_INVALID_ARGUMENT: c_int = -2;
+pub use crate::cabi::{DLPORT_INVALID_ARGUMENT, DLPORT_OK, DLPORT_PANIC, DlportCopy, DlportLayout};
 
 /// The longest error message kept, in bytes (without the NUL); a longer one is cut at a
 /// character boundary and ends in "...".
@@ -246,6 +241,9 @@ impl std::hash::Hasher for AddrHasher {
     }
 }
 
+/// A set of block addresses. (cbindgen cannot read it and the header needs nothing here.)
+///
+/// cbindgen:ignore
 type AddrSet = HashSet<usize, BuildHasherDefault<AddrHasher>>;
 
 /// The states of dlport's exports, by block address: live (handed out, not released), dead
@@ -460,12 +458,13 @@ fn device_arg(device_type: i32, device_id: i32) -> Option<Device> {
 }
 
 fn copy_arg(copy: i32) -> Result<CopyPolicy, Failure> {
-    match copy {
-        0 => Ok(CopyPolicy::Never),
-        1 => Ok(CopyPolicy::IfNeeded),
-        2 => Ok(CopyPolicy::Always),
-        other => Err(arg(format!(
-            "copy = {other} is invalid: use 0 (never), 1 (if needed) or 2 (always)"
+    match DlportCopy::from_c(copy) {
+        Some(DlportCopy::Never) => Ok(CopyPolicy::Never),
+        Some(DlportCopy::IfNeeded) => Ok(CopyPolicy::IfNeeded),
+        Some(DlportCopy::Always) => Ok(CopyPolicy::Always),
+        None => Err(arg(format!(
+            "copy = {copy} is invalid: use DLPORT_COPY_NEVER (0), DLPORT_COPY_IF_NEEDED (1) or \
+             DLPORT_COPY_ALWAYS (2)"
         ))),
     }
 }
@@ -485,9 +484,10 @@ pub struct DlportImportOptions {
     pub advertised_device_type: i32,
     /// Advertised device id.
     pub advertised_device_id: i32,
-    /// 0 never, 1 if needed, 2 always.
+    /// A `DlportCopy`: `DLPORT_COPY_NEVER`, `DLPORT_COPY_IF_NEEDED` or `DLPORT_COPY_ALWAYS`.
     pub copy: i32,
-    /// 0 any layout, 1 dense (any axis order), 2 row-major contiguous.
+    /// A `DlportLayout`: `DLPORT_LAYOUT_ANY`, `DLPORT_LAYOUT_DENSE` (any axis order) or
+    /// `DLPORT_LAYOUT_ROW_MAJOR`.
     pub layout: i32,
     /// Required alignment of the first element in bytes (0 or 1: none; a power of two up to
     /// 2^30). A copy made for the import is aligned to it too.
@@ -507,29 +507,36 @@ fn alloc_limit(per_call: u64) -> Option<u64> {
         .find(|&l| l != 0)
 }
 
-/// Sets the most bytes any copy or allocation made by the C ABI may take (0: back to the
-/// default, the machine's memory as the native registry measures it: physical memory, the
-/// cgroup limit and RLIMIT_AS, whichever is smallest). Above it a call fails with
-/// `DLPORT_ERR_ALLOCATION_LIMIT` naming the size and the limit, before anything is allocated.
+/// Sets the most bytes any copy or allocation made by this ABI may take. 0 restores the
+/// default: the machine's memory as the native registry measures it (the smallest of physical
+/// memory, the cgroup's memory.max and RLIMIT_AS / RLIMIT_DATA). Above the limit a call fails
+/// with `DLPORT_ERR_ALLOCATION_LIMIT`, naming the size and the limit, before anything is
+/// allocated.
+///
+/// Ownership: nothing is transferred.
 #[unsafe(no_mangle)]
 pub extern "C" fn dlport_set_alloc_limit(bytes: u64) {
     ALLOC_LIMIT.store(bytes, Ordering::Relaxed);
 }
 
 /// The allocation limit in force for calls that give none of their own.
+///
+/// Ownership: nothing is transferred.
 #[unsafe(no_mangle)]
 pub extern "C" fn dlport_alloc_limit() -> u64 {
     registry().alloc_limit(alloc_limit(0))
 }
 
 fn import_options(o: &DlportImportOptions) -> Result<ImportOptions, Failure> {
-    let layout = match o.layout {
-        0 => LayoutNeed::Any,
-        1 => LayoutNeed::Dense,
-        2 => LayoutNeed::RowMajor,
-        other => {
+    let layout = match DlportLayout::from_c(o.layout) {
+        Some(DlportLayout::Any) => LayoutNeed::Any,
+        Some(DlportLayout::Dense) => LayoutNeed::Dense,
+        Some(DlportLayout::RowMajor) => LayoutNeed::RowMajor,
+        None => {
             return Err(arg(format!(
-                "layout = {other} is invalid: use 0 (any), 1 (dense) or 2 (row-major)"
+                "layout = {} is invalid: use DLPORT_LAYOUT_ANY (0), DLPORT_LAYOUT_DENSE (1) or \
+                 DLPORT_LAYOUT_ROW_MAJOR (2)",
+                o.layout
             )));
         }
     };
@@ -546,17 +553,22 @@ fn import_options(o: &DlportImportOptions) -> Result<ImportOptions, Failure> {
     })
 }
 
-/// The library version, a static NUL-terminated string.
+/// The library version (the crate's, e.g. "0.1.0"), a static NUL-terminated string.
+///
+/// Ownership: the string is dlport's, static; never free it.
 #[unsafe(no_mangle)]
 pub extern "C" fn dlport_version() -> *const c_char {
-    static VERSION: &CStr = c"0.1.0";
-    VERSION.as_ptr()
+    const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+    VERSION.as_ptr().cast()
 }
 
-/// The message of the last failed call on this thread, or NULL after a success. Valid until the
-/// next dlport call on this thread. Works at any time, also while the thread or the process
-/// shuts down (the message lives in a thread-local without a destructor; at most
-/// `MESSAGE_CAP` bytes, a longer one is cut and ends in "...").
+/// The last error message on this thread, or NULL after a success. Valid until the next dlport
+/// call on this thread (at most 2047 bytes; a longer message is cut and ends in "..."). Like
+/// every entry, it also works while the thread or the process shuts down: from an `atexit`
+/// handler, a C++ static destructor or a pthread-key destructor (the message lives in a
+/// thread-local without a destructor).
+///
+/// Ownership: the string is dlport's (per thread); never free it.
 #[unsafe(no_mangle)]
 pub extern "C" fn dlport_last_error() -> *const c_char {
     LAST_ERROR
@@ -571,6 +583,8 @@ pub extern "C" fn dlport_last_error() -> *const c_char {
 }
 
 /// Frees a string returned by dlport (NULL is ignored).
+///
+/// Ownership: takes `s`, which must not be used again.
 ///
 /// # Safety
 /// `s` is NULL or a string from a dlport function, not freed before.
@@ -592,20 +606,51 @@ struct Description {
     copied: bool,
 }
 
-fn describe(view: &TensorRef<'_>) -> Result<String, Failure> {
-    let d = Description {
-        info: TensorInfo::from(view),
-        host_accessible: view.device().is_host_accessible(),
-        alignment: view.alignment(),
-        read_only: view.is_read_only(),
-        copied: view.is_copied(),
-    };
-    serde_json::to_string(&d).map_err(|e| arg(format!("internal: {e}")))
+impl Description {
+    fn of(view: &TensorRef<'_>) -> Self {
+        Self {
+            info: TensorInfo::from(view),
+            host_accessible: view.device().is_host_accessible(),
+            alignment: view.alignment(),
+            read_only: view.is_read_only(),
+            copied: view.is_copied(),
+        }
+    }
 }
 
-/// Validates a managed tensor **without taking ownership** and describes it as JSON (shape,
-/// strides, dtype, device, byte_offset, flags, version, numel, contiguity, byte_span,
-/// host_accessible, alignment, read_only, copied). Free the string with `dlport_string_free`.
+/// What `dlport_tensor_describe` returns: a [`Description`] plus the handle's own facts.
+#[derive(serde::Serialize)]
+struct HandleDescription {
+    #[serde(flatten)]
+    tensor: Description,
+    backend: &'static str,
+    users: usize,
+    data: usize,
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<String, Failure> {
+    serde_json::to_string(value).map_err(|e| arg(format!("internal: {e}")))
+}
+
+fn describe(view: &TensorRef<'_>) -> Result<String, Failure> {
+    to_json(&Description::of(view))
+}
+
+/// Validates a managed tensor WITHOUT taking ownership and describes it as JSON, one object
+/// with exactly these keys:
+/// - `"shape"`, `"strides"`: arrays of integers (strides in elements, computed when NULL);
+/// - `"dtype"`: string (`"float32"`, `"int4"`, `"float32x4"`, ...);
+/// - `"device"`: string (`"cpu"`, `"cuda:0"`, `"cuda_host"`, ...);
+/// - `"byte_offset"`, `"flags"`, `"numel"`: integers (`flags` 0 for legacy);
+/// - `"version"`: `{"major": integer, "minor": integer}`, or null for legacy;
+/// - `"contiguity"`: one of `"both"`, `"row_major"`, `"column_major"`, `"permuted"`,
+///   `"strided"`;
+/// - `"byte_span"`: `[lo, hi]` integers, the bytes touched relative to the first element;
+/// - `"host_accessible"`, `"read_only"`, `"copied"`: booleans;
+/// - `"alignment"`: integer (the first element's address alignment in bytes) or null.
+///
+/// Ownership: `managed` stays the caller's on every path. On success `*json_out` is a new
+/// string the caller frees with `dlport_string_free`; on error it is untouched.
 ///
 /// # Safety
 /// `managed` is NULL or a live managed tensor of the form `versioned` says, readable for the
@@ -638,15 +683,28 @@ pub unsafe extern "C" fn dlport_describe(
     })
 }
 
-/// Calls a managed tensor's deleter (for C code that owns one and is done with it). NULL is
-/// ignored. dlport's own exports are recognised by identity: one released again (through this
-/// function, its deleter, or a nested call from inside its release) while it is among the last
-/// 4096 released is refused with `DLPORT_INVALID_ARGUMENT` and runs nothing; every other
-/// address is a foreign tensor, whose deleter is called. A foreign tensor released twice, and a
-/// dlport export released again after 4096 later releases, cannot be detected.
+/// Calls a managed tensor's deleter (NULL is ignored).
+///
+/// dlport recognises the tensors it exported by identity, not by address: a released export's
+/// memory stays reserved while it is among the last 4096 released (a quarantine), so no other
+/// tensor can be allocated at its address meanwhile.
+/// - Detected, refused with `DLPORT_INVALID_ARGUMENT` ("already released", naming the address)
+///   and running nothing: a dlport export released again while among the last 4096 released,
+///   by `dlport_release`, by calling its deleter again, or by passing it to any dlport function;
+///   and a nested release (a deleter that dlport runs releases the export being released). A
+///   refused call of an export's deleter returns nothing; `dlport_last_error()` says why.
+/// - Released normally: every tensor that is not a dlport export, including one that lives at
+///   an address where a released dlport export used to be.
+/// - Not detected (undefined behaviour, as in DLPack): a foreign tensor released twice (its
+///   memory belongs to its producer and may be gone), and a dlport export released again after
+///   4096 later releases (its memory has been freed and may hold another tensor).
+///
+/// Ownership: takes `managed` (its deleter runs here), except a refused second release of a
+/// dlport export, which touches nothing.
 ///
 /// # Safety
-/// `managed` is NULL or an owned managed tensor of the form `versioned` says; it is released.
+/// `managed` is NULL or an owned managed tensor of the form `versioned` says, or one of
+/// dlport's exports (live or released, in either form).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlport_release(managed: *mut c_void, versioned: c_int) -> c_int {
     entry(|| {
@@ -658,8 +716,12 @@ pub unsafe extern "C" fn dlport_release(managed: *mut c_void, versioned: c_int) 
     })
 }
 
-/// **Consuming.** Imports a managed tensor onto a backend of the native registry, following
-/// `options` (NULL: defaults: the data's own device, copy if needed, any layout).
+/// CONSUMING. Imports a managed tensor onto a backend of the native registry, following
+/// `options` (NULL: the data's own device, `DLPORT_COPY_IF_NEEDED`, any layout).
+///
+/// Ownership: takes `managed` on every path (on error it has been released). On success
+/// `*out` is a new handle the caller frees with `dlport_tensor_free`; without a copy it keeps
+/// `managed` alive and calls its deleter when the last handle and export of it are gone.
 ///
 /// # Safety
 /// `managed` as in `dlport_release`; `options` NULL or readable; `out` writable.
@@ -678,7 +740,7 @@ pub unsafe extern "C" fn dlport_import(
         // SAFETY: NULL or readable (contract).
         let opts = import_options(&unsafe { options.as_ref() }.copied().unwrap_or(
             DlportImportOptions {
-                copy: 1,
+                copy: DlportCopy::IfNeeded as i32,
                 ..Default::default()
             },
         ))?;
@@ -690,9 +752,15 @@ pub unsafe extern "C" fn dlport_import(
 }
 
 /// Exports a backend tensor as a DLPack tensor that keeps it alive (or a copy), following
-/// `__dlpack__`: `max_version_major` < 1 gives a legacy `DLManagedTensor`, ≥ 1 a versioned one
-/// (`*versioned_out` says which); `dl_device_type` 0 means the tensor's own device; `copy` is
-/// 0 never, 1 if needed, 2 always.
+/// `__dlpack__`: `max_version_major` < 1 gives a legacy `DLManagedTensor`, >= 1 a versioned
+/// one (`*versioned_out` says which); `dl_device_type` 0 means the tensor's own device; `copy`
+/// is a `DlportCopy`. A legacy consumer never receives a READ_ONLY or padded sub-byte tensor
+/// by reference: it gets a compact copy, or with `DLPORT_COPY_NEVER` the error
+/// `DLPORT_ERR_COPY_REQUIRED` naming the flag.
+///
+/// Ownership: `tensor` stays the caller's. On success `*managed_out` is a new managed tensor
+/// the caller (or its consumer) releases once, through its deleter or `dlport_release`; it
+/// stays valid after `dlport_tensor_free(tensor)`. On error nothing is written.
 ///
 /// # Safety
 /// `tensor` is a live handle; `managed_out` and `versioned_out` are writable.
@@ -734,8 +802,14 @@ pub unsafe extern "C" fn dlport_export(
     })
 }
 
-/// **Consuming.** Converts legacy ↔ versioned without a copy; the original is released once,
-/// when the result is.
+/// CONSUMING. Converts legacy <-> versioned without a copy; the original is released once, when
+/// the result is. A versioned tensor with READ_ONLY or IS_SUBBYTE_TYPE_PADDED is refused for
+/// the legacy form (`DLPORT_ERR_FLAG_NOT_REPRESENTABLE`): the legacy struct has no flags, and
+/// dropping them would let a consumer write read-only memory or misread padded elements; use
+/// `dlport_compact` for a legacy copy.
+///
+/// Ownership: takes `managed` on every path (on error it has been released). On success `*out`
+/// is a new managed tensor the caller releases once.
 ///
 /// # Safety
 /// As `dlport_release` for `managed`; `out` writable.
@@ -776,10 +850,13 @@ fn pass_through(
     give(exported, to_versioned != 0, out)
 }
 
-/// **Consuming.** Makes host-accessible memory (pinned, managed, or CPU) visible to a consumer
+/// CONSUMING. Makes host-accessible memory (pinned, managed, or CPU) visible to a consumer
 /// that knows only `kDLCPU`, without a copy: the result says `kDLCPU` and keeps the original
-/// alive (its deleter runs once, when the last consumer releases). `advertised_*` is what
-/// `__dlpack_device__` said (0: nothing). Device memory is refused with a clear error.
+/// alive. `advertised_*` is what `__dlpack_device__` said (0: nothing). Device memory is
+/// refused with a clear error.
+///
+/// Ownership: takes `managed` on every path (on error it has been released). On success `*out`
+/// is a new managed tensor the caller releases once; the original's deleter runs when it is.
 ///
 /// # Safety
 /// As `dlport_release` for `managed`; `out` writable.
@@ -814,10 +891,13 @@ pub unsafe extern "C" fn dlport_host_view(
     })
 }
 
-/// **Consuming.** Copies any host-accessible tensor (strided, negative, broadcast) into a new
-/// compact, 64-byte-aligned one with IS_COPIED; with `copy` 1 (if needed) a tensor that is
-/// already compact and aligned is passed through without a copy, and with 0 (never) a tensor
-/// that would need one is an error.
+/// CONSUMING. Copies any host-accessible tensor (strided, negative, broadcast) into a new
+/// compact, 64-byte-aligned one with IS_COPIED; with `DLPORT_COPY_IF_NEEDED` a tensor that is
+/// already compact and aligned is passed through without a copy, and with `DLPORT_COPY_NEVER`
+/// a tensor that would need one is an error.
+///
+/// Ownership: takes `managed` on every path (on error it has been released). On success `*out`
+/// is a new managed tensor the caller releases once.
 ///
 /// # Safety
 /// As `dlport_release` for `managed`; `out` writable.
@@ -848,7 +928,10 @@ pub unsafe extern "C" fn dlport_compact(
 }
 
 /// Allocates a zeroed compact tensor on a backend of the native registry (`backend` NULL: the
-/// one that resolves the device).
+/// one that serves the device).
+///
+/// Ownership: `backend` and `shape` stay the caller's. On success `*out` is a new handle the
+/// caller frees with `dlport_tensor_free`; on error nothing is allocated or written.
 ///
 /// # Safety
 /// `backend` NULL or a NUL-terminated string; `shape` readable for `ndim` values (may be NULL
@@ -903,7 +986,12 @@ pub unsafe extern "C" fn dlport_alloc(
     })
 }
 
-/// Describes a backend tensor as JSON (as `dlport_describe`, plus `backend` and `users`).
+/// Describes a backend tensor as JSON: the keys of `dlport_describe`, plus `"backend"`
+/// (string: the backend's name), `"users"` (integer: the other live uses of its buffer) and
+/// `"data"` (integer: the buffer's data pointer).
+///
+/// Ownership: `tensor` stays the caller's. On success `*json_out` is a new string the caller
+/// frees with `dlport_string_free`; on error it is untouched.
 ///
 /// # Safety
 /// `tensor` is a live handle; `json_out` writable.
@@ -917,18 +1005,21 @@ pub unsafe extern "C" fn dlport_tensor_describe(
         let t = unsafe { tensor.as_ref() }.ok_or_else(|| arg("tensor is NULL"))?;
         let out = out_ptr(json_out, "json_out")?;
         let guard = t.0.read()?;
-        let body = describe(&guard.view())?;
-        let extra = format!(
-            ",\"backend\":\"{}\",\"users\":{},\"data\":{}}}",
-            t.0.backend(),
-            t.0.buffer().users() - 1,
-            t.0.buffer().ptr() as usize
-        );
-        c_string(format!("{}{extra}", &body[..body.len() - 1]), out)
+        let d = HandleDescription {
+            tensor: Description::of(&guard.view()),
+            backend: t.0.backend(),
+            // The read guard is one user; count the others.
+            users: t.0.buffer().users().saturating_sub(1),
+            data: t.0.buffer().ptr() as usize,
+        };
+        c_string(to_json(&d)?, out)
     })
 }
 
 /// The data pointer (host address or device handle) and byte offset of a backend tensor.
+///
+/// Ownership: nothing is transferred; the data belongs to the handle (valid until
+/// `dlport_tensor_free`, or longer while exports of it live).
 ///
 /// # Safety
 /// `tensor` is a live handle; the out pointers are writable.
@@ -953,7 +1044,192 @@ pub unsafe extern "C" fn dlport_tensor_data(
     })
 }
 
+/// The release callback of `dlport_wrap`: called exactly once, with the `ctx` given to
+/// `dlport_wrap`, when nobody uses the memory any more (or at once when `dlport_wrap` fails). It
+/// may run on any thread and must not unwind.
+pub type DlportReleaseFn = Option<unsafe extern "C" fn(ctx: *mut c_void)>;
+
+/// Runs the caller's release callback once, when dropped.
+struct CallerRelease {
+    release: DlportReleaseFn,
+    ctx: *mut c_void,
+}
+
+// SAFETY: `dlport_wrap`'s contract: the callback may run on any thread, with its context.
+unsafe impl Send for CallerRelease {}
+
+impl Drop for CallerRelease {
+    fn drop(&mut self) {
+        if let Some(release) = self.release.take() {
+            // SAFETY: the caller's callback with the caller's context, called once (`take`).
+            unsafe { release(self.ctx) };
+        }
+    }
+}
+
+/// The managed tensor `dlport_wrap` builds over caller memory: the header, the shape and
+/// strides it points to, and the caller's release, which runs when this is dropped.
+struct Wrapped {
+    header: DLManagedTensorVersioned,
+    _shape: Box<[i64]>,
+    _strides: Box<[i64]>,
+    _release: CallerRelease,
+}
+
+/// The deleter of `dlport_wrap`'s tensors: frees the block, which runs the caller's release.
+///
+/// # Safety
+/// `managed` is NULL or the header of a live `Wrapped` block (its `manager_ctx`), released once.
+unsafe extern "C" fn wrapped_deleter(managed: *mut DLManagedTensorVersioned) {
+    if managed.is_null() {
+        return;
+    }
+    // SAFETY: the header of a live block whose manager_ctx is the block (contract).
+    let block = unsafe { (*managed).manager_ctx }.cast::<Wrapped>();
+    // SAFETY: allocated by Box::into_raw in `dlport_wrap` and released once (contract).
+    drop(unsafe { Box::from_raw(block) });
+}
+
+/// Wraps caller-owned memory as a DLPack managed tensor (versioned when `to_versioned` is
+/// non-zero, legacy otherwise), without a copy: DLPack's "external reference". `data`,
+/// `device_*`, `code`/`bits`/`lanes`, `ndim`, `shape`, `strides` (NULL: compact row-major),
+/// `byte_offset` and `flags` (`DLPACK_FLAG_BITMASK_*`) are those of the DLTensor; they are
+/// validated as any import is (ndim, extents, dtype widths, address range, known flags), and
+/// flags the legacy form cannot carry (READ_ONLY, IS_SUBBYTE_TYPE_PADDED) are refused for it
+/// with `DLPORT_ERR_FLAG_NOT_REPRESENTABLE`. `shape` and `strides` are copied: the caller may
+/// free them when the call returns.
+///
+/// Ownership: `release(ctx)` is called exactly once on every path. On success `*out` owns the
+/// memory; `release(ctx)` runs when the tensor's deleter is called (or `dlport_release`, or the
+/// import that consumed it is freed), on any thread. On every error, including a NULL `out`,
+/// `release(ctx)` has run before `dlport_wrap` returns. `release` may be NULL: the caller then
+/// keeps the memory and must keep it alive until the tensor is released.
+///
+/// # Safety
+/// `data` + `byte_offset` addresses the tensor's bytes, valid (and not written by the caller
+/// while READ_ONLY is set) until `release(ctx)` runs; `shape` (and `strides`, when not NULL) is
+/// readable for `ndim` values when `ndim` is in range; `out` is NULL or writable; `release` is
+/// NULL or a function that may be called once with `ctx` from any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_wrap(
+    data: *mut c_void,
+    device_type: i32,
+    device_id: i32,
+    code: u8,
+    bits: u8,
+    lanes: u16,
+    ndim: i32,
+    shape: *const i64,
+    strides: *const i64,
+    byte_offset: u64,
+    flags: u64,
+    to_versioned: c_int,
+    release: DlportReleaseFn,
+    ctx: *mut c_void,
+    out: *mut *mut c_void,
+) -> c_int {
+    // Made before anything can fail: every path drops it exactly once, or hands it to the
+    // tensor, whose deleter drops it.
+    let guard = CallerRelease { release, ctx };
+    entry(move || {
+        let out = out_ptr(out, "out")?;
+        let n = dlport_core::layout::check_ndim(i64::from(ndim))?;
+        if n > 0 && shape.is_null() {
+            return Err(Error::NullShape { ndim }.into());
+        }
+        let copy = |p: *const i64| -> Box<[i64]> {
+            if n == 0 {
+                Box::default()
+            } else {
+                // SAFETY: readable for `n` values (contract), `n` bounded by MAX_NDIM.
+                unsafe { std::slice::from_raw_parts(p, n) }.into()
+            }
+        };
+        let mut shape = copy(shape);
+        // DLPack >= 1.2 requires explicit strides: NULL means compact row-major, computed here
+        // (saturating: an overflowing shape is refused by the validation below, by name).
+        let mut strides = if strides.is_null() {
+            let mut compact = vec![1i64; n].into_boxed_slice();
+            for i in (0..n.saturating_sub(1)).rev() {
+                compact[i] = compact[i + 1].saturating_mul(shape[i + 1].max(1));
+            }
+            compact
+        } else {
+            copy(strides)
+        };
+        let header = DLManagedTensorVersioned {
+            version: DLPackVersion::CURRENT,
+            manager_ctx: null_mut(),
+            deleter: Some(wrapped_deleter),
+            flags,
+            dl_tensor: DLTensor {
+                data,
+                device: Device::new(DeviceType(device_type), device_id),
+                ndim,
+                dtype: DataType::new(dlport_core::TypeCode(code), bits, lanes),
+                shape: shape.as_mut_ptr(),
+                strides: strides.as_mut_ptr(),
+                byte_offset,
+            },
+        };
+        let block = Box::into_raw(Box::new(Wrapped {
+            header,
+            _shape: shape,
+            _strides: strides,
+            _release: guard,
+        }));
+        // SAFETY: just allocated and not shared yet. The header's shape and strides point into
+        // the block's boxes, which do not move; its manager_ctx is the block, for the deleter.
+        unsafe { (*block).header.manager_ctx = block.cast() };
+        // SAFETY: an owned versioned tensor handed over: its deleter frees the block (running
+        // the caller's release); `from_raw_versioned` releases it on every error.
+        let m = unsafe { ManagedTensor::from_raw_versioned(&raw mut (*block).header) }?;
+        give(m, to_versioned != 0, out)
+    })
+}
+
+/// Lends a backend tensor to C as a plain `DLTensor` view (no copy, no ownership): `data`,
+/// `device`, `ndim`, `dtype`, `shape`, `strides` (always filled in) and `byte_offset`.
+///
+/// Ownership: nothing is transferred. On success `*out`'s `data` and its `shape` and `strides`
+/// arrays belong to the handle and stay valid until `dlport_tensor_free(tensor)` (other handles
+/// and DLPack exports of the same memory may keep the data alive longer, but not these arrays);
+/// never free or write the arrays. Do not write the data when the tensor is read-only
+/// (`"read_only": true` in `dlport_tensor_describe`). On error `*out` is untouched.
+///
+/// # Safety
+/// `tensor` is a live handle; `out` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_tensor_view(
+    tensor: *const DlportTensor,
+    out: *mut DLTensor,
+) -> c_int {
+    entry(|| {
+        // SAFETY: a live handle (contract).
+        let t = unsafe { tensor.as_ref() }.ok_or_else(|| arg("tensor is NULL"))?;
+        let out = out_ptr(out, "out")?;
+        // Refuses a buffer whose memory was released to another owner.
+        let _live = t.0.read()?;
+        let shape = t.0.shape();
+        let view = DLTensor {
+            data: t.0.buffer().ptr(),
+            device: t.0.device(),
+            ndim: shape.len() as i32,
+            dtype: t.0.dtype(),
+            shape: shape.as_ptr().cast_mut(),
+            strides: t.0.strides().as_ptr().cast_mut(),
+            byte_offset: t.0.byte_offset(),
+        };
+        // SAFETY: writable (contract).
+        unsafe { out.as_ptr().write(view) };
+        Ok(())
+    })
+}
+
 /// Frees a backend tensor handle (NULL is ignored). DLPack tensors exported from it stay valid.
+///
+/// Ownership: takes `tensor`, which must not be used again; views lent by
+/// `dlport_tensor_view` end here.
 ///
 /// # Safety
 /// `tensor` is NULL or a handle from dlport, not freed before.
@@ -970,6 +1246,8 @@ pub unsafe extern "C" fn dlport_tensor_free(tensor: *mut DlportTensor) {
 
 /// How many DLPack tensors this C ABI has handed out, and how many of them consumers released
 /// (their deleter ran). Either pointer may be NULL.
+///
+/// Ownership: nothing is transferred.
 ///
 /// # Safety
 /// Non-NULL pointers are writable.
@@ -1006,11 +1284,7 @@ struct PyApi {
 fn py_api() -> Option<&'static PyApi> {
     static API: OnceLock<Option<PyApi>> = OnceLock::new();
     API.get_or_init(|| {
-        let sym = |name: &CStr| {
-            // SAFETY: dlsym with RTLD_DEFAULT only looks a symbol up.
-            let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-            (!p.is_null()).then_some(p)
-        };
+        let sym = python_symbol;
         // SAFETY: each symbol, when present, is the CPython function of that exact signature.
         unsafe {
             Some(PyApi {
@@ -1028,10 +1302,52 @@ fn py_api() -> Option<&'static PyApi> {
     .as_ref()
 }
 
+/// Looks a CPython function up in the running process: every loaded module on Unix (`dlsym`
+/// with `RTLD_DEFAULT`), the already-loaded `python3X.dll` on Windows (`GetModuleHandleA`, which
+/// loads nothing, then `GetProcAddress`). `None` outside Python.
+#[cfg(unix)]
+fn python_symbol(name: &CStr) -> Option<*mut c_void> {
+    // SAFETY: dlsym with RTLD_DEFAULT only looks a symbol up.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    (!p.is_null()).then_some(p)
+}
+
+/// As the Unix `python_symbol`, through the CPython DLL that is loaded (3.8 to 3.29, then the
+/// stable-ABI `python3.dll`).
+#[cfg(windows)]
+fn python_symbol(name: &CStr) -> Option<*mut c_void> {
+    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleA, GetProcAddress};
+    let dlls = (8..30)
+        .map(|minor| format!("python3{minor}.dll\0"))
+        .chain(std::iter::once("python3.dll\0".to_owned()));
+    for dll in dlls {
+        // SAFETY: a NUL-terminated name; GetModuleHandleA only looks a loaded module up.
+        let module = unsafe { GetModuleHandleA(dll.as_ptr()) };
+        if module.is_null() {
+            continue;
+        }
+        // SAFETY: a loaded module and a NUL-terminated name; only looks the symbol up.
+        if let Some(f) = unsafe { GetProcAddress(module, name.as_ptr().cast()) } {
+            return Some(f as *mut c_void);
+        }
+    }
+    None
+}
+
+/// Neither Unix nor Windows: no way to find CPython, so the destructor does nothing.
+#[cfg(not(any(unix, windows)))]
+fn python_symbol(_name: &CStr) -> Option<*mut c_void> {
+    None
+}
+
 /// A `PyCapsule_Destructor` for DLPack capsules, safe to run while an exception is set: it
 /// calls the tensor's deleter only while the capsule still bears its unconsumed name
 /// (`"dltensor"` or `"dltensor_versioned"`); a consumer that renamed it to `used_*` owns the
-/// tensor. The pending exception, if any, is preserved.
+/// tensor. The pending exception, if any, is preserved. CPython's functions are looked up in
+/// the running process (no link dependency on libpython); outside Python it does nothing.
+///
+/// Ownership: takes the capsule's tensor while the capsule is unconsumed; the capsule itself
+/// stays CPython's.
 ///
 /// # Safety
 /// Called by CPython with the GIL held, with a capsule object.

@@ -12,6 +12,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod cabi;
 pub mod copy;
 pub mod cpu;
 #[cfg(feature = "cuda")]
@@ -76,6 +77,7 @@ pub fn registry_with_report() -> (Registry, Vec<String>) {
 /// OOM killer without an error, so it is the native registry's default allocation limit.
 /// `None` where the platform says nothing.
 pub fn machine_memory() -> Option<u64> {
+    #[cfg_attr(not(any(unix, windows)), allow(unused_mut))]
     let mut limits: Vec<u64> = Vec::new();
     #[cfg(unix)]
     {
@@ -102,6 +104,17 @@ pub fn machine_memory() -> Option<u64> {
                 #[allow(clippy::unnecessary_cast)]
                 limits.push(rl.rlim_cur as u64);
             }
+        }
+    }
+    #[cfg(windows)]
+    {
+        use windows_sys::Win32::System::SystemInformation::{GlobalMemoryStatusEx, MEMORYSTATUSEX};
+        // SAFETY: MEMORYSTATUSEX is plain data; all zeroes is a valid value.
+        let mut status: MEMORYSTATUSEX = unsafe { std::mem::zeroed() };
+        status.dwLength = std::mem::size_of::<MEMORYSTATUSEX>() as u32;
+        // SAFETY: writes one MEMORYSTATUSEX we own, whose dwLength is set.
+        if unsafe { GlobalMemoryStatusEx(&mut status) } != 0 {
+            limits.push(status.ullTotalPhys);
         }
     }
     #[cfg(target_os = "linux")]

@@ -2,9 +2,9 @@
 //!
 //! With a CUDA driver (feature `cuda` and `libcuda` present) the memory comes from
 //! `cuMemHostAlloc` (portable, not write-combined, since the CPU reads it) and is exported as
-//! `kDLCUDAHost`. Without one it is ordinary host memory locked with `mlock`, exported as plain
-//! `kDLCPU` and described as page-locked: the backend never claims a device type the memory
-//! does not have.
+//! `kDLCUDAHost`. Without one it is ordinary host memory locked with `mlock` (`VirtualLock` on
+//! Windows), exported as plain `kDLCPU` and described as page-locked: the backend never claims
+//! a device type the memory does not have.
 
 use std::ffi::c_void;
 
@@ -34,21 +34,67 @@ pub struct PinnedBackend {
 /// The function that locks pages (replaceable in tests to exercise the failure paths).
 pub type Locker = fn(*const c_void, usize) -> Result<(), i32>;
 
+/// Locks the pages of `[ptr, ptr + len)`: `mlock` on Unix, `VirtualLock` on Windows. The error
+/// is `errno` on Unix, `GetLastError()` on Windows.
 fn mlock(ptr: *const c_void, len: usize) -> Result<(), i32> {
+    #[cfg(unix)]
     // SAFETY: mlock only changes the residency of the pages of [ptr, ptr + len), which the
     // caller owns; it reads and writes no memory.
-    if unsafe { libc::mlock(ptr, len) } == 0 {
-        Ok(())
-    } else {
-        Err(errno())
+    let locked = unsafe { libc::mlock(ptr, len) } == 0;
+    #[cfg(windows)]
+    // SAFETY: VirtualLock only changes the residency of the pages of [ptr, ptr + len), which
+    // the caller owns; it reads and writes no memory.
+    let locked = unsafe { windows_sys::Win32::System::Memory::VirtualLock(ptr, len) } != 0;
+    #[cfg(not(any(unix, windows)))]
+    let locked = {
+        let _ = (ptr, len);
+        false
+    };
+    if locked { Ok(()) } else { Err(errno()) }
+}
+
+/// Unlocks what [`mlock`] locked (best effort: the pages are freed right after).
+fn munlock(ptr: *const c_void, len: usize) {
+    #[cfg(unix)]
+    // SAFETY: unlocks exactly a range locked by `mlock`, still owned by the caller.
+    unsafe {
+        libc::munlock(ptr, len);
     }
+    #[cfg(windows)]
+    // SAFETY: as above, with VirtualUnlock.
+    unsafe {
+        windows_sys::Win32::System::Memory::VirtualUnlock(ptr, len);
+    }
+    #[cfg(not(any(unix, windows)))]
+    let _ = (ptr, len);
 }
 
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
-/// The error for a failed `mlock` of `bytes` bytes.
+/// The error for a failed `VirtualLock` (`code` from `GetLastError`).
+#[cfg(windows)]
+pub fn lock_error(code: i32) -> Error {
+    // ERROR_WORKING_SET_QUOTA (1453) and ERROR_NO_SYSTEM_RESOURCES (1450).
+    let detail = match code {
+        1453 => {
+            "ERROR_WORKING_SET_QUOTA: the process's minimum working set is too small to lock \
+             this much; raise it with SetProcessWorkingSetSize or lock less"
+        }
+        1450 => "ERROR_NO_SYSTEM_RESOURCES: the system could not lock the pages; lock less",
+        _ => "the operating system refused to lock the pages",
+    };
+    Error::Backend {
+        backend: PinnedBackend::NAME,
+        operation: "VirtualLock",
+        code: i64::from(code),
+        detail,
+    }
+}
+
+/// The error for a failed `mlock` (`errno`).
+#[cfg(not(windows))]
 pub fn lock_error(errno: i32) -> Error {
     let detail = match errno {
         libc::ENOMEM => {
@@ -216,8 +262,7 @@ impl LockedBuffer {
 impl Drop for LockedBuffer {
     fn drop(&mut self) {
         if self.locked {
-            // SAFETY: unlocks exactly the range locked in `new`, still owned by `buf`.
-            unsafe { libc::munlock(self.buf.as_ptr().cast(), self.buf.len()) };
+            munlock(self.buf.as_ptr().cast(), self.buf.len());
         }
     }
 }

@@ -111,8 +111,31 @@ CAPSULE_DESTRUCTOR = ctypes.cast(lib.dlport_capsule_destructor, c_void_p).value
 NAMES = {True: b"dltensor_versioned", False: b"dltensor"}
 USED = {True: b"used_dltensor_versioned", False: b"used_dltensor"}
 
-COPY = {False: 0, None: 1, True: 2}
-LAYOUT = {"any": 0, "dense": 1, "row_major": 2}
+
+
+def header_constants(path: pathlib.Path = ROOT / "native" / "include" / "dlport.h") -> dict[str, int]:
+    """Every integer constant the generated header names: `#define NAME value` and enumerators
+    `NAME = value` (DLPORT_*, DLPACK_*, kDL*). The binding takes its numbers from here alone, so
+    it cannot drift from the C ABI."""
+    import re
+
+    text = path.read_text()
+    found: dict[str, int] = {}
+    for name, value in re.findall(r"^#define\s+(\w+)\s+\(?(-?\d+)\)?\s*$", text, re.M):
+        found[name] = int(value)
+    for name, value in re.findall(r"^\s+(\w+)\s*=\s*(-?\d+),?\s*$", text, re.M):
+        found[name] = int(value)
+    return found
+
+
+C = header_constants()
+ERROR_NAMES = {v: k for k, v in C.items() if k.startswith("DLPORT_ERR_")}
+COPY = {False: C["DLPORT_COPY_NEVER"], None: C["DLPORT_COPY_IF_NEEDED"], True: C["DLPORT_COPY_ALWAYS"]}
+LAYOUT = {
+    "any": C["DLPORT_LAYOUT_ANY"],
+    "dense": C["DLPORT_LAYOUT_DENSE"],
+    "row_major": C["DLPORT_LAYOUT_ROW_MAJOR"],
+}
 
 
 class DlportError(Exception):

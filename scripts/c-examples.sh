@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs dlport into a temporary prefix (scripts/install-c.sh) and builds the C and C++
+# examples in native/examples/c against that installed copy, through pkg-config and through
+# CMake find_package(dlport), with -Wall -Wextra -Werror -pedantic; runs each one (shared and
+# static) outside the source tree. A program fails unless it exits 0, prints its
+# "N passed, 0 failed" line and shows one release callback after success.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+bash scripts/install-c.sh "$prefix"
+unset LD_LIBRARY_PATH
+warn=(-Wall -Wextra -Werror -pedantic)
+ex=$repo/native/examples/c
+
+echo "[c-examples] pkg-config: $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --modversion dlport)"
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+read -r -a pc_cflags <<<"$(pkg-config --cflags dlport)"
+read -r -a pc_libs <<<"$(pkg-config --libs dlport)"
+rpath=-Wl,-rpath,$(pkg-config --variable=libdir dlport)
+mkdir -p "$work/pc"
+cc -std=c11 "${warn[@]}" "${pc_cflags[@]}" "$ex/producer.c" "${pc_libs[@]}" "$rpath" -o "$work/pc/producer_c"
+c++ -std=c++17 "${warn[@]}" "${pc_cflags[@]}" "$ex/producer.cpp" "${pc_libs[@]}" "$rpath" -o "$work/pc/producer_cpp"
+
+echo "[c-examples] CMake: find_package(dlport) from $prefix"
+cmake -S "$ex" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >"$work/cmake.log" 2>&1 \
+  || { cat "$work/cmake.log"; exit 1; }
+cmake --build "$work/cmake" -j 2 >>"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
+
+failures=0
+cd "$work"
+for prog in pc/producer_c pc/producer_cpp cmake/producer_c cmake/producer_cpp cmake/producer_c_static; do
+  case "$prog" in
+    *_static) ;;
+    *) needed=$(readelf -d "$prog" | sed -n 's/.*Shared library: \[\(libdlport[^]]*\)\]/\1/p')
+       resolved=$(ldd "$prog" | sed -n 's/.*libdlport_native[^ ]* => \([^ ]*\).*/\1/p')
+       echo "[c-examples] $prog needs $needed, resolved to $resolved"
+       [ "$needed" = libdlport_native.so.0 ] && [[ "$resolved" == "$prefix"/lib/* ]] \
+         || { echo "[c-examples] FAILED: $prog does not load the installed libdlport_native.so.0"; failures=$((failures + 1)); continue; } ;;
+  esac
+  set +e
+  "./$prog" >"$work/run.log" 2>&1
+  status=$?
+  set -e
+  sed "s|^|  [$prog] |" "$work/run.log"
+  if [ "$status" -ne 0 ] || ! grep -qE '^producer \(C(\+\+)?\): [0-9]+ passed, 0 failed$' "$work/run.log" \
+    || ! grep -qx 'callbacks after success: 1' "$work/run.log"; then
+    echo "[c-examples] FAILED: $prog (status $status)"
+    failures=$((failures + 1))
+  fi
+done
+[ "$failures" -eq 0 ] || { echo "[c-examples] $failures example runs failed"; exit 1; }
+echo "[c-examples] the C and C++ examples built (pkg-config, CMake; shared and static) and ran against the installed copy"
