@@ -77,7 +77,7 @@ cargo test --release -p dlport-native --test stress --locked
 step "hardening: valgrind and LeakSanitizer"
 bash scripts/sanitize.sh
 
-step "hardening: fuzz smoke run (${DLPORT_FUZZ_SECONDS:=60} s per target, on a copy of the corpus)"
+step "hardening: fuzz smoke run (${DLPORT_FUZZ_SECONDS:=30} s per target, on a copy of the corpus)"
 cargo +nightly fuzz build
 fuzz_tmp=$(mktemp -d)
 for t in validate c_abi roundtrip convert parse compact; do
