@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The crates as crates.io would get them: `cargo publish --dry-run` for dlport-core,
+# dlport-native and dlport-wasm, in dependency order (cargo >= 1.90 publishes a workspace in
+# order, resolving the not-yet-published path dependencies against a local overlay of the
+# packages it just made, and builds each one from its .crate). Then the doc tests (the crate
+# READMEs included) run on the unpacked .crate files, outside the workspace, with each
+# unpublished dlport dependency patched to its unpacked copy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+crates=(dlport-core dlport-native dlport-wasm)
+version=$(cargo metadata --format-version 1 --no-deps --locked \
+  | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="dlport-core"))')
+
+cargo publish --dry-run --allow-dirty --locked "${crates[@]/#/-p=}" 2>&1 \
+  | grep -E '^ *(Packaging|Packaged|Verifying|Uploading|warning|error)' || true
+test "${PIPESTATUS[0]}" -eq 0
+
+unpacked=$(mktemp -d)
+trap 'rm -rf "$unpacked"' EXIT
+patch=()
+for c in "${crates[@]}"; do
+  crate=target/package/$c-$version.crate
+  tar -xzf "$crate" -C "$unpacked"
+  dir=$unpacked/$c-$version
+  for need in README.md LICENSE-MIT LICENSE-APACHE Cargo.toml; do
+    [[ -f $dir/$need ]] || { echo "[package] $crate lacks $need" >&2; exit 1; }
+  done
+  echo "[package] $crate: $(tar -tzf "$crate" | wc -l) files, $(stat -c%s "$crate") bytes, README and both licences"
+  # Doc tests of the packaged copy; dlport dependencies come from the unpacked copies.
+  (cd "$dir" && CARGO_TARGET_DIR=$root/target cargo test --doc --all-features "${patch[@]}" 2>&1 \
+    | grep -E '^(test result|error|failures)' | sed "s/^/[package] $c (packaged): /")
+  test "${PIPESTATUS[0]}" -eq 0
+  patch+=(--config "patch.crates-io.$c.path='$dir'")
+done
