@@ -12,12 +12,14 @@ crates=(dlport-core dlport-native dlport-wasm)
 version=$(cargo metadata --format-version 1 --no-deps --locked \
   | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="dlport-core"))')
 
-cargo publish --dry-run --allow-dirty --locked "${crates[@]/#/-p=}" 2>&1 \
-  | grep -E '^ *(Packaging|Packaged|Verifying|Uploading|warning|error)' || true
-test "${PIPESTATUS[0]}" -eq 0
-
 unpacked=$(mktemp -d)
 trap 'rm -rf "$unpacked"' EXIT
+log=$unpacked/log
+# Runs a command quietly; shows its whole output only when it fails.
+quiet() { "$@" >"$log" 2>&1 || { cat "$log" >&2; echo "[package] failed: $*" >&2; exit 1; }; }
+
+quiet cargo publish --dry-run --allow-dirty --locked "${crates[@]/#/--package=}"
+grep -E '^ *(Packaged|Uploading|warning)' "$log" | sed 's/^ */[package] /'
 patch=()
 for c in "${crates[@]}"; do
   crate=target/package/$c-$version.crate
@@ -28,8 +30,7 @@ for c in "${crates[@]}"; do
   done
   echo "[package] $crate: $(tar -tzf "$crate" | wc -l) files, $(stat -c%s "$crate") bytes, README and both licences"
   # Doc tests of the packaged copy; dlport dependencies come from the unpacked copies.
-  (cd "$dir" && CARGO_TARGET_DIR=$root/target cargo test --doc --all-features "${patch[@]}" 2>&1 \
-    | grep -E '^(test result|error|failures)' | sed "s/^/[package] $c (packaged): /")
-  test "${PIPESTATUS[0]}" -eq 0
+  (cd "$dir" && quiet env CARGO_TARGET_DIR="$root/target" cargo test --doc --all-features "${patch[@]}")
+  grep -E '^test result' "$log" | sed "s/^/[package] $c (packaged copy) doc tests: /"
   patch+=(--config "patch.crates-io.$c.path='$dir'")
 done

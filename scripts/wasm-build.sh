@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Builds the npm package `dlport` (ESM for the web, .d.ts, README) into wasm/pkg with wasm-pack,
-# using the local wasm-bindgen and no wasm-opt, then prints its size (raw and gzipped) and
-# records it in target/bench/wasm.json.
+# Builds the npm package `dlport` (ESM for the web, .d.ts, README, licences) into wasm/pkg with
+# wasm-pack, using the local wasm-bindgen and no wasm-opt, then prints its size (raw and
+# gzipped) and records it in target/bench/wasm.json. Installs wasm-pack and wasm-bindgen-cli
+# first when they are missing (scripts/install-wasm-tools.sh). `npm pack` in wasm/pkg then
+# makes the tarball to install into an app (README: "Getting started on the web").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/install-wasm-tools.sh
 wasm-pack build --release --target web --weak-refs --out-dir pkg --out-name dlport wasm
 python3 - <<'PY'
 import json, pathlib
