@@ -13,12 +13,24 @@ import json, pathlib
 p = pathlib.Path("wasm/pkg/package.json")
 pkg = json.loads(p.read_text())
 pkg["name"] = "dlport"
+# The .d.ts names GPUDevice and GPUBuffer: their types come with the package, so an app
+# type-checks without adding anything (TypeScript's lib.dom has no WebGPU types).
+pkg["dependencies"] = {"@webgpu/types": "^0.1.60"}
 p.write_text(json.dumps(pkg, indent=2) + "\n")
+# `Tensor` has `[Symbol.dispose]()` (for `using`). Its type lives in TypeScript's
+# esnext.disposable lib, which a default tsconfig (target ES2022, lib ES2022 + DOM) lacks:
+# the reference below brings it in (TypeScript >= 5.2), so the package compiles with
+# skipLibCheck: false under any such tsconfig, and `using` works where the target allows it.
+d = pathlib.Path("wasm/pkg/dlport.d.ts")
+head = '/// <reference lib="esnext.disposable" />\n/// <reference types="@webgpu/types" />\n'
+text = d.read_text()
+if not text.startswith(head):
+    d.write_text(head + text)
 PY
 # What `npm publish` would ship: the module, its types, the wasm, the README and the snippet.
 files=$(cd wasm/pkg && npm pack --dry-run --json 2>/dev/null \
   | python3 -c 'import json, sys; print(" ".join(sorted(f["path"] for f in json.load(sys.stdin)[0]["files"])))')
-for need in dlport.js dlport.d.ts dlport_bg.wasm README.md package.json; do
+for need in dlport.js dlport.d.ts dlport_bg.wasm README.md LICENSE-MIT LICENSE-APACHE package.json; do
   case " $files " in *" $need "*) ;; *) echo "[wasm] npm pack lacks $need: $files" >&2; exit 1 ;; esac
 done
 case "$files" in *snippets/*/js/webgpu.js*) ;; *) echo "[wasm] npm pack lacks the WebGPU snippet: $files" >&2; exit 1 ;; esac
