@@ -19,7 +19,9 @@ log=$unpacked/log
 quiet() { "$@" >"$log" 2>&1 || { cat "$log" >&2; echo "[package] failed: $*" >&2; exit 1; }; }
 
 quiet cargo publish --dry-run --allow-dirty --locked "${crates[@]/#/--package=}"
-grep -E '^ *(Packaged|Uploading|warning)' "$log" | sed 's/^ */[package] /'
+grep -E '^ *(Packaged|Uploading)' "$log" | sed 's/^ */[package] /'
+# The same .crate files again, kept in target/package (the dry run's are temporary): no build.
+quiet cargo package --no-verify --allow-dirty --locked "${crates[@]/#/--package=}"
 patch=()
 for c in "${crates[@]}"; do
   crate=target/package/$c-$version.crate
