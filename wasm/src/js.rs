@@ -149,8 +149,8 @@ impl Tensor {
     #[wasm_bindgen(constructor)]
     pub fn new(
         #[wasm_bindgen(unchecked_param_type = "TensorData")] array: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "number[]")] shape: Option<js_sys::Array>,
-        dtype: Option<String>,
+        #[wasm_bindgen(unchecked_optional_param_type = "number[]")] shape: Option<js_sys::Array>,
+        #[wasm_bindgen(unchecked_optional_param_type = "string")] dtype: Option<String>,
     ) -> Result<Tensor, JsError> {
         let natural = dtype_of(&array)?;
         let dtype = match dtype {
