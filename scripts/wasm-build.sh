@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-wasm-tools.sh
 wasm-pack build --release --target web --weak-refs --out-dir pkg --out-name dlport wasm
+# The licence texts (wasm-pack copies only a `license-file`; ours is the `license` expression).
+cp -L LICENSE-MIT LICENSE-APACHE wasm/pkg/
 python3 - <<'PY'
 import json, pathlib
 p = pathlib.Path("wasm/pkg/package.json")

@@ -169,13 +169,26 @@ test('on load: the pipeline runs by itself, the counter appears after it with 0,
   assert.match(s.status, /^Run 1 done; WebGPU reported no errors\.$/);
   assert.ok(s.steps >= 6, `${s.steps} steps listed`);
   assert.equal(s.helpHidden, true);
-  // The model's effect is visible: the output differs from the input by a lot (a sepia print of a
-  // blue-to-orange sky), not by a shade.
+  // The model's effect is visible: the blue sky of the input (blue the strongest channel in a
+  // good part of it) becomes a sepia print (red ≥ green ≥ blue in every pixel), and the output
+  // differs from the input by far more than a shade.
   let diff = 0;
-  for (let i = 0; i < s.result.length; i++) diff += Math.abs(s.result[i] - s.inputPixels[i] / 255);
+  let blueInput = 0;
+  let sepia = 0;
+  const pixels = s.result.length / 3;
+  for (let p = 0; p < s.result.length; p += 3) {
+    const [r, g, b] = s.result.slice(p, p + 3);
+    const [ri, gi, bi] = s.inputPixels.slice(p, p + 3);
+    if (bi > ri && bi > gi) blueInput += 1;
+    if (r >= g && g >= b) sepia += 1;
+    for (let c = 0; c < 3; c++) diff += Math.abs(s.result[p + c] - s.inputPixels[p + c] / 255);
+  }
   diff /= s.result.length;
-  assert.ok(diff > 0.15, `mean |output − input| = ${diff.toFixed(3)} (of 1)`);
-  console.log(`# on load: counter "${s.pageCounter}", mean |output − input| = ${diff.toFixed(3)}; saved www/screenshot.png`);
+  assert.ok(blueInput > 0.25 * pixels, `${blueInput} of ${pixels} input pixels are mostly blue`);
+  assert.equal(sepia, pixels, `${sepia} of ${pixels} output pixels are sepia (r ≥ g ≥ b)`);
+  assert.ok(diff > 0.1, `mean |output − input| = ${diff.toFixed(3)} (of 1)`);
+  console.log(`# on load: counter "${s.pageCounter}"; ${blueInput} of ${pixels} input pixels mostly blue, `
+    + `all sepia after; mean |output − input| = ${diff.toFixed(3)}; saved www/screenshot.png`);
 });
 
 test('the pipeline shares one GPUDevice and never goes through the CPU', async () => {
