@@ -27,7 +27,14 @@ let app;
 let browser;
 const children = [];
 
-const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs a command; a failure carries its whole output (tsc prints its errors on stdout). */
+function run(cmd, args, cwd) {
+  try {
+    return execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    throw new Error(`${cmd} ${args.join(' ')} failed (${e.status}):\n${e.stdout}\n${e.stderr}`);
+  }
+}
 const npm = (args, cwd) => run('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline'], cwd);
 
 async function freePort() {
