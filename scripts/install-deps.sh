@@ -52,9 +52,8 @@ else
   log "mesa-vulkan-drivers: installing"
   apt-get install -y -q mesa-vulkan-drivers >/dev/null
 fi
-# The browser tests: Debian's Chromium and ChromeDriver, wasm-bindgen-cli at exactly the
-# wasm-bindgen crate's version (without --locked: the registry's lock lags) and wasm-pack, so
-# that wasm-pack downloads nothing.
+# The browser tests: Debian's Chromium and ChromeDriver; wasm-bindgen-cli and wasm-pack come
+# from scripts/install-wasm-tools.sh (which scripts/wasm-build.sh runs too).
 # Node.js and npm (the demo's end-to-end test): on the machine image; Debian's otherwise.
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
   log "node $(node --version), npm $(npm --version): present"
@@ -69,18 +68,7 @@ else
   log "chromium and chromium-driver: installing"
   apt-get install -y -q chromium chromium-driver >/dev/null
 fi
-if wasm-bindgen --version 2>/dev/null | grep -q "^wasm-bindgen 0.2.130$"; then
-  log "wasm-bindgen-cli 0.2.130: present"
-else
-  log "wasm-bindgen-cli 0.2.130: installing"
-  cargo install wasm-bindgen-cli --version 0.2.130 --force
-fi
-if wasm-pack --version 2>/dev/null | grep -q "0.15.1"; then
-  log "wasm-pack 0.15.1: present"
-else
-  log "wasm-pack 0.15.1: installing"
-  cargo install wasm-pack --version 0.15.1 --locked
-fi
+bash "$(dirname "$0")/install-wasm-tools.sh"
 # The C ABI: cbindgen generates native/include/dlport.h (pinned: another version may print a
 # different header); CMake builds the C examples through find_package(dlport); Debian's aarch64
 # cross gcc links dlport-core's aarch64 test binaries.

@@ -15,11 +15,14 @@ cargo fmt --all --check
 step "C ABI: native/include/dlport.h is what cbindgen generates from the Rust source"
 bash scripts/header.sh --check
 
-step "clippy (all features, default features, no_std core)"
-cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
-cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo clippy -p dlport-core --no-default-features --locked -- -D warnings
-cargo clippy -p dlport-wasm --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
+step "clippy (all features, default features, no_std core; incompatible_msrv denied)"
+cargo clippy --workspace --all-targets --all-features --locked -- -D warnings -D clippy::incompatible_msrv
+cargo clippy --workspace --all-targets --locked -- -D warnings -D clippy::incompatible_msrv
+cargo clippy -p dlport-core --no-default-features --locked -- -D warnings -D clippy::incompatible_msrv
+cargo clippy -p dlport-wasm --target wasm32-unknown-unknown --all-targets --locked -- -D warnings -D clippy::incompatible_msrv
+
+step "MSRV: each crate's rust-version against its dependencies' and its edition (no old toolchain here)"
+bash scripts/msrv-check.sh
 
 step "docs"
 RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --all-features --locked
@@ -35,6 +38,9 @@ cargo test --workspace --all-features --locked
 
 step "tests (default features)"
 cargo test --workspace --locked
+
+step "crates that publish: cargo publish --dry-run in order, doc tests of the packaged copies"
+bash scripts/package-check.sh
 
 step "miri (core, and the native copy kernels)"
 cargo +nightly miri test -p dlport-core --all-features --locked
@@ -65,7 +71,7 @@ WASM_BINDGEN_TEST_TIMEOUT=300 wasm-pack test --headless --chrome --chromedriver 
 step "the npm package dlport: wasm-pack build, bundle size"
 bash scripts/wasm-build.sh
 
-step "the demo: TF.js -> dlport -> WGSL -> onnxruntime-web -> TF.js on one GPUDevice (playwright-core, Debian chromium)"
+step "the demo (TF.js -> dlport -> WGSL -> onnxruntime-web -> TF.js on one GPUDevice) and the npm package in a fresh Vite app (playwright-core, Debian chromium)"
 .venv/bin/python www/model/make_model.py --check
 DLPORT_SKIP_WASM_BUILD=1 bash scripts/www-build.sh
 (cd www && node_modules/.bin/tsc -p tests/tsconfig.json && echo "[www] the package's TypeScript types check (tsc --noEmit)")

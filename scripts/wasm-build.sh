@@ -1,21 +1,38 @@
 #!/usr/bin/env bash
-# Builds the npm package `dlport` (ESM for the web, .d.ts, README) into wasm/pkg with wasm-pack,
-# using the local wasm-bindgen and no wasm-opt, then prints its size (raw and gzipped) and
-# records it in target/bench/wasm.json.
+# Builds the npm package `dlport` (ESM for the web, .d.ts, README, licences) into wasm/pkg with
+# wasm-pack, using the local wasm-bindgen and no wasm-opt, then prints its size (raw and
+# gzipped) and records it in target/bench/wasm.json. Installs wasm-pack and wasm-bindgen-cli
+# first when they are missing (scripts/install-wasm-tools.sh). `npm pack` in wasm/pkg then
+# makes the tarball to install into an app (README: "Getting started on the web").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/install-wasm-tools.sh
 wasm-pack build --release --target web --weak-refs --out-dir pkg --out-name dlport wasm
+# The licence texts (wasm-pack copies only a `license-file`; ours is the `license` expression).
+cp -L LICENSE-MIT LICENSE-APACHE wasm/pkg/
 python3 - <<'PY'
 import json, pathlib
 p = pathlib.Path("wasm/pkg/package.json")
 pkg = json.loads(p.read_text())
 pkg["name"] = "dlport"
+# The .d.ts names GPUDevice and GPUBuffer: their types come with the package, so an app
+# type-checks without adding anything (TypeScript's lib.dom has no WebGPU types).
+pkg["dependencies"] = {"@webgpu/types": "^0.1.60"}
 p.write_text(json.dumps(pkg, indent=2) + "\n")
+# `Tensor` has `[Symbol.dispose]()` (for `using`). Its type lives in TypeScript's
+# esnext.disposable lib, which a default tsconfig (target ES2022, lib ES2022 + DOM) lacks:
+# the reference below brings it in (TypeScript >= 5.2), so the package compiles with
+# skipLibCheck: false under any such tsconfig, and `using` works where the target allows it.
+d = pathlib.Path("wasm/pkg/dlport.d.ts")
+head = '/// <reference lib="esnext.disposable" />\n/// <reference types="@webgpu/types" />\n'
+text = d.read_text()
+if not text.startswith(head):
+    d.write_text(head + text)
 PY
 # What `npm publish` would ship: the module, its types, the wasm, the README and the snippet.
 files=$(cd wasm/pkg && npm pack --dry-run --json 2>/dev/null \
   | python3 -c 'import json, sys; print(" ".join(sorted(f["path"] for f in json.load(sys.stdin)[0]["files"])))')
-for need in dlport.js dlport.d.ts dlport_bg.wasm README.md package.json; do
+for need in dlport.js dlport.d.ts dlport_bg.wasm README.md LICENSE-MIT LICENSE-APACHE package.json; do
   case " $files " in *" $need "*) ;; *) echo "[wasm] npm pack lacks $need: $files" >&2; exit 1 ;; esac
 done
 case "$files" in *snippets/*/js/webgpu.js*) ;; *) echo "[wasm] npm pack lacks the WebGPU snippet: $files" >&2; exit 1 ;; esac

@@ -95,7 +95,8 @@ pub fn check_alloc(bytes: u128, limit: Option<u64>) -> Result<(), Error> {
     Ok(())
 }
 
-/// The README's Rust examples, compiled and run as doc tests.
+/// The crate README's Rust examples (`core/README.md`, packaged with the crate), compiled and
+/// run as doc tests. The repository README's examples are doc tests of `dlport-bench`.
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

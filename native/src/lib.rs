@@ -144,3 +144,8 @@ pub fn sync_managed() -> Result<(), Error> {
     #[allow(unreachable_code)]
     Ok(())
 }
+
+/// The crate README's Rust examples (`native/README.md`), compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -92,6 +92,14 @@ struct Slot {
 }
 
 /// The buffer table: handle `h` (≥ 1) is slot `h − 1`.
+/// Why no adapter came, and what to do: in the browser, what to enable; natively, what to
+/// install.
+#[cfg(target_arch = "wasm32")]
+const NO_ADAPTER: &str = "no WebGPU adapter: this browser offers no WebGPU (it needs a secure context, https:// or http://localhost, and a browser with WebGPU on: Chrome or Edge 113+ on Windows, macOS and ChromeOS; on Linux and Android enable chrome://flags/#enable-unsafe-webgpu (and #enable-vulkan); Firefox: dom.webgpu.enabled in about:config; Safari 26+, or Develop > Feature Flags > WebGPU)";
+#[cfg(not(target_arch = "wasm32"))]
+const NO_ADAPTER: &str =
+    "no WebGPU adapter: no GPU and no software driver (install mesa-vulkan-drivers for lavapipe)";
+
 #[derive(Default)]
 struct Table {
     slots: Vec<Option<Slot>>,
@@ -109,12 +117,7 @@ impl GpuDevice {
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions::default())
             .await
-            .map_err(|_| {
-                backend_error(
-                    "requestAdapter",
-                    "no WebGPU adapter: no GPU and no software driver (install mesa-vulkan-drivers for lavapipe)",
-                )
-            })?;
+            .map_err(|_| backend_error("requestAdapter", NO_ADAPTER))?;
         // The adapter's own limits, so large tensors fit (WebGPU's defaults stop at 128 MiB).
         let limits = adapter.limits();
         let (device, queue) = adapter

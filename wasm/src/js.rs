@@ -20,6 +20,23 @@ use crate::gpu::{NAME as WEBGPU, Normalize};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_OPTIONS: &'static str = r#"
+/** The typed arrays a `Tensor` is made from; the dtype follows the array (`Float32Array` →
+ *  "float32", `BigInt64Array` → "int64", `Uint8Array` → "uint8", …). */
+export type TensorData =
+  | Float32Array | Float64Array
+  | Int8Array | Int16Array | Int32Array | BigInt64Array
+  | Uint8Array | Uint8ClampedArray | Uint16Array | Uint32Array | BigUint64Array;
+
+/** What `toArray()` returns, by dtype: float32 → Float32Array, float64 → Float64Array,
+ *  int8/int16/int32 → Int8Array/Int16Array/Int32Array, int64 → BigInt64Array, uint8 and bool →
+ *  Uint8Array, uint16 → Uint16Array, uint32 → Uint32Array, uint64 → BigUint64Array, float16
+ *  and bfloat16 → Uint16Array of the raw bits, complex64/complex128 → Float32Array/Float64Array
+ *  of interleaved (re, im) pairs. Other dtypes (float8, sub-byte): use `toBytes()`. */
+export type TensorArray =
+  | Float32Array | Float64Array
+  | Int8Array | Int16Array | Int32Array | BigInt64Array
+  | Uint8Array | Uint16Array | Uint32Array | BigUint64Array;
+
 /** Options of `Tensor.fromGpuBuffer`. */
 export interface GpuBufferOptions {
   /** The element type, "float32" by default. */
@@ -127,13 +144,13 @@ pub struct Tensor {
 
 #[wasm_bindgen]
 impl Tensor {
-    /// Copies a typed array into wasm memory as a compact tensor of `shape` (default: 1-d).
-    /// `dtype` overrides the element type ("bfloat16" over a Uint16Array, say).
+    /// Copies a typed array into wasm memory as a compact tensor of `shape` (default: 1-d, all
+    /// the elements). `dtype` overrides the element type ("bfloat16" over a Uint16Array, say).
     #[wasm_bindgen(constructor)]
     pub fn new(
-        array: JsValue,
-        shape: Option<Vec<f64>>,
-        dtype: Option<String>,
+        #[wasm_bindgen(unchecked_param_type = "TensorData")] array: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number[]")] shape: Option<js_sys::Array>,
+        #[wasm_bindgen(unchecked_optional_param_type = "string")] dtype: Option<String>,
     ) -> Result<Tensor, JsError> {
         let natural = dtype_of(&array)?;
         let dtype = match dtype {
@@ -147,9 +164,10 @@ impl Tensor {
         let len = get("byteLength").and_then(|v| v.as_f64()).unwrap_or(0.0) as u32;
         let bytes = js_sys::Uint8Array::new_with_byte_offset_and_length(&buffer, off, len).to_vec();
         let numel = bytes.len() as i64 * 8 / i64::from(dtype.storage_bits(false).max(1));
-        let shape: Vec<i64> = shape
-            .map(|s| s.into_iter().map(|x| x as i64).collect())
-            .unwrap_or(vec![numel]);
+        let shape = match shape {
+            None => vec![numel],
+            Some(extents) => extents_of(&extents, "new Tensor: shape")?,
+        };
         let m = ExportBuilder::new(bytes, dtype, &shape)
             .build()
             .map_err(js_err)?;
@@ -157,16 +175,16 @@ impl Tensor {
         Ok(Tensor { inner })
     }
 
-    /// Extents.
-    #[wasm_bindgen(getter)]
-    pub fn shape(&self) -> Vec<f64> {
-        self.inner.shape().iter().map(|&x| x as f64).collect()
+    /// Extents, as a new array of numbers.
+    #[wasm_bindgen(getter, unchecked_return_type = "number[]")]
+    pub fn shape(&self) -> js_sys::Array {
+        numbers(self.inner.shape())
     }
 
-    /// Strides in elements.
-    #[wasm_bindgen(getter)]
-    pub fn strides(&self) -> Vec<f64> {
-        self.inner.strides().iter().map(|&x| x as f64).collect()
+    /// Strides in elements, as a new array of numbers.
+    #[wasm_bindgen(getter, unchecked_return_type = "number[]")]
+    pub fn strides(&self) -> js_sys::Array {
+        numbers(self.inner.strides())
     }
 
     /// The dtype name ("float32", "bfloat16", …).
@@ -441,4 +459,86 @@ impl Tensor {
         dlport_core::device::copy_to_compact(&view, &mut out).map_err(js_err)?;
         Ok(out)
     }
+
+    /// The elements of a host tensor, row-major, in a new typed array of the dtype's kind (see
+    /// `TensorArray`). A WebGPU tensor must be read back first: `await t.toHost()`.
+    #[wasm_bindgen(js_name = toArray, unchecked_return_type = "TensorArray")]
+    pub fn to_array(&self) -> Result<JsValue, JsError> {
+        let dtype = self.inner.dtype();
+        if !self.inner.device().is_host_accessible() {
+            return Err(JsError::new(&format!(
+                "dlport: toArray() reads host tensors, and this one is on {}: call `await tensor.toHost()` first",
+                self.inner.device()
+            )));
+        }
+        let bytes = self.to_bytes()?;
+        // A fresh ArrayBuffer (offset 0), so every element type is aligned.
+        let buffer = js_sys::Uint8Array::from(bytes.as_slice()).buffer();
+        let len = |width: usize| (bytes.len() / width) as u32;
+        let array: JsValue = match dtype {
+            DataType::FLOAT32 | DataType::COMPLEX64 => {
+                js_sys::Float32Array::new_with_byte_offset_and_length(&buffer, 0, len(4)).into()
+            }
+            DataType::FLOAT64 | DataType::COMPLEX128 => {
+                js_sys::Float64Array::new_with_byte_offset_and_length(&buffer, 0, len(8)).into()
+            }
+            DataType::INT8 => {
+                js_sys::Int8Array::new_with_byte_offset_and_length(&buffer, 0, len(1)).into()
+            }
+            DataType::INT16 => {
+                js_sys::Int16Array::new_with_byte_offset_and_length(&buffer, 0, len(2)).into()
+            }
+            DataType::INT32 => {
+                js_sys::Int32Array::new_with_byte_offset_and_length(&buffer, 0, len(4)).into()
+            }
+            DataType::INT64 => {
+                js_sys::BigInt64Array::new_with_byte_offset_and_length(&buffer, 0, len(8)).into()
+            }
+            DataType::UINT8 | DataType::BOOL => js_sys::Uint8Array::new(&buffer).into(),
+            DataType::UINT16 | DataType::FLOAT16 | DataType::BFLOAT16 => {
+                js_sys::Uint16Array::new_with_byte_offset_and_length(&buffer, 0, len(2)).into()
+            }
+            DataType::UINT32 => {
+                js_sys::Uint32Array::new_with_byte_offset_and_length(&buffer, 0, len(4)).into()
+            }
+            DataType::UINT64 => {
+                js_sys::BigUint64Array::new_with_byte_offset_and_length(&buffer, 0, len(8)).into()
+            }
+            other => {
+                return Err(JsError::new(&format!(
+                    "dlport: toArray(): JavaScript has no typed array for {other}; use toBytes()"
+                )));
+            }
+        };
+        Ok(array)
+    }
+}
+
+/// Extents or strides as a JS array of numbers.
+fn numbers(values: &[i64]) -> js_sys::Array {
+    values
+        .iter()
+        .map(|&x| JsValue::from_f64(x as f64))
+        .collect()
+}
+
+/// Reads a JS array of extents: each an integer below 2^53 (the message names the index).
+fn extents_of(values: &js_sys::Array, what: &str) -> Result<Vec<i64>, JsError> {
+    let mut out = Vec::with_capacity(values.length() as usize);
+    for (k, v) in values.iter().enumerate() {
+        match v.as_f64() {
+            Some(x) if x.is_finite() && x.fract() == 0.0 && x.abs() < 9.007_199_254_740_992e15 => {
+                out.push(x as i64)
+            }
+            _ => {
+                let shown = v
+                    .as_f64()
+                    .map_or_else(|| format!("{v:?}"), |x| x.to_string());
+                return Err(JsError::new(&format!(
+                    "dlport: {what}[{k}] = {shown} is not an integer"
+                )));
+            }
+        }
+    }
+    Ok(out)
 }

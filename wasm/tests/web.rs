@@ -109,14 +109,14 @@ async fn dlpack_references_keep_the_buffer_and_release_once() {
 #[wasm_bindgen_test]
 async fn js_api_tensors_from_typed_arrays_to_webgpu_and_back() {
     use dlport_wasm::js::{Tensor, device, init};
-    use wasm_bindgen::JsValue;
+    use wasm_bindgen::{JsCast, JsValue};
     init().await.unwrap();
     init().await.unwrap(); // idempotent
     let values: Vec<f32> = (0..12).map(|i| i as f32 * 0.5).collect();
     let array = js_sys::Float32Array::from(&values[..]);
-    let t = Tensor::new(JsValue::from(array), Some(vec![3.0, 4.0]), None).unwrap();
-    assert_eq!(t.shape(), vec![3.0, 4.0]);
-    assert_eq!(t.strides(), vec![4.0, 1.0]);
+    let t = Tensor::new(JsValue::from(array), Some(extents(&[3.0, 4.0])), None).unwrap();
+    assert_eq!(numbers(t.shape()), vec![3.0, 4.0]);
+    assert_eq!(numbers(t.strides()), vec![4.0, 1.0]);
     assert_eq!(t.dtype(), "float32");
     assert_eq!(t.device(), "cpu");
     let g = t.to_device("webgpu").unwrap();
@@ -136,11 +136,56 @@ async fn js_api_tensors_from_typed_arrays_to_webgpu_and_back() {
         .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
         .collect();
     assert_eq!(back, values);
+    // toArray(): the typed array of the dtype, with the tensor's own elements.
+    let arr = h.to_array().unwrap();
+    assert!(arr.is_instance_of::<js_sys::Float32Array>());
+    assert_eq!(js_sys::Float32Array::from(arr).to_vec(), values);
+    let ints = Tensor::new(
+        JsValue::from(js_sys::BigInt64Array::from(&[1i64 << 40, -3][..])),
+        None,
+        None,
+    )
+    .unwrap();
+    assert_eq!(numbers(ints.shape()), vec![2.0]);
+    let arr = ints.to_array().unwrap();
+    assert!(arr.is_instance_of::<js_sys::BigInt64Array>());
+    assert_eq!(
+        js_sys::BigInt64Array::from(arr).to_vec(),
+        vec![1i64 << 40, -3]
+    );
+    let bf = Tensor::new(
+        JsValue::from(js_sys::Uint16Array::from(&[0x3f80u16, 0xc000][..])),
+        None,
+        Some("bfloat16".into()),
+    )
+    .unwrap();
+    assert_eq!(bf.dtype(), "bfloat16");
+    assert!(
+        bf.to_array()
+            .unwrap()
+            .is_instance_of::<js_sys::Uint16Array>()
+    );
+    assert!(
+        message(g.to_array().err().unwrap()).contains("call `await tensor.toHost()` first"),
+        "toArray() on a WebGPU tensor says what to do"
+    );
+    assert_eq!(
+        message(
+            Tensor::new(
+                JsValue::from(js_sys::Float32Array::new_with_length(4)),
+                Some(extents(&[2.0, 1.5])),
+                None
+            )
+            .err()
+            .unwrap()
+        ),
+        "dlport: new Tensor: shape[1] = 1.5 is not an integer"
+    );
     // Errors are JS Errors carrying dlport's message.
     assert!(
         Tensor::new(
             JsValue::from(js_sys::Float32Array::new_with_length(5)),
-            Some(vec![2.0, 3.0]),
+            Some(extents(&[2.0, 3.0])),
             None
         )
         .is_err()
@@ -150,7 +195,7 @@ async fn js_api_tensors_from_typed_arrays_to_webgpu_and_back() {
     let address = g.to_dlpack().unwrap();
     let again = Tensor::from_dlpack(address, None).unwrap();
     assert_eq!(again.device(), "webgpu:0");
-    assert_eq!(again.shape(), vec![3.0, 4.0]);
+    assert_eq!(numbers(again.shape()), vec![3.0, 4.0]);
     let host_addr = h.to_dlpack().unwrap();
     let host_again = Tensor::from_dlpack(host_addr, None).unwrap();
     assert_eq!(host_again.to_bytes().unwrap(), bytes);
@@ -323,7 +368,7 @@ async fn js_api_wraps_foreign_gpu_buffers_and_releases_them_once() {
     // Kernel arguments are checked too.
     let f = Tensor::new(
         JsValue::from(js_sys::Float32Array::from(&values[..])),
-        Some(vec![16.0, 3.0]),
+        Some(extents(&[16.0, 3.0])),
         None,
     )
     .unwrap()
@@ -338,4 +383,17 @@ async fn js_api_wraps_foreign_gpu_buffers_and_releases_them_once() {
         e,
         "dlport: normalize: std[1] = 0: a standard deviation must be finite and not 0"
     );
+}
+
+/// Extents as the JS array the API takes.
+fn extents(values: &[f64]) -> js_sys::Array {
+    values
+        .iter()
+        .map(|&x| wasm_bindgen::JsValue::from_f64(x))
+        .collect()
+}
+
+/// A JS array of numbers (shape, strides) as a Vec.
+fn numbers(values: js_sys::Array) -> Vec<f64> {
+    values.iter().map(|v| v.as_f64().unwrap()).collect()
 }

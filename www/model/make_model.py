@@ -1,10 +1,13 @@
 """Generates the demo's tiny ONNX model, `www/model/style.onnx`, and its weights as JSON.
 
-The model maps a normalized NHWC image to a restyled one:
+The model maps a normalized NHWC image to a restyled one, a high-contrast sepia print:
 
     styled = Sigmoid(MatMul(image, W) + b)        image: float32[1, 64, 64, 3]
 
-W mixes the three channels (a warm colour grade), b shifts them. The weights are also written
+Every column of W is the same: it undoes the ImageNet normalization and takes the luminance
+(Rec. 601 weights), times a contrast gain K; b centres the S-curve at mid-grey and tints the
+three outputs (red up, blue down). Blue sky and orange sunset both turn into browns: a visitor
+sees the colours go. The weights are also written
 to `style.json`, so that the end-to-end test computes the CPU reference from the same numbers.
 Run once, from the repository root: `.venv/bin/python www/model/make_model.py`; the output is
 committed, and `--check` verifies that the committed files are what this script produces.
@@ -21,10 +24,16 @@ from onnx import TensorProto, helper, numpy_helper
 HERE = Path(__file__).resolve().parent
 SIZE = 64
 
-W = np.array(
-    [[1.10, 0.25, -0.30], [0.35, 0.95, 0.10], [-0.45, 0.20, 1.20]], dtype=np.float32
-)
-B = np.array([0.40, 0.05, -0.35], dtype=np.float32)
+# The demo's normalization (www/src/app.js): x = (pixel / 255 - MEAN) / STD.
+MEAN = np.array([0.485, 0.456, 0.406])
+STD = np.array([0.229, 0.224, 0.225])
+LUMA = np.array([0.299, 0.587, 0.114])
+K = 6.0  # contrast
+TINT = np.array([0.9, 0.15, -0.8])  # sepia: red up, blue down
+
+# styled_j = sigmoid(K * (luma(pixel) - 0.5) + TINT_j), with pixel = x * STD + MEAN.
+W = np.repeat((K * LUMA * STD)[:, None], 3, axis=1).astype(np.float32)
+B = (K * (LUMA @ MEAN - 0.5) + TINT).astype(np.float32)
 
 
 def build() -> onnx.ModelProto:

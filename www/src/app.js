@@ -1,5 +1,6 @@
 // The dlport demo: TF.js → dlport → WGSL kernel → onnxruntime-web → dlport → TF.js on one
-// GPUDevice, with a live count of every CPU round trip while the pipeline runs.
+// GPUDevice. It runs once on load; the counter of CPU round trips (one per readback) is shown
+// when a run has finished.
 import initWasm, * as dlport from './pkg/dlport.js';
 import * as ort from './vendor/ort/ort.webgpu.min.mjs';
 
@@ -24,35 +25,84 @@ const demo = {
 Object.assign(globalThis, { demo, dlport, ort });
 
 // ---- The CPU round-trip counter: readbacks and tensor-sized uploads during the pipeline. ----
+// One readback counts once: a library's readback (tf `data()`, dlport `toHost()`, ORT
+// `getData()`) maps a GPU buffer inside; that inner `mapAsync` is part of the same round trip.
 let counting = false;
+let inReadback = 0;
 function count(what) {
-  if (!counting) return;
+  if (!counting || inReadback > 0) return;
   demo.roundTrips += 1;
   demo.roundTripLog.push(what);
-  renderCounter();
 }
 function wrap(proto, name, label, when = () => true) {
   const original = proto[name];
   proto[name] = function (...args) {
-    if (when(...args)) count(label);
-    return original.apply(this, args);
+    if (!when(...args)) return original.apply(this, args);
+    count(label);
+    inReadback += 1;
+    let result;
+    try {
+      result = original.apply(this, args);
+    } catch (e) {
+      inReadback -= 1;
+      throw e;
+    }
+    if (typeof result?.then === 'function') {
+      return result.finally(() => { inReadback -= 1; });
+    }
+    inReadback -= 1;
+    return result;
   };
 }
 function writeBytes(data, dataOffset = 0, size) {
   const unit = data.BYTES_PER_ELEMENT ?? 1;
   return size !== undefined ? size * unit : data.byteLength - dataOffset * unit;
 }
-wrap(GPUBuffer.prototype, 'mapAsync', 'GPUBuffer.mapAsync');
-wrap(GPUQueue.prototype, 'writeBuffer', 'GPUQueue.writeBuffer',
-  (_buffer, _offset, data, dataOffset, size) => writeBytes(data, dataOffset, size) >= TENSOR_BYTES);
+if (globalThis.GPUBuffer && globalThis.GPUQueue) { // absent in a browser without WebGPU
+  wrap(GPUBuffer.prototype, 'mapAsync', 'GPUBuffer.mapAsync');
+  wrap(GPUQueue.prototype, 'writeBuffer', 'GPUQueue.writeBuffer',
+    (_buffer, _offset, data, dataOffset, size) => writeBytes(data, dataOffset, size) >= TENSOR_BYTES);
+}
 wrap(ort.Tensor.prototype, 'getData', 'ort.Tensor.getData');
 wrap(tf.Tensor.prototype, 'data', 'tf.Tensor.data');
 wrap(tf.Tensor.prototype, 'dataSync', 'tf.Tensor.dataSync');
+wrap(dlport.Tensor.prototype, 'toHost', 'dlport Tensor.toHost');
 
-function renderCounter() {
+/** Shows the counter: only once a run has finished (hidden before, during and after a failure). */
+function renderCounter(finished) {
   const el = $('roundtrips');
-  el.textContent = `CPU round trips: ${demo.roundTrips}`;
+  el.hidden = !finished;
+  el.textContent = finished
+    ? `CPU round trips: ${demo.roundTrips}${demo.roundTripLog.length ? ` (${demo.roundTripLog.join(', ')})` : ''}`
+    : '';
   el.classList.toggle('bad', demo.roundTrips > 0);
+}
+
+/** What to enable for WebGPU in the browser this page runs in. */
+function webgpuHelp() {
+  const ua = navigator.userAgent;
+  if (!globalThis.isSecureContext) {
+    return 'WebGPU needs a secure context: open this page over https:// or from http://localhost.';
+  }
+  if (/Firefox\//.test(ua)) {
+    return 'Firefox: WebGPU is on in Firefox 141+ on Windows. Elsewhere open about:config, set '
+      + 'dom.webgpu.enabled to true, and reload.';
+  }
+  if (/Edg\//.test(ua) || /Chrom(e|ium)\//.test(ua)) {
+    const browser = /Edg\//.test(ua) ? 'Edge' : 'Chrome';
+    const flags = /Edg\//.test(ua) ? 'edge://flags' : 'chrome://flags';
+    if (/Linux|Android/.test(ua) && !/CrOS/.test(ua)) {
+      return `${browser} on Linux: open ${flags}/#enable-unsafe-webgpu, set it to Enabled (and `
+        + `${flags}/#enable-vulkan if your GPU has a Vulkan driver), then relaunch.`;
+    }
+    return `${browser}: WebGPU is on from version 113; update, or look at chrome://gpu — if `
+      + `your GPU is blocklisted, enable ${flags}/#enable-unsafe-webgpu and relaunch.`;
+  }
+  if (/Safari\//.test(ua)) {
+    return 'Safari: WebGPU is on in Safari 26. In Safari 17 and 18 turn on Develop → Feature '
+      + 'Flags → WebGPU (Settings → Advanced → "Show features for web developers" first).';
+  }
+  return 'This browser has no WebGPU. Chrome or Edge 113+, Firefox 141+ (Windows) or Safari 26 have it.';
 }
 function step(text) {
   const li = document.createElement('li');
@@ -64,6 +114,12 @@ function fail(e) {
   $('status').textContent = `Error: ${e?.message ?? e}`;
   $('status').className = 'error';
 }
+function noWebGpu(detail) {
+  demo.webgpuMissing = true;
+  $('device').textContent = `WebGPU is not available here (${detail}), so the demo cannot run.`;
+  $('help').textContent = webgpuHelp();
+  $('help').hidden = false;
+}
 
 // ---- Setup: one device, three libraries. ----
 let session;
@@ -71,8 +127,17 @@ let input;
 let previous = null;
 
 async function setup() {
+  if (!navigator.gpu) {
+    noWebGpu('navigator.gpu is missing');
+    throw new Error('this browser exposes no WebGPU');
+  }
   await initWasm();
-  await dlport.init();
+  try {
+    await dlport.init();
+  } catch (e) {
+    noWebGpu('no adapter: requestAdapter() found none');
+    throw e;
+  }
   const device = dlport.device();
 
   // TF.js's WebGPU backend, constructed on dlport's device (kernels stay registered under
@@ -137,7 +202,7 @@ async function run({ readback = false } = {}) {
   demo.roundTrips = 0;
   demo.roundTripLog = [];
   demo.result = null;
-  renderCounter();
+  renderCounter(false);
 
   device.pushErrorScope('validation');
   counting = true;
@@ -171,8 +236,12 @@ async function run({ readback = false } = {}) {
       step('tf.browser.draw(): drawn by a TF.js shader into a WebGPU canvas');
     }
     if (readback) {
-      const values = await out.data();
-      step(`deliberate readback: ${values.length} values came to the CPU`);
+      const host = await y.toHost(); // one readback: one round trip
+      const values = host.toArray();
+      host.free();
+      step(`deliberate readback: dlport toHost().toArray() brought ${values.length} values `
+        + `(${values.constructor.name}, [${y.shape}]) to the CPU`);
+      demo.readbackValues = values.length;
     }
     await device.queue.onSubmittedWorkDone();
   } catch (e) {
@@ -186,10 +255,12 @@ async function run({ readback = false } = {}) {
   if (!out) return demo;
   previous = { out, y };
   demo.runs += 1;
-  // After the end marker: read the result back once, for the chart and for checking.
-  // TF.js 4.22 reads a zeroCopy tensor's whole buffer (ORT's buffers are bucketed): keep the
-  // tensor's own elements.
-  const values = (await out.data()).subarray(0, out.size);
+  renderCounter(true);
+  // After the end marker: read the result back once, for the picture, the chart and checking.
+  // dlport reads exactly the tensor's elements (ORT's buffer is bucketed, larger than them).
+  const host = await y.toHost();
+  const values = host.toArray();
+  host.free();
   demo.result = Array.from(values);
   if (!DRAW_ON_GPU) drawImage(values);
   drawChart(values);
@@ -227,10 +298,11 @@ function drawChart(values) {
 demo.run = run;
 $('run').addEventListener('click', () => run());
 $('readback').addEventListener('click', () => run({ readback: true }));
+// Runs once on load; the buttons run it again.
 setup().then(() => {
   demo.setupDone = true;
-  if (new URLSearchParams(location.search).has('autorun')) run();
+  return run();
 }, (e) => {
   fail(e);
   demo.setupDone = true;
-});
+}).finally(() => { demo.loaded = true; });

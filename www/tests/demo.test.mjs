@@ -1,8 +1,11 @@
 // End-to-end test of the demo page in Debian's Chromium, driven by playwright-core:
 // the pipeline's result equals a CPU reference computed here, spies installed by this test
 // see no CPU round trip between the page's start and end markers, WebGPU reports no
-// validation error, TF.js runs on dlport's device, and a deliberate readback is counted.
-// Run: `node --test www/tests/` after `scripts/www-build.sh`. Saves www/test-results/demo.png.
+// validation error, TF.js runs on dlport's device, and a deliberate readback counts once.
+// The page runs the pipeline on load; the counter appears only when a run has finished.
+// Without WebGPU the page says what to enable in this browser.
+// Run: `node --test www/tests/` after `scripts/www-build.sh`. Saves the page after it loaded
+// (the pipeline's result, counter 0) as www/screenshot.png, committed for the README.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -35,8 +38,17 @@ function installSpies() {
       return original.apply(this, args);
     };
   };
-  globalThis.addEventListener('dlport:pipeline-start', () => { spy.active = true; });
+  // What the counter shows while a run is going: nothing.
+  spy.counterDuringRuns = [];
+  globalThis.addEventListener('dlport:pipeline-start', () => {
+    if (!spy.librariesWrapped) spy.wrapLibraries(); // the first run starts on load
+    spy.librariesWrapped = true;
+    const el = document.getElementById('roundtrips');
+    spy.counterDuringRuns.push({ hidden: el.hidden, text: el.textContent });
+    spy.active = true;
+  });
   globalThis.addEventListener('dlport:pipeline-end', () => { spy.active = false; });
+  if (!globalThis.GPUBuffer) return; // the page without WebGPU
   wrap(GPUBuffer.prototype, 'mapAsync', 'mapAsync');
   wrap(GPUQueue.prototype, 'writeBuffer', 'writeBuffer', (_b, _o, data, dataOffset = 0, size) => {
     const unit = data.BYTES_PER_ELEMENT ?? 1;
@@ -90,10 +102,10 @@ before(async () => {
   page.on('pageerror', (e) => consoleLines.push(`[pageerror] ${e.message}`));
   await page.addInitScript(installSpies);
   await page.goto(`${origin}/`);
-  await page.waitForFunction(() => globalThis.demo?.setupDone, null, { timeout: 120_000 });
+  // The page runs the pipeline on load: wait for that run to finish.
+  await page.waitForFunction(() => globalThis.demo?.loaded, null, { timeout: 120_000 });
   const error = await page.evaluate(() => globalThis.demo.error);
-  assert.equal(error, null, `setup failed: ${error}\n${consoleLines.join('\n')}`);
-  await page.evaluate(() => globalThis.__spy.wrapLibraries());
+  assert.equal(error, null, `setup or first run failed: ${error}\n${consoleLines.join('\n')}`);
 });
 
 after(async () => {
@@ -127,6 +139,8 @@ async function runPipeline(options) {
       pageCounter: document.getElementById('roundtrips').textContent, roundTripLog: d.roundTripLog,
       errorScope: d.errorScope === null ? null : String(d.errorScope?.message ?? d.errorScope),
       result: d.result, inputPixels: d.inputPixels, mean: d.mean, std: d.std,
+      readbackValues: d.readbackValues,
+      steps: [...document.querySelectorAll('#steps li')].map((li) => li.textContent),
       numTensors: globalThis.tf.memory().numTensors,
     };
   }, options);
@@ -136,6 +150,46 @@ async function runPipeline(options) {
   });
   return state;
 }
+
+test('on load: the pipeline runs by itself, the counter appears after it with 0, screenshot', async () => {
+  const s = await page.evaluate(() => ({
+    runs: globalThis.demo.runs, counts: globalThis.__spy.counts,
+    pageCounter: document.getElementById('roundtrips').textContent,
+    counterHidden: document.getElementById('roundtrips').hidden,
+    during: globalThis.__spy.counterDuringRuns, steps: document.querySelectorAll('#steps li').length,
+    status: document.getElementById('status').textContent, result: globalThis.demo.result,
+    inputPixels: globalThis.demo.inputPixels, helpHidden: document.getElementById('help').hidden,
+  }));
+  await page.screenshot({ path: join(www, 'screenshot.png'), fullPage: true });
+  assert.equal(s.runs, 1, 'one run on load, without a click');
+  assert.deepEqual(s.during, [{ hidden: true, text: '' }], 'the counter shows nothing while the run goes');
+  assert.equal(s.counterHidden, false);
+  assert.equal(s.pageCounter, 'CPU round trips: 0');
+  assert.deepEqual(s.counts, {}, 'the spies saw no readback during the first run');
+  assert.match(s.status, /^Run 1 done; WebGPU reported no errors\.$/);
+  assert.ok(s.steps >= 6, `${s.steps} steps listed`);
+  assert.equal(s.helpHidden, true);
+  // The model's effect is visible: the blue sky of the input (blue the strongest channel in a
+  // good part of it) becomes a sepia print (red ≥ green ≥ blue in every pixel), and the output
+  // differs from the input by far more than a shade.
+  let diff = 0;
+  let blueInput = 0;
+  let sepia = 0;
+  const pixels = s.result.length / 3;
+  for (let p = 0; p < s.result.length; p += 3) {
+    const [r, g, b] = s.result.slice(p, p + 3);
+    const [ri, gi, bi] = s.inputPixels.slice(p, p + 3);
+    if (bi > ri && bi > gi) blueInput += 1;
+    if (r >= g && g >= b) sepia += 1;
+    for (let c = 0; c < 3; c++) diff += Math.abs(s.result[p + c] - s.inputPixels[p + c] / 255);
+  }
+  diff /= s.result.length;
+  assert.ok(blueInput > 0.25 * pixels, `${blueInput} of ${pixels} input pixels are mostly blue`);
+  assert.equal(sepia, pixels, `${sepia} of ${pixels} output pixels are sepia (r ≥ g ≥ b)`);
+  assert.ok(diff > 0.1, `mean |output − input| = ${diff.toFixed(3)} (of 1)`);
+  console.log(`# on load: counter "${s.pageCounter}"; ${blueInput} of ${pixels} input pixels mostly blue, `
+    + `all sepia after; mean |output − input| = ${diff.toFixed(3)}; saved www/screenshot.png`);
+});
 
 test('the pipeline shares one GPUDevice and never goes through the CPU', async () => {
   const sameDevice = await page.evaluate(() => globalThis.tf.backend().device === globalThis.dlport.device());
@@ -171,12 +225,16 @@ test('the pipeline shares one GPUDevice and never goes through the CPU', async (
   assert.equal(again.numTensors, s.numTensors, 'TF.js tensors do not pile up across runs');
 });
 
-test('the spies work: a deliberate readback inside the markers is counted', async () => {
+test('a deliberate readback counts one round trip and reports the tensor\'s own values', async () => {
   const s = await runPipeline({ readback: true });
   assert.equal(s.error, null, s.error);
-  assert.ok((s.counts['tf.data'] ?? 0) >= 1, `tf.data counted: ${JSON.stringify(s.counts)}`);
-  assert.ok((s.counts.mapAsync ?? 0) >= 1, `mapAsync counted: ${JSON.stringify(s.counts)}`);
-  assert.match(s.pageCounter, /^CPU round trips: [1-9]/);
+  // This test's spies see the one mapAsync under dlport's toHost(); the page counts it once.
+  assert.deepEqual(s.counts, { mapAsync: 1 }, JSON.stringify(s.counts));
+  assert.equal(s.pageCounter, 'CPU round trips: 1 (dlport Tensor.toHost)');
+  assert.deepEqual(s.roundTripLog, ['dlport Tensor.toHost']);
+  // [1, 64, 64, 3] is 12,288 values, and the page says so.
+  assert.equal(s.readbackValues, 64 * 64 * 3);
+  assert.ok(s.steps.some((t) => t.includes('brought 12288 values (Float32Array, [1,64,64,3])')), s.steps.join('\n'));
   assert.equal(s.ownScope, null);
   await page.screenshot({ path: join(results, 'demo-readback.png'), fullPage: true });
 });
@@ -238,4 +296,33 @@ test('free(), Symbol.dispose and the FinalizationRegistry each run onRelease exa
   // A second free() is refused by wasm-bindgen's glue with an Error (never a second release).
   assert.deepEqual(counts, { free: 1, dispose: 1, finalized: 1, threw: 1, secondFree: 'null pointer passed to rust' });
   assert.ok(consoleLines.some((l) => l.includes('a fromGpuBuffer onRelease callback threw')), consoleLines.join('\n'));
+});
+
+test('without WebGPU the page says what to enable in this browser, and shows no counter', async () => {
+  const context = await browser.newContext();
+  const bare = await context.newPage();
+  // A browser without WebGPU: no navigator.gpu and no GPU* classes.
+  await bare.addInitScript(() => {
+    delete Navigator.prototype.gpu;
+    for (const name of ['GPUBuffer', 'GPUQueue', 'GPUDevice', 'GPUAdapter']) delete globalThis[name];
+  });
+  await bare.goto(`${origin}/`);
+  await bare.waitForFunction(() => globalThis.demo?.loaded, null, { timeout: 60_000 });
+  const s = await bare.evaluate(() => ({
+    device: document.getElementById('device').textContent,
+    help: document.getElementById('help').textContent,
+    helpHidden: document.getElementById('help').hidden,
+    counterHidden: document.getElementById('roundtrips').hidden,
+    counter: document.getElementById('roundtrips').textContent,
+    ua: navigator.userAgent,
+  }));
+  await context.close();
+  assert.match(s.device, /WebGPU is not available here \(navigator\.gpu is missing\)/);
+  assert.equal(s.helpHidden, false);
+  // Chromium on Linux: the flag to enable.
+  assert.match(s.ua, /Linux/);
+  assert.match(s.help, /^Chrome on Linux: open chrome:\/\/flags\/#enable-unsafe-webgpu, set it to Enabled/);
+  assert.doesNotMatch(s.help, /mesa|apt|install/i);
+  assert.equal(s.counterHidden, true);
+  assert.equal(s.counter, '');
 });

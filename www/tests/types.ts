@@ -1,6 +1,6 @@
 // Compile-time check of the npm package's generated TypeScript types (tsc --noEmit): the API
 // the demo uses type-checks, and misuse is a type error (each @ts-expect-error must fire).
-import initWasm, { device, init, Tensor, type GpuBufferOptions } from '../../wasm/pkg/dlport.js';
+import initWasm, { device, init, Tensor, type GpuBufferOptions, type TensorArray } from '../../wasm/pkg/dlport.js';
 
 export async function typed(buffer: GPUBuffer, release: () => void): Promise<number[]> {
   await initWasm();
@@ -13,6 +13,11 @@ export async function typed(buffer: GPUBuffer, release: () => void): Promise<num
   const b: GPUBuffer = y.gpuBuffer;
   const host: Tensor = await y.toHost();
   const bytes: Uint8Array = host.toBytes();
+  const values: TensorArray = host.toArray();
+  const made = new Tensor(new Int32Array([1, 2, 3, 4]), [2, 2]);
+  const extents: number[] = made.shape;
+  void values;
+  void extents;
   const address: number = y.toDLPack();
   using again = Tensor.fromDLPack(address);
   x.free();
@@ -30,6 +35,10 @@ export function misuse(buffer: GPUBuffer): void {
   Tensor.fromGpuBuffer(buffer, { shape: [1], onRelease: 'dispose' });
   // @ts-expect-error the first argument is a GPUBuffer
   Tensor.fromGpuBuffer(new ArrayBuffer(8), { shape: [2] });
+  // @ts-expect-error the data is a typed array, not any value
+  void new Tensor([1, 2, 3]);
+  // @ts-expect-error shape is a number[]
+  void new Tensor(new Float32Array(4), new Float64Array([2, 2]));
   // @ts-expect-error device() is a GPUDevice, not a string
   const s: string = device();
   void s;

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what building the npm package needs (idempotent; seconds when all is present):
+# the wasm32 target, wasm-bindgen-cli at exactly the wasm-bindgen crate's version (without
+# --locked: the registry's lock lags) and wasm-pack, so that wasm-pack downloads nothing.
+# Used by scripts/install-deps.sh and scripts/wasm-build.sh.
+set -euo pipefail
+
+log() { printf '[install] %s\n' "$*"; }
+
+if rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  log "target wasm32-unknown-unknown: present"
+else
+  log "target wasm32-unknown-unknown: installing"
+  rustup target add wasm32-unknown-unknown
+fi
+if wasm-bindgen --version 2>/dev/null | grep -q "^wasm-bindgen 0.2.130$"; then
+  log "wasm-bindgen-cli 0.2.130: present"
+else
+  log "wasm-bindgen-cli 0.2.130: installing (cargo install, a few minutes)"
+  cargo install wasm-bindgen-cli --version 0.2.130 --force
+fi
+if wasm-pack --version 2>/dev/null | grep -q "0.15.1"; then
+  log "wasm-pack 0.15.1: present"
+else
+  log "wasm-pack 0.15.1: installing (cargo install, a few minutes)"
+  cargo install wasm-pack --version 0.15.1 --locked
+fi

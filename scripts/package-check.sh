@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The crates as crates.io would get them: `cargo publish --dry-run` for dlport-core,
+# dlport-native and dlport-wasm, in dependency order (cargo >= 1.90 publishes a workspace in
+# order, resolving the not-yet-published path dependencies against a local overlay of the
+# packages it just made, and builds each one from its .crate). Then the doc tests (the crate
+# READMEs included) run on the unpacked .crate files, outside the workspace, with each
+# unpublished dlport dependency patched to its unpacked copy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+crates=(dlport-core dlport-native dlport-wasm)
+version=$(cargo metadata --format-version 1 --no-deps --locked \
+  | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"]=="dlport-core"))')
+
+unpacked=$(mktemp -d)
+trap 'rm -rf "$unpacked"' EXIT
+log=$unpacked/log
+# Runs a command quietly; shows its whole output only when it fails.
+quiet() { "$@" >"$log" 2>&1 || { cat "$log" >&2; echo "[package] failed: $*" >&2; exit 1; }; }
+
+quiet cargo publish --dry-run --allow-dirty --locked "${crates[@]/#/--package=}"
+grep -E '^ *(Packaged|Uploading)' "$log" | sed 's/^ */[package] /'
+# The same .crate files again, kept in target/package (the dry run's are temporary): no build.
+quiet cargo package --no-verify --allow-dirty --locked "${crates[@]/#/--package=}"
+patch=()
+for c in "${crates[@]}"; do
+  crate=target/package/$c-$version.crate
+  tar -xzf "$crate" -C "$unpacked"
+  dir=$unpacked/$c-$version
+  for need in README.md LICENSE-MIT LICENSE-APACHE Cargo.toml; do
+    [[ -f $dir/$need ]] || { echo "[package] $crate lacks $need" >&2; exit 1; }
+  done
+  echo "[package] $crate: $(tar -tzf "$crate" | wc -l) files, $(stat -c%s "$crate") bytes, README and both licences"
+  # Doc tests of the packaged copy; dlport dependencies come from the unpacked copies.
+  (cd "$dir" && quiet env CARGO_TARGET_DIR="$root/target" cargo test --doc --all-features "${patch[@]}")
+  grep -E '^test result' "$log" | sed "s/^/[package] $c (packaged copy) doc tests: /"
+  patch+=(--config "patch.crates-io.$c.path='$dir'")
+done

@@ -1,0 +1,162 @@
+// The npm package as users get it: `npm pack` of wasm/pkg, installed into a fresh copy of the
+// Vite + TypeScript app in www/vite-app (strict, skipLibCheck: false, no Vite configuration),
+// then `tsc`, `vite build` with the built page opened in Chromium, and the dev server, which
+// must serve the wasm (200, application/wasm) and compute the same values.
+//
+// Why a tarball: `npm install ../wasm/pkg` (a folder) links node_modules/dlport to a folder
+// outside the app, and Vite's dev server refuses files outside its root
+// (`403 Forbidden … /@fs/…/dlport_bg.wasm`, see server.fs.allow). A tarball is copied into
+// node_modules, like a package from the registry. The last test shows the 403 for the record.
+// Run: `node --test www/tests/` after `scripts/wasm-build.sh`.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { cp, mkdtemp, readdir, rm, readFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const www = join(dirname(fileURLToPath(import.meta.url)), '..');
+const pkg = join(www, '..', 'wasm', 'pkg');
+const template = join(www, 'vite-app');
+
+let work;
+let app;
+let browser;
+const children = [];
+
+/** Runs a command; a failure carries its whole output (tsc prints its errors on stdout). */
+function run(cmd, args, cwd) {
+  try {
+    return execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    throw new Error(`${cmd} ${args.join(' ')} failed (${e.status}):\n${e.stdout}\n${e.stderr}`);
+  }
+}
+const npm = (args, cwd) => run('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline'], cwd);
+
+async function freePort() {
+  const probe = createServer();
+  await new Promise((r) => probe.listen(0, '127.0.0.1', r));
+  const { port } = probe.address();
+  await new Promise((r) => probe.close(r));
+  return port;
+}
+
+/** Starts `vite <args>` on a free port and waits until it answers. */
+async function vite(args) {
+  const port = await freePort();
+  const child = spawn(join(app, 'node_modules', '.bin', 'vite'), [...args, '--host', '127.0.0.1', '--port', String(port), '--strictPort'], {
+    cwd: app, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let log = '';
+  child.stdout.on('data', (d) => { log += d; });
+  child.stderr.on('data', (d) => { log += d; });
+  const origin = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${origin}/`)).ok) break;
+    } catch {
+      if (i > 300 || child.exitCode !== null) throw new Error(`vite ${args.join(' ')} did not start:\n${log}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return { origin, child, log: () => log };
+}
+
+/** Opens the app in Chromium; returns its result and every .wasm response. */
+async function openApp(origin) {
+  const page = await browser.newPage();
+  const wasm = [];
+  const consoleLines = [];
+  page.on('response', (r) => {
+    if (new URL(r.url()).pathname.endsWith('.wasm')) wasm.push({ url: r.url(), status: r.status(), type: r.headers()['content-type'] });
+  });
+  page.on('console', (m) => consoleLines.push(`[${m.type()}] ${m.text()}`));
+  page.on('pageerror', (e) => consoleLines.push(`[pageerror] ${e.message}`));
+  await page.goto(`${origin}/`);
+  await page.waitForFunction(() => document.getElementById('out')?.dataset.done, null, { timeout: 60_000 });
+  const done = await page.evaluate(() => document.getElementById('out').dataset.done);
+  const text = await page.evaluate(() => document.getElementById('out').textContent);
+  await page.close();
+  assert.equal(done, 'ok', `${text}\n${consoleLines.join('\n')}`);
+  return { result: JSON.parse(text), wasm };
+}
+
+function checkResult(r) {
+  assert.deepEqual(r.shape, [2, 3]);
+  assert.deepEqual(r.float32, [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]);
+  assert.deepEqual(r.int32, [7, -8, 9]);
+  assert.deepEqual(r.int64, [String(2n ** 40n), '-3']);
+  assert.deepEqual(r.bfloat16Bits, [0x3f80, 0xc000]);
+  assert.deepEqual(r.kinds, ['Float32Array', 'Int32Array', 'BigInt64Array', 'Uint16Array']);
+  assert.equal(r.dtype, 'float32');
+  assert.deepEqual(r.webgpu, [0.5, 1.5, 2.5, 3.5, 4.5, 5.5], 'the round trip through a WebGPU buffer');
+}
+
+before(async () => {
+  work = await mkdtemp(join(tmpdir(), 'dlport-vite-'));
+  // What a user does: pack the built package, make an app, install the tarball.
+  const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', work], pkg))[0];
+  app = join(work, 'app');
+  await cp(template, app, { recursive: true, filter: (src) => !src.includes('node_modules') && !src.includes('dist') });
+  npm(['ci', '--ignore-scripts'], app);
+  npm(['install', '--ignore-scripts', join(work, packed.filename)], app);
+  const installed = JSON.parse(await readFile(join(app, 'node_modules', 'dlport', 'package.json'), 'utf8'));
+  assert.equal(installed.name, 'dlport');
+  console.log(`# ${packed.filename} (${packed.size} bytes, ${packed.entryCount} files) installed into a fresh Vite app`);
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: [
+      '--no-sandbox', '--enable-unsafe-webgpu', '--disable-gpu-sandbox',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      '--no-first-run', '--disable-quic',
+    ],
+  });
+});
+
+after(async () => {
+  for (const c of children) c.kill();
+  await browser?.close();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+test('tsc: the package type-checks in a strict app with skipLibCheck: false', () => {
+  const tsconfig = JSON.parse(run('node', ['-e', 'process.stdout.write(JSON.stringify(require("./tsconfig.json")))'], app));
+  assert.equal(tsconfig.compilerOptions.strict, true);
+  assert.equal(tsconfig.compilerOptions.skipLibCheck, false);
+  // Throws with tsc's messages on any error (the @ts-expect-error lines must fire, too).
+  run(join(app, 'node_modules', '.bin', 'tsc'), ['--noEmit', '-p', '.'], app);
+});
+
+test('vite build: the built page computes the right values in Chromium', async () => {
+  run(join(app, 'node_modules', '.bin', 'vite'), ['build'], app);
+  const assets = await readdir(join(app, 'dist', 'assets'));
+  assert.ok(assets.some((f) => f.endsWith('.wasm')), `the build emits the wasm: ${assets}`);
+  const server = await vite(['preview']);
+  const { result, wasm } = await openApp(server.origin);
+  checkResult(result);
+  assert.equal(wasm.length, 1, JSON.stringify(wasm));
+  assert.equal(wasm[0].status, 200);
+  assert.equal(wasm[0].type, 'application/wasm');
+  server.child.kill();
+});
+
+test('vite dev server: serves the wasm (200, application/wasm) and computes the same values', async () => {
+  const server = await vite([]);
+  const { result, wasm } = await openApp(server.origin);
+  checkResult(result);
+  assert.equal(wasm.length, 1, JSON.stringify(wasm));
+  assert.equal(wasm[0].status, 200, `${JSON.stringify(wasm)}\n${server.log()}`);
+  assert.equal(wasm[0].type, 'application/wasm');
+  console.log(`# dev server: ${new URL(wasm[0].url).pathname} ${wasm[0].status} ${wasm[0].type}`);
+  // For the record: a folder install would link to wasm/pkg, outside the app's root, which the
+  // dev server refuses.
+  const outside = await fetch(`${server.origin}/@fs${join(pkg, 'dlport_bg.wasm')}`);
+  assert.equal(outside.status, 403);
+  server.child.kill();
+});
