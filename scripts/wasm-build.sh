@@ -18,6 +18,12 @@ pkg["name"] = "dlport"
 # The .d.ts names GPUDevice and GPUBuffer: their types come with the package, so an app
 # type-checks without adding anything (TypeScript's lib.dom has no WebGPU types).
 pkg["dependencies"] = {"@webgpu/types": "^0.1.60"}
+# wasm-pack lists the shipped files explicitly; npm adds only LICENSE/LICENCE[.ext] on its own.
+files = pkg.get("files")
+if files is not None:
+    for name in ("LICENSE-MIT", "LICENSE-APACHE"):
+        if name not in files:
+            files.append(name)
 p.write_text(json.dumps(pkg, indent=2) + "\n")
 # `Tensor` has `[Symbol.dispose]()` (for `using`). Its type lives in TypeScript's
 # esnext.disposable lib, which a default tsconfig (target ES2022, lib ES2022 + DOM) lacks:
