@@ -32,7 +32,9 @@ for c in "${crates[@]}"; do
   done
   echo "[package] $crate: $(tar -tzf "$crate" | wc -l) files, $(stat -c%s "$crate") bytes, README and both licences"
   # Doc tests of the packaged copy; dlport dependencies come from the unpacked copies.
-  (cd "$dir" && quiet env CARGO_TARGET_DIR="$root/target" cargo test --doc --all-features "${patch[@]}")
+  # A target directory of its own: these packages have the same names and versions as the
+  # workspace's, and sharing artifacts with it would mix the two copies up.
+  (cd "$dir" && quiet env CARGO_TARGET_DIR="$root/target/package-doc" cargo test --doc --all-features "${patch[@]}")
   grep -E '^test result' "$log" | sed "s/^/[package] $c (packaged copy) doc tests: /"
   patch+=(--config "patch.crates-io.$c.path='$dir'")
 done
