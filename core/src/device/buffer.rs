@@ -227,10 +227,17 @@ impl Tensor {
     ) -> Result<Self, Error> {
         let memory = crate::device::reconcile_device(managed.view().device(), Some(memory))?;
         let view = managed.view();
+        // Read-only memory stays read-only in every later export, also when the import's own
+        // form could not say so (a legacy wrapper of read-only storage).
+        let read_only = if managed.is_read_only() {
+            FLAG_READ_ONLY
+        } else {
+            0
+        };
         let (dtype, byte_offset, flags, layout, device) = (
             view.dtype(),
             view.byte_offset(),
-            view.flags(),
+            view.flags() | read_only,
             view.layout(),
             view.device(),
         );
