@@ -11,20 +11,8 @@
 #include <string.h>
 
 #include "dlport.h"
+#include "check.h"
 
-static int passed = 0, failed = 0;
-
-#define CHECK(cond, ...)                                                                  \
-  do {                                                                                    \
-    if (cond) {                                                                           \
-      passed++;                                                                           \
-    } else {                                                                              \
-      failed++;                                                                           \
-      printf("FAILED %s:%d: ", __FILE__, __LINE__);                                       \
-      printf(__VA_ARGS__);                                                                \
-      printf(" (last error: %s)\n", dlport_last_error() ? dlport_last_error() : "none"); \
-    }                                                                                     \
-  } while (0)
 
 static float data[6] = {1, 2, 3, 4, 5, 6};
 static int64_t shape[2] = {2, 3};
