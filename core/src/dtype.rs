@@ -5,7 +5,7 @@ use core::fmt;
 use core::str::FromStr;
 
 use crate::abi::TypeCode;
-use crate::error::{Error, ShortStr};
+use crate::error::{DispatchError, Error, LayoutError, NameKind, ShortStr};
 
 /// `DLDataType`: a type code, a bit width and a lane count. Same layout as the C struct.
 ///
@@ -108,13 +108,13 @@ impl DataType {
     pub const fn validate(self) -> Result<(), Error> {
         let code = self.code;
         if !code.is_known() {
-            return Err(Error::UnknownTypeCode { code });
+            return Err(Error::Layout(LayoutError::UnknownTypeCode { code }));
         }
         if self.lanes == 0 {
-            return Err(Error::InvalidLanes {
+            return Err(Error::Layout(LayoutError::InvalidLanes {
                 dtype: self,
                 reason: "lanes must be at least 1",
-            });
+            }));
         }
         let expected: Option<&'static str> = match code {
             // Widths some producer really sends: sub-byte integers (int1..int7, uint1..uint7:
@@ -185,19 +185,19 @@ impl DataType {
             }
         };
         if let Some(expected) = expected {
-            return Err(Error::InvalidBits {
+            return Err(Error::Layout(LayoutError::InvalidBits {
                 dtype: self,
                 expected,
-            });
+            }));
         }
         if self.bits < 8
             && self.lanes != 1
             && !(code.0 == TypeCode::FLOAT4_E2M1FN.0 && self.lanes == 2)
         {
-            return Err(Error::InvalidLanes {
+            return Err(Error::Layout(LayoutError::InvalidLanes {
                 dtype: self,
                 reason: "sub-byte types take lanes = 1 (fp4 also takes 2, PyTorch's _x2)",
-            });
+            }));
         }
         Ok(())
     }
@@ -320,9 +320,11 @@ impl FromStr for DataType {
     /// Parses every name [`Display`](fmt::Display) writes, plus the aliases `half`,
     /// `float`, `double`, `bfloat16`, `float4_e2m1fn_x2`. The result is validated.
     fn from_str(s: &str) -> Result<Self, Error> {
-        let bad = || Error::InvalidName {
-            what: "data type",
-            name: ShortStr::new(s),
+        let bad = || {
+            Error::Dispatch(DispatchError::InvalidName {
+                what: NameKind::DataType,
+                name: ShortStr::new(s),
+            })
         };
         let parse_u = |t: &str| -> Option<u64> {
             if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {

@@ -16,7 +16,7 @@ use crate::abi::{
 };
 use crate::device::Device;
 use crate::dtype::{DataType, Element, Fp4Convention};
-use crate::error::Error;
+use crate::error::{AccessError, Error, Flag, LayoutError};
 use crate::layout;
 use crate::managed::{Access, ManagedTensor, RawManaged};
 
@@ -172,15 +172,18 @@ impl<S: TensorStorage> ExportBuilder<S> {
     /// bytes of two values. The bytes do not change. Errors if the dtype is not fp4, explicit
     /// strides were set, or the last axis is odd when going to `X2`.
     pub fn fp4_convention(mut self, convention: Fp4Convention) -> Result<Self, Error> {
-        let current = self.dtype.fp4_convention().ok_or(Error::InvalidLanes {
-            dtype: self.dtype,
-            reason: "an fp4 convention applies only to float4_e2m1fn",
-        })?;
+        let current =
+            self.dtype
+                .fp4_convention()
+                .ok_or(Error::Layout(LayoutError::InvalidLanes {
+                    dtype: self.dtype,
+                    reason: "an fp4 convention applies only to float4_e2m1fn",
+                }))?;
         if self.strides.is_some() || self.flags & FLAG_IS_SUBBYTE_TYPE_PADDED != 0 {
-            return Err(Error::InvalidLanes {
+            return Err(Error::Layout(LayoutError::InvalidLanes {
                 dtype: self.dtype,
                 reason: "fp4 conventions convert only compact, packed tensors",
-            });
+            }));
         }
         let ndim = self.shape.ndim();
         let axis = ndim.saturating_sub(1);
@@ -192,16 +195,18 @@ impl<S: TensorStorage> ExportBuilder<S> {
             }
             (Fp4Convention::X2, Fp4Convention::Packed, Some(extent)) => {
                 let value = *extent;
-                *extent = value.checked_mul(2).ok_or(Error::ElementCountOverflow {
-                    axis,
-                    extent: value,
-                })?;
+                *extent = value.checked_mul(2).ok_or(Error::Layout(
+                    LayoutError::ElementCountOverflow {
+                        axis: axis as u32,
+                        extent: value,
+                    },
+                ))?;
             }
             _ => {
-                return Err(Error::InvalidLanes {
+                return Err(Error::Layout(LayoutError::InvalidLanes {
                     dtype: self.dtype,
                     reason: "float4_e2m1fn_x2 needs a last axis of even length in fp4 values",
-                });
+                }));
             }
         }
         self.dtype = DataType::float4_e2m1fn(convention);
@@ -215,7 +220,7 @@ impl<S: TensorStorage> ExportBuilder<S> {
 
     /// Validates and builds a legacy `DLManagedTensor` (for JAX and other legacy-only
     /// consumers). The legacy form has no flags: a read-only storage or READ_ONLY, and
-    /// IS_SUBBYTE_TYPE_PADDED, are refused with [`Error::FlagNotRepresentable`] (a legacy
+    /// IS_SUBBYTE_TYPE_PADDED, are refused with [`AccessError::FlagNotRepresentable`] (a legacy
     /// consumer would write into read-only memory, or misread padded elements as packed);
     /// IS_COPIED is dropped (it only grants rights, so losing it is safe).
     pub fn build_legacy(self) -> Result<ManagedTensor, Error> {
@@ -263,9 +268,9 @@ impl<S: TensorStorage> ExportBuilder<S> {
         let checked = if layout.numel == 0 {
             Ok(())
         } else if data.is_null() {
-            Err(Error::NullData {
+            Err(Error::Layout(LayoutError::NullData {
                 numel: layout.numel,
-            })
+            }))
         } else if device.is_host_accessible() {
             layout::check_address(data as usize, byte_offset, layout.span)
         } else {
@@ -287,12 +292,14 @@ impl<S: TensorStorage> ExportBuilder<S> {
 /// rights, so dropping it is safe.
 pub(crate) fn legacy_representable(flags: u64) -> Result<(), Error> {
     if flags & FLAG_READ_ONLY != 0 {
-        return Err(Error::FlagNotRepresentable { flag: "READ_ONLY" });
+        return Err(Error::Access(AccessError::FlagNotRepresentable {
+            flag: Flag::ReadOnly,
+        }));
     }
     if flags & FLAG_IS_SUBBYTE_TYPE_PADDED != 0 {
-        return Err(Error::FlagNotRepresentable {
-            flag: "IS_SUBBYTE_TYPE_PADDED",
-        });
+        return Err(Error::Access(AccessError::FlagNotRepresentable {
+            flag: Flag::IsSubbyteTypePadded,
+        }));
     }
     Ok(())
 }
@@ -335,10 +342,10 @@ fn checked_dims_in_place(
         let (sh, st) = dims.as_mut_slice().split_at_mut(ndim);
         match strides {
             Some(s) if s.len() != ndim => {
-                return Err(Error::StridesLength {
+                return Err(Error::Layout(LayoutError::StridesLength {
                     strides: s.len(),
                     ndim,
-                });
+                }));
             }
             Some(s) => st.copy_from_slice(s),
             None => layout::compact_row_major(sh, st)?,
@@ -367,10 +374,10 @@ pub(crate) fn check_storage(
     let lo = i128::from(byte_offset) + i128::from(checked.span.lo);
     let hi = i128::from(byte_offset) + i128::from(checked.span.hi);
     if lo < 0 || hi > i128::from(available) {
-        return Err(Error::StorageTooSmall {
+        return Err(Error::Layout(LayoutError::StorageTooSmall {
             needed: u64::try_from(hi.max(0)).unwrap_or(u64::MAX),
             available,
-        });
+        }));
     }
     Ok(())
 }
@@ -695,7 +702,7 @@ impl ManagedTensor {
     /// storage) or a padded sub-byte one (IS_SUBBYTE_TYPE_PADDED) reaches a legacy consumer
     /// only as a compact, packed host copy ([`CopyPolicy::IfNeeded`] or
     /// [`CopyPolicy::Always`]), never by dropping the flag: with [`CopyPolicy::Never`] it is
-    /// refused with [`Error::FlagNotRepresentable`]. IS_COPIED is dropped (it only grants
+    /// refused with [`AccessError::FlagNotRepresentable`]. IS_COPIED is dropped (it only grants
     /// rights). The original is released on every path.
     ///
     /// [`CopyPolicy::IfNeeded`]: crate::CopyPolicy::IfNeeded
@@ -705,7 +712,9 @@ impl ManagedTensor {
         use crate::CopyPolicy;
         let carried = legacy_representable(self.flags()).and_then(|()| {
             if self.is_read_only() {
-                Err(Error::FlagNotRepresentable { flag: "READ_ONLY" })
+                Err(Error::Access(AccessError::FlagNotRepresentable {
+                    flag: Flag::ReadOnly,
+                }))
             } else {
                 Ok(())
             }
@@ -726,7 +735,7 @@ impl ManagedTensor {
     /// event or a counter alive exactly as long as the consumer holds the tensor.
     ///
     /// A legacy re-export of a tensor whose flags the legacy form cannot carry is refused with
-    /// [`Error::FlagNotRepresentable`] (see [`into_legacy`](Self::into_legacy)).
+    /// [`AccessError::FlagNotRepresentable`] (see [`into_legacy`](Self::into_legacy)).
     pub fn reexport_with<G: Send + 'static>(
         self,
         guard: G,
@@ -737,7 +746,9 @@ impl ManagedTensor {
         } else {
             legacy_representable(self.flags())?;
             if self.is_read_only() {
-                return Err(Error::FlagNotRepresentable { flag: "READ_ONLY" });
+                return Err(Error::Access(AccessError::FlagNotRepresentable {
+                    flag: Flag::ReadOnly,
+                }));
             }
             Form::Legacy
         };

@@ -9,7 +9,7 @@ use core::fmt;
 use crate::abi::{DLPackVersion, FLAG_IS_SUBBYTE_TYPE_PADDED, KNOWN_FLAGS};
 use crate::device::Device;
 use crate::dtype::DataType;
-use crate::error::Error;
+use crate::error::{AddressRange, Error, LayoutError};
 
 /// The largest `ndim` accepted (NumPy 2 and PyTorch both stop at 64).
 pub const MAX_NDIM: usize = 64;
@@ -121,7 +121,7 @@ pub struct RawFields<'a> {
 /// Checks the version rule: major must be 1.
 pub const fn check_version(version: DLPackVersion) -> Result<(), Error> {
     if version.major != crate::abi::DLPACK_MAJOR_VERSION {
-        return Err(Error::UnsupportedVersion { version });
+        return Err(Error::Layout(LayoutError::UnsupportedVersion { version }));
     }
     Ok(())
 }
@@ -129,7 +129,7 @@ pub const fn check_version(version: DLPackVersion) -> Result<(), Error> {
 /// Checks `ndim` before any array is read.
 pub const fn check_ndim(ndim: i64) -> Result<usize, Error> {
     if ndim < 0 || ndim > MAX_NDIM as i64 {
-        return Err(Error::NdimOutOfRange { ndim });
+        return Err(Error::Layout(LayoutError::NdimOutOfRange { ndim }));
     }
     Ok(ndim as usize)
 }
@@ -165,9 +165,9 @@ pub fn validate(fields: &RawFields<'_>) -> Result<Layout, Error> {
         fields.flags,
     )?;
     if layout.numel != 0 && fields.data == 0 {
-        return Err(Error::NullData {
+        return Err(Error::Layout(LayoutError::NullData {
             numel: layout.numel,
-        });
+        }));
     }
     if layout.numel != 0 && fields.device.is_host_accessible() {
         check_address(fields.data, fields.byte_offset, layout.span)?;
@@ -319,7 +319,7 @@ fn validate_metadata_slow(
         check_version(version)?;
     }
     if flags & !KNOWN_FLAGS != 0 {
-        return Err(Error::UnknownFlags { flags });
+        return Err(Error::Layout(LayoutError::UnknownFlags { flags }));
     }
     let ndim = check_ndim(shape.len() as i64)?;
     dtype.validate()?;
@@ -328,18 +328,18 @@ fn validate_metadata_slow(
     let numel = element_count(shape)?;
     let strides = match strides {
         Some(strides) if strides.len() != ndim => {
-            return Err(Error::StridesLength {
+            return Err(Error::Layout(LayoutError::StridesLength {
                 strides: strides.len(),
                 ndim,
-            });
+            }));
         }
         Some(strides) => Some(strides),
         None => match version {
             Some(version) if ndim > 0 && version.minor >= 2 => {
-                return Err(Error::NullStrides {
+                return Err(Error::Layout(LayoutError::NullStrides {
                     ndim: ndim as i32,
                     version,
-                });
+                }));
             }
             _ => None,
         },
@@ -381,7 +381,10 @@ pub fn element_count(shape: &[i64]) -> Result<u64, Error> {
     let mut has_zero = false;
     for (axis, &extent) in shape.iter().enumerate() {
         if extent < 0 {
-            return Err(Error::NegativeExtent { axis, extent });
+            return Err(Error::Layout(LayoutError::NegativeExtent {
+                axis: axis as u32,
+                extent,
+            }));
         }
         has_zero |= extent == 0;
         match numel.checked_mul(extent as u64) {
@@ -398,14 +401,17 @@ pub fn element_count(shape: &[i64]) -> Result<u64, Error> {
         return Ok(0);
     }
     match overflow_at {
-        Some((axis, extent)) => Err(Error::ElementCountOverflow { axis, extent }),
+        Some((axis, extent)) => Err(Error::Layout(LayoutError::ElementCountOverflow {
+            axis: axis as u32,
+            extent,
+        })),
         // The count must also be an i64 so that element offsets never wrap.
         None if numel > i64::MAX as u64 => {
             let axis = shape.len().saturating_sub(1);
-            Err(Error::ElementCountOverflow {
-                axis,
+            Err(Error::Layout(LayoutError::ElementCountOverflow {
+                axis: axis as u32,
                 extent: shape[axis],
-            })
+            }))
         }
         None => Ok(numel),
     }
@@ -423,7 +429,12 @@ pub fn compact_row_major(shape: &[i64], out: &mut [i64]) -> Result<(), Error> {
         acc = match acc.checked_mul(extent.max(1)) {
             Some(v) => v,
             None if empty => i64::MAX,
-            None => return Err(Error::ElementCountOverflow { axis, extent }),
+            None => {
+                return Err(Error::Layout(LayoutError::ElementCountOverflow {
+                    axis: axis as u32,
+                    extent,
+                }));
+            }
         };
     }
     Ok(())
@@ -485,11 +496,11 @@ fn span_and_contiguity(
 
 #[cold]
 fn span_overflow(axis: usize, extent: i64, stride: i64) -> Error {
-    Error::SpanOverflow {
-        axis,
+    Error::Layout(LayoutError::SpanOverflow {
+        axis: axis as u32,
         extent,
         stride,
-    }
+    })
 }
 
 /// Element offsets `[lo, hi]` → the byte span (floor for `lo`, ceil for the end). An
@@ -632,11 +643,10 @@ const ADDRESS_TAG_MASK: u64 = if cfg!(target_arch = "aarch64") {
 /// `byte_offset = 2^63` over a valid buffer cannot.
 #[inline]
 pub fn check_address(data: usize, byte_offset: u64, span: ByteSpan) -> Result<(), Error> {
-    let fail = || Error::AddressOverflow {
-        data,
-        byte_offset,
-        lo: span.lo,
-        hi: span.hi,
+    let fail = || {
+        Error::Layout(LayoutError::AddressOverflow {
+            range: AddressRange::new(data, byte_offset, span),
+        })
     };
     let untagged = data as u64 & !ADDRESS_TAG_MASK;
     let first = i128::from(untagged) + i128::from(byte_offset);

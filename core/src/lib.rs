@@ -54,7 +54,12 @@ pub use abi::{DLPackVersion, DeviceType, TypeCode};
 pub use device::{CopyPolicy, Registry, Tensor};
 pub use device::{Device, MemoryClass};
 pub use dtype::{Bool8, Complex32, Complex64, DataType, Element, Fp4Convention};
-pub use error::{ByteCount, CopyReason, Error, ShortStr};
+#[cfg(feature = "alloc")]
+pub use error::BackendNames;
+pub use error::{
+    AccessError, Address, AddressRange, BackendError, ByteCount, Cause, CopyReason, DispatchError,
+    Driver, Error, Failure, Flag, LayoutError, NameKind, OptionRule, ShortStr, StreamReason,
+};
 #[cfg(feature = "alloc")]
 pub use export::{ExportBuilder, TensorStorage};
 #[cfg(feature = "alloc")]
@@ -67,7 +72,7 @@ pub use tensor::TensorRef;
 /// [`set_alloc_limit`] lowered it). Every allocation dlport makes for a copy is checked against
 /// the limit in force (a per-call `max_alloc`, else the registry's, else this one) before
 /// anything is allocated: a 1-byte tensor broadcast to `[2^40]` is refused with
-/// [`Error::AllocationLimit`], not allocated.
+/// [`DispatchError::AllocationLimit`], not allocated.
 pub fn alloc_limit() -> u64 {
     ALLOC_LIMIT.load(core::sync::atomic::Ordering::Relaxed) as u64
 }
@@ -87,10 +92,10 @@ static ALLOC_LIMIT: core::sync::atomic::AtomicUsize =
 pub fn check_alloc(bytes: u128, limit: Option<u64>) -> Result<(), Error> {
     let limit = limit.unwrap_or_else(alloc_limit);
     if bytes > u128::from(limit) {
-        return Err(Error::AllocationLimit {
+        return Err(Error::Dispatch(DispatchError::AllocationLimit {
             bytes: bytes.into(),
             limit,
-        });
+        }));
     }
     Ok(())
 }

@@ -12,7 +12,7 @@ use crate::abi::{
     FLAG_READ_ONLY,
 };
 use crate::dtype::Element;
-use crate::error::Error;
+use crate::error::{AccessError, Error, LayoutError};
 use crate::layout::Layout;
 use crate::tensor::TensorRef;
 
@@ -168,8 +168,8 @@ impl ManagedTensor {
     /// Takes ownership of a `DLManagedTensorVersioned` and validates it.
     ///
     /// A major version other than 1 releases the tensor and returns
-    /// [`Error::UnsupportedVersion`] without reading any field past `flags`. Every other error
-    /// also releases it. A NULL pointer returns [`Error::NullManagedTensor`].
+    /// [`LayoutError::UnsupportedVersion`] without reading any field past `flags`. Every other error
+    /// also releases it. A NULL pointer returns [`LayoutError::NullManagedTensor`].
     ///
     /// # Safety
     /// `ptr` is NULL or a managed tensor the caller owns and hands over (nobody else calls its
@@ -177,7 +177,7 @@ impl ManagedTensor {
     /// whole struct follows the DLPack 1.x layout and satisfies [`TensorRef::from_raw`]'s
     /// contract until the deleter runs.
     pub unsafe fn from_raw_versioned(ptr: *mut DLManagedTensorVersioned) -> Result<Self, Error> {
-        let ptr = NonNull::new(ptr).ok_or(Error::NullManagedTensor)?;
+        let ptr = NonNull::new(ptr).ok_or(Error::Layout(LayoutError::NullManagedTensor))?;
         let owner = Releaser(RawManaged::Versioned(ptr));
         // SAFETY: the caller guarantees the stable header is readable.
         let (version, flags) = unsafe { ((*ptr.as_ptr()).version, (*ptr.as_ptr()).flags) };
@@ -202,7 +202,7 @@ impl ManagedTensor {
     /// `ptr` is NULL or a legacy managed tensor the caller owns and hands over, readable, whose
     /// `dl_tensor` satisfies [`TensorRef::from_raw`]'s contract until the deleter runs.
     pub unsafe fn from_raw_legacy(ptr: *mut DLManagedTensor) -> Result<Self, Error> {
-        let ptr = NonNull::new(ptr).ok_or(Error::NullManagedTensor)?;
+        let ptr = NonNull::new(ptr).ok_or(Error::Layout(LayoutError::NullManagedTensor))?;
         let owner = Releaser(RawManaged::Legacy(ptr));
         // SAFETY: the caller guarantees the struct is readable and the tensor valid.
         let layout = unsafe { TensorRef::from_raw(&(*ptr.as_ptr()).dl_tensor, None, 0) }?.layout();
@@ -351,7 +351,7 @@ impl ManagedTensor {
 
     /// Declares that nobody else reads or writes this tensor's memory until it is dropped, so
     /// [`as_mut_slice`](Self::as_mut_slice) may hand out `&mut`. Refused with
-    /// [`Error::ReadOnly`] when the tensor is read-only.
+    /// [`AccessError::ReadOnly`] when the tensor is read-only.
     ///
     /// # Safety
     /// Until this owner is dropped or handed back with [`into_raw`](Self::into_raw), no other
@@ -359,7 +359,7 @@ impl ManagedTensor {
     /// process) reads or writes the bytes of this tensor.
     pub unsafe fn assume_exclusive(&mut self) -> Result<(), Error> {
         if self.is_read_only() {
-            return Err(Error::ReadOnly);
+            return Err(Error::Access(AccessError::ReadOnly));
         }
         self.access = Access::Exclusive;
         Ok(())
@@ -378,13 +378,13 @@ impl ManagedTensor {
     }
 
     /// The elements as a mutable slice, only with proof of exclusivity ([`Access`]): refused
-    /// with [`Error::ReadOnly`] for read-only memory, with [`Error::NotExclusive`] when other
+    /// with [`AccessError::ReadOnly`] for read-only memory, with [`AccessError::NotExclusive`] when other
     /// handles may touch the memory, and for the same reasons as [`TensorRef::as_slice`].
     pub fn as_mut_slice<T: Element>(&mut self) -> Result<&mut [T], Error> {
         match self.access {
-            _ if self.is_read_only() => return Err(Error::ReadOnly),
+            _ if self.is_read_only() => return Err(Error::Access(AccessError::ReadOnly)),
             Access::Exclusive => {}
-            access => return Err(Error::NotExclusive { access }),
+            access => return Err(Error::Access(AccessError::NotExclusive { access })),
         }
         let view = self.view();
         let len = view.as_slice::<T>()?.len();

@@ -8,7 +8,7 @@ use crate::abi::{
 };
 use crate::device::Device;
 use crate::dtype::{DataType, Element};
-use crate::error::Error;
+use crate::error::{AccessError, Error, LayoutError};
 use crate::layout::{self, ByteSpan, Contiguity, Layout, RawFields};
 
 /// `shape` and `strides` of a tensor as slices (`None` strides when NULL).
@@ -22,7 +22,7 @@ unsafe fn raw_dims(tensor: &DLTensor, ndim: usize) -> Result<(&[i64], Option<&[i
         return Ok((&[], Some(&[])));
     }
     if tensor.shape.is_null() {
-        return Err(Error::NullShape { ndim: tensor.ndim });
+        return Err(Error::Layout(LayoutError::NullShape { ndim: tensor.ndim }));
     }
     // SAFETY: non-NULL, ndim values, per the contract.
     let shape = unsafe { core::slice::from_raw_parts(tensor.shape, ndim) };
@@ -317,35 +317,35 @@ impl<'a> TensorRef<'a> {
     /// Checks everything typed access needs and returns the first element's address.
     fn check_typed<T: Element>(&self) -> Result<(), Error> {
         if !self.device.is_host_accessible() {
-            return Err(Error::NotHostAccessible {
+            return Err(Error::Access(AccessError::NotHostAccessible {
                 device: self.device,
-            });
+            }));
         }
         if self.dtype != T::DTYPE {
-            return Err(Error::DtypeMismatch {
+            return Err(Error::Access(AccessError::DtypeMismatch {
                 requested: T::DTYPE,
                 actual: self.dtype,
-            });
+            }));
         }
         if !self.layout.contiguity.is_row_major() {
-            return Err(Error::NotContiguous {
+            return Err(Error::Access(AccessError::NotContiguous {
                 contiguity: self.layout.contiguity,
-            });
+            }));
         }
         let address = self.first_element_address().unwrap_or(0);
         if self.layout.numel != 0 && address % core::mem::align_of::<T>() != 0 {
-            return Err(Error::Misaligned {
+            return Err(Error::Access(AccessError::Misaligned {
                 address,
                 required: core::mem::align_of::<T>(),
-            });
+            }));
         }
         Ok(())
     }
 
     /// The elements as a slice, in row-major order.
     ///
-    /// Errors: [`Error::NotHostAccessible`], [`Error::DtypeMismatch`],
-    /// [`Error::NotContiguous`], [`Error::Misaligned`].
+    /// Errors: [`AccessError::NotHostAccessible`], [`AccessError::DtypeMismatch`],
+    /// [`AccessError::NotContiguous`], [`AccessError::Misaligned`].
     pub fn as_slice<T: Element>(&self) -> Result<&'a [T], Error> {
         self.check_typed::<T>()?;
         if self.layout.numel == 0 {
@@ -368,14 +368,14 @@ impl<'a> TensorRef<'a> {
     /// included).
     pub fn as_bytes(&self) -> Result<&'a [u8], Error> {
         if !self.device.is_host_accessible() {
-            return Err(Error::NotHostAccessible {
+            return Err(Error::Access(AccessError::NotHostAccessible {
                 device: self.device,
-            });
+            }));
         }
         if !self.layout.contiguity.is_row_major() {
-            return Err(Error::NotContiguous {
+            return Err(Error::Access(AccessError::NotContiguous {
                 contiguity: self.layout.contiguity,
-            });
+            }));
         }
         if self.layout.numel == 0 {
             return Ok(&[]);
@@ -393,15 +393,15 @@ impl<'a> TensorRef<'a> {
     /// Returns `Ok(None)` if `index` has the wrong length or is out of bounds.
     pub fn get<T: Element>(&self, index: &[usize]) -> Result<Option<T>, Error> {
         if !self.device.is_host_accessible() {
-            return Err(Error::NotHostAccessible {
+            return Err(Error::Access(AccessError::NotHostAccessible {
                 device: self.device,
-            });
+            }));
         }
         if self.dtype != T::DTYPE {
-            return Err(Error::DtypeMismatch {
+            return Err(Error::Access(AccessError::DtypeMismatch {
                 requested: T::DTYPE,
                 actual: self.dtype,
-            });
+            }));
         }
         if index.len() != self.shape.len() {
             return Ok(None);
@@ -433,24 +433,25 @@ impl<'a> TensorRef<'a> {
         crate::check_alloc(bytes, None)?;
         if let Ok(slice) = self.as_slice::<T>() {
             let mut out = alloc::vec::Vec::new();
-            out.try_reserve_exact(slice.len())
-                .map_err(|_| Error::AllocationFailed {
+            out.try_reserve_exact(slice.len()).map_err(|_| {
+                Error::Backend(crate::error::BackendError::AllocationFailed {
                     bytes: bytes as u64,
                     align: core::mem::align_of::<T>(),
-                })?;
+                })
+            })?;
             out.extend_from_slice(slice);
             return Ok(out);
         }
         if !self.device.is_host_accessible() {
-            return Err(Error::NotHostAccessible {
+            return Err(Error::Access(AccessError::NotHostAccessible {
                 device: self.device,
-            });
+            }));
         }
         if self.dtype != T::DTYPE {
-            return Err(Error::DtypeMismatch {
+            return Err(Error::Access(AccessError::DtypeMismatch {
                 requested: T::DTYPE,
                 actual: self.dtype,
-            });
+            }));
         }
         // A broadcast (zero-stride) tensor can have far more elements than bytes behind it:
         // refuse what cannot be allocated instead of aborting.
@@ -458,10 +459,10 @@ impl<'a> TensorRef<'a> {
             .layout
             .numel
             .saturating_mul(core::mem::size_of::<T>() as u64);
-        let fail = Error::AllocationFailed {
+        let fail = Error::Backend(crate::error::BackendError::AllocationFailed {
             bytes,
             align: core::mem::align_of::<T>(),
-        };
+        });
         let count = usize::try_from(self.layout.numel).map_err(|_| fail.clone())?;
         let mut out = alloc::vec::Vec::new();
         out.try_reserve_exact(count).map_err(|_| fail)?;

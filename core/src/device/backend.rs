@@ -6,7 +6,7 @@ use super::buffer::Tensor;
 use crate::abi::DeviceType;
 use crate::device::Device;
 use crate::dtype::DataType;
-use crate::error::{CopyReason, Error};
+use crate::error::{BackendError, CopyReason, DispatchError, Error};
 use crate::layout::Contiguity;
 use crate::managed::ManagedTensor;
 use crate::tensor::TensorRef;
@@ -65,8 +65,8 @@ impl ViewRequirements {
         match view.first_element_address() {
             Some(address) if view.numel() != 0 && address % self.alignment.max(1) != 0 => {
                 Some(CopyReason::Alignment {
-                    address,
-                    required: self.alignment,
+                    address: address.into(),
+                    required: u32::try_from(self.alignment).unwrap_or(u32::MAX),
                 })
             }
             _ => None,
@@ -146,12 +146,12 @@ pub trait Backend: Send + Sync + 'static {
     /// [`translate_device_id`](Self::translate_device_id).
     fn view_external(&self, tensor: ManagedTensor, memory: Device) -> Result<Tensor, Error> {
         if !self.can_access(memory) {
-            return Err(Error::CopyRequired {
+            return Err(Error::Dispatch(DispatchError::CopyRequired {
                 reason: CopyReason::Device {
                     from: memory,
                     to: memory,
                 },
-            });
+            }));
         }
         let local = Device::new(
             memory.device_type,
@@ -178,7 +178,7 @@ pub trait Backend: Send + Sync + 'static {
     }
 
     /// Export that hands the buffer over: afterwards the backend's handles get
-    /// [`Error::BufferReleased`].
+    /// [`AccessError::BufferReleased`](crate::AccessError::BufferReleased).
     fn release_ownership(
         &self,
         tensor: &Tensor,
@@ -195,10 +195,10 @@ pub trait Backend: Send + Sync + 'static {
     /// Allocates a compact tensor (zeroed where the backend can) on `device`.
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         let _ = (device, dtype, shape);
-        Err(Error::Unsupported {
+        Err(Error::Backend(BackendError::Unsupported {
             backend: self.name(),
-            operation: "allocation",
-        })
+            operation: &"allocation",
+        }))
     }
 
     /// Copies `src` into a new compact tensor on `target`, if this backend can perform that

@@ -6,7 +6,7 @@
 //! external memory*). [`Tensor`]s are cheap handles (an `Arc` plus metadata) onto a buffer.
 //! [`Tensor::acquire_external`] exports a DLPack tensor that holds a counted reference (XLA's
 //! *external reference*); [`Tensor::release_ownership`] hands the memory itself to a consumer,
-//! after which every handle's access returns [`Error::BufferReleased`], never a dangling read.
+//! after which every handle's access returns [`AccessError::BufferReleased`], never a dangling read.
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
@@ -18,7 +18,7 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 use crate::abi::{FLAG_IS_COPIED, FLAG_READ_ONLY};
 use crate::device::Device;
 use crate::dtype::{DataType, Element};
-use crate::error::Error;
+use crate::error::{AccessError, Error};
 use crate::export::{self, Form, TensorStorage};
 use crate::layout::{Contiguity, Layout};
 use crate::managed::{Access, ManagedTensor};
@@ -110,7 +110,7 @@ impl Buffer {
         let mut s = self.state.load(Ordering::Acquire);
         loop {
             if s & RELEASED != 0 {
-                return Err(Error::BufferReleased);
+                return Err(Error::Access(AccessError::BufferReleased));
             }
             match self
                 .state
@@ -129,13 +129,13 @@ impl Buffer {
             .compare_exchange(0, RELEASED, Ordering::AcqRel, Ordering::Acquire)
         {
             Ok(_) => {}
-            Err(s) if s & RELEASED != 0 => return Err(Error::BufferReleased),
-            Err(s) => return Err(Error::BufferInUse { users: s }),
+            Err(s) if s & RELEASED != 0 => return Err(Error::Access(AccessError::BufferReleased)),
+            Err(s) => return Err(Error::Access(AccessError::BufferInUse { users: s })),
         }
         // SAFETY: we moved the state from "no users" to RELEASED, so no other thread can start
         // using the buffer or release it again; `Drop` cannot run while `&self` exists.
         let owner = unsafe { (*self.owner.get()).take() };
-        owner.ok_or(Error::BufferReleased)
+        owner.ok_or(Error::Access(AccessError::BufferReleased))
     }
 }
 
@@ -218,7 +218,7 @@ impl Tensor {
     /// `memory` is where the memory really is: the capsule's device, or the more specific
     /// host-accessible class the producer advertised (see
     /// [`reconcile_device`](crate::device::reconcile_device)); anything that contradicts the
-    /// capsule is refused with [`Error::DeviceMismatch`] (and the tensor released). It becomes
+    /// capsule is refused with [`DispatchError::DeviceMismatch`](crate::DispatchError::DeviceMismatch) (and the tensor released). It becomes
     /// the buffer's device, the one source of truth for describe, device queries and export.
     pub fn from_external(
         managed: ManagedTensor,
@@ -343,7 +343,7 @@ impl Tensor {
     }
 
     /// Takes a counted read of the memory: a validated view for as long as the guard lives.
-    /// Fails with [`Error::BufferReleased`] once the memory was released to a consumer.
+    /// Fails with [`AccessError::BufferReleased`] once the memory was released to a consumer.
     pub fn read(&self) -> Result<ReadGuard<'_>, Error> {
         let guard = self.buffer.try_use()?;
         Ok(ReadGuard {
@@ -371,7 +371,7 @@ impl Tensor {
     }
 
     /// Hands the memory itself to a DLPack consumer. Afterwards every handle onto this buffer
-    /// gets [`Error::BufferReleased`]. Fails with [`Error::BufferInUse`] while views or external
+    /// gets [`AccessError::BufferReleased`]. Fails with [`AccessError::BufferInUse`] while views or external
     /// references exist.
     pub fn release_ownership(
         &self,

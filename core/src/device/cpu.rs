@@ -10,7 +10,7 @@ use super::buffer::{Buffer, Tensor};
 use crate::abi::{DeviceType, FLAG_IS_COPIED};
 use crate::device::Device;
 use crate::dtype::DataType;
-use crate::error::Error;
+use crate::error::{AccessError, BackendError, DispatchError, Error};
 use crate::export::TensorStorage;
 use crate::layout::{self, MAX_NDIM};
 use crate::tensor::TensorRef;
@@ -35,9 +35,11 @@ unsafe impl Sync for AlignedBuffer {}
 impl AlignedBuffer {
     /// Allocates `len` zeroed bytes aligned to `align` (a power of two; at least 1).
     pub fn zeroed(len: usize, align: usize) -> Result<Self, Error> {
-        let fail = || Error::AllocationFailed {
-            bytes: len as u64,
-            align,
+        let fail = || {
+            Error::Backend(BackendError::AllocationFailed {
+                bytes: len as u64,
+                align,
+            })
         };
         let layout = core::alloc::Layout::from_size_align(len, align.max(1)).map_err(|_| fail())?;
         if len == 0 {
@@ -125,7 +127,7 @@ impl CpuBackend {
 }
 
 /// Bytes of a compact tensor of `dtype` and `shape` (sub-byte elements packed). A size past
-/// `isize::MAX` is [`Error::AllocationLimit`] with the exact byte count, never a wrapped number.
+/// `isize::MAX` is [`DispatchError::AllocationLimit`] with the exact byte count, never a wrapped number.
 pub fn compact_bytes(dtype: DataType, shape: &[i64]) -> Result<usize, Error> {
     dtype.validate()?;
     let numel = layout::element_count(shape)?;
@@ -134,10 +136,10 @@ pub fn compact_bytes(dtype: DataType, shape: &[i64]) -> Result<usize, Error> {
     usize::try_from(bytes)
         .ok()
         .filter(|&b| b <= isize::MAX as usize)
-        .ok_or(Error::AllocationLimit {
+        .ok_or(Error::Dispatch(DispatchError::AllocationLimit {
             bytes: bytes.into(),
             limit: isize::MAX as u64,
-        })
+        }))
 }
 
 /// A fresh host copy of `src` in compact row-major order (sub-byte elements packed), aligned
@@ -154,9 +156,9 @@ pub fn compact_copy_aligned(
     limit: Option<u64>,
 ) -> Result<AlignedBuffer, Error> {
     if !src.device().is_host_accessible() {
-        return Err(Error::NotHostAccessible {
+        return Err(Error::Access(AccessError::NotHostAccessible {
             device: src.device(),
-        });
+        }));
     }
     let bytes = compact_bytes(src.dtype(), src.shape())?;
     crate::check_alloc(bytes as u128, limit)?;
@@ -171,16 +173,16 @@ pub fn compact_copy_aligned(
 /// out packed: the compact form every consumer reads, legacy ones included.
 pub fn copy_to_compact(src: &TensorRef<'_>, dst: &mut [u8]) -> Result<(), Error> {
     if !src.device().is_host_accessible() {
-        return Err(Error::NotHostAccessible {
+        return Err(Error::Access(AccessError::NotHostAccessible {
             device: src.device(),
-        });
+        }));
     }
     let needed = u128::from(src.numel()) * u128::from(src.dtype().storage_bits(false));
     if needed.div_ceil(8) != dst.len() as u128 {
-        return Err(Error::DestinationSize {
+        return Err(Error::Dispatch(DispatchError::DestinationSize {
             needed: u64::try_from(needed.div_ceil(8)).unwrap_or(u64::MAX),
             available: dst.len() as u64,
-        });
+        }));
     }
     if src.numel() == 0 {
         return Ok(());
@@ -308,10 +310,10 @@ impl Backend for CpuBackend {
 
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         if device.device_type != DeviceType::CPU {
-            return Err(Error::Unsupported {
+            return Err(Error::Backend(BackendError::Unsupported {
                 backend: Self::NAME,
-                operation: "allocation on a device other than cpu",
-            });
+                operation: &"allocation on a device other than cpu",
+            }));
         }
         Ok(Self::new_tensor(dtype, shape, 0)?.0)
     }

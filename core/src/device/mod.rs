@@ -33,7 +33,7 @@ use core::fmt;
 use core::str::FromStr;
 
 use crate::abi::DeviceType;
-use crate::error::{Error, ShortStr};
+use crate::error::{DispatchError, Error, NameKind, ShortStr};
 
 /// `DLDevice`: a device type and an id. Same layout as the C struct.
 #[repr(C)]
@@ -112,9 +112,11 @@ impl FromStr for Device {
     /// Parses what [`Display`](fmt::Display) writes: `cpu`, `cuda:1`, `device_type(99):0`.
     /// A missing `:id` means id 0.
     fn from_str(s: &str) -> Result<Self, Error> {
-        let bad = || Error::InvalidName {
-            what: "device",
-            name: ShortStr::new(s),
+        let bad = || {
+            Error::Dispatch(DispatchError::InvalidName {
+                what: NameKind::Device,
+                name: ShortStr::new(s),
+            })
         };
         let (kind, id) = match s.rsplit_once(':') {
             Some((kind, id)) => (kind, id.parse::<i32>().map_err(|_| bad())?),

@@ -3,21 +3,22 @@
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::fmt::Write as _;
 
 use super::backend::{BackendRef, ViewRequirements};
 use super::buffer::Tensor;
 use super::cpu::CpuBackend;
 use crate::abi::{DLPackVersion, DeviceType};
 use crate::device::{Device, MemoryClass};
-use crate::error::{CopyReason, Error, ShortWriter};
+use crate::error::{
+    AccessError, BackendError, BackendNames, CopyReason, DispatchError, Error, OptionRule,
+};
 use crate::managed::ManagedTensor;
 use crate::tensor::TensorRef;
 
 /// The array-API `copy` argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum CopyPolicy {
-    /// `copy=False`: never copy; fail with [`Error::CopyRequired`] if a copy would be needed.
+    /// `copy=False`: never copy; fail with [`DispatchError::CopyRequired`] if a copy would be needed.
     Never,
     /// `copy=None`: copy only if needed.
     #[default]
@@ -45,7 +46,7 @@ impl CopyPolicy {
 /// - One says plain `cpu` and the other a host-accessible class (pinned, managed): the more
 ///   specific one. PyTorch's pinned tensors advertise `kDLCUDAHost` while their capsule says
 ///   `kDLCPU`; that is pinned host memory.
-/// - Anything else (a `cuda` capsule advertised as `cpu`, two GPU ids): [`Error::DeviceMismatch`].
+/// - Anything else (a `cuda` capsule advertised as `cpu`, two GPU ids): [`DispatchError::DeviceMismatch`].
 pub fn reconcile_device(capsule: Device, advertised: Option<Device>) -> Result<Device, Error> {
     let Some(advertised) = advertised else {
         return Ok(capsule);
@@ -57,10 +58,10 @@ pub fn reconcile_device(capsule: Device, advertised: Option<Device>) -> Result<D
     match (is_plain_cpu(capsule), is_plain_cpu(advertised)) {
         (true, false) if advertised.is_host_accessible() => Ok(advertised),
         (false, true) if capsule.is_host_accessible() => Ok(capsule),
-        _ => Err(Error::DeviceMismatch {
+        _ => Err(Error::Dispatch(DispatchError::DeviceMismatch {
             capsule,
             advertised,
-        }),
+        })),
     }
 }
 
@@ -76,7 +77,7 @@ pub struct ImportOptions {
     pub copy: CopyPolicy,
     /// Extra needs of the consumer (layout, alignment), on top of the backend's own. A copy
     /// made for the import meets them too (an alignment above what the backend allocates is
-    /// honoured by re-aligning host copies, refused with [`Error::InvalidOption`] elsewhere).
+    /// honoured by re-aligning host copies, refused with [`DispatchError::InvalidOption`] elsewhere).
     pub requirements: Option<ViewRequirements>,
     /// The most bytes a copy made for this call may allocate (`None`: the registry's limit).
     pub max_alloc: Option<u64>,
@@ -183,12 +184,12 @@ impl Registry {
         r
     }
 
-    /// Registers a backend. Names are unique: [`Error::DuplicateBackend`] otherwise.
+    /// Registers a backend. Names are unique: [`DispatchError::DuplicateBackend`] otherwise.
     pub fn register(&mut self, backend: BackendRef) -> Result<(), Error> {
         if self.get(backend.name()).is_some() {
-            return Err(Error::DuplicateBackend {
+            return Err(Error::Dispatch(DispatchError::DuplicateBackend {
                 name: backend.name(),
-            });
+            }));
         }
         self.backends.push(backend);
         Ok(())
@@ -211,7 +212,7 @@ impl Registry {
     }
 
     /// The backend for a device: the latest one serving its type, else the latest one that can
-    /// reach its memory, else [`Error::NoBackend`] naming the type, its number, the id and what
+    /// reach its memory, else [`DispatchError::NoBackend`] naming the type, its number, the id and what
     /// is registered.
     pub fn resolve(&self, device: Device) -> Result<&BackendRef, Error> {
         let serving = self
@@ -225,29 +226,21 @@ impl Registry {
         if let Some(b) = self.backends.iter().rev().find(|b| b.can_access(device)) {
             return Ok(b);
         }
-        let mut names = ShortWriter::new();
-        for (i, name) in self.names().enumerate() {
-            let _ = write!(names, "{}{name}", if i == 0 { "" } else { ", " });
-        }
-        if self.backends.is_empty() {
-            let _ = names.write_str("none");
-        }
-        Err(Error::NoBackend {
+        Err(Error::Dispatch(DispatchError::NoBackend {
             device_type: device.device_type,
             device_id: device.device_id,
-            registered: names.finish(),
-        })
+            registered: BackendNames::new(self.names()),
+        }))
     }
 
     /// Decides how an import would go, without doing it.
     pub fn decide(&self, view: &TensorRef<'_>, options: &ImportOptions) -> Result<Decision, Error> {
         if let Some(r) = options.requirements {
             if !r.alignment.is_power_of_two() || r.alignment > MAX_ALIGNMENT {
-                return Err(Error::InvalidOption {
-                    option: "alignment",
+                return Err(Error::Dispatch(DispatchError::InvalidOption {
+                    rule: OptionRule::Alignment,
                     value: r.alignment as u64,
-                    expected: "a power of two from 1 to 2^30 bytes",
-                });
+                }));
             }
         }
         let memory = reconcile_device(view.device(), options.advertised)?;
@@ -267,7 +260,9 @@ impl Registry {
         let copies = match (copy_reason, options.copy) {
             (_, CopyPolicy::Always) | (Some(_), CopyPolicy::IfNeeded) => true,
             (None, _) => false,
-            (Some(reason), CopyPolicy::Never) => return Err(Error::CopyRequired { reason }),
+            (Some(reason), CopyPolicy::Never) => {
+                return Err(Error::Dispatch(DispatchError::CopyRequired { reason }));
+            }
         };
         Ok(Decision {
             memory,
@@ -280,7 +275,7 @@ impl Registry {
 
     /// Imports a DLPack tensor onto a backend: a zero-copy view when the target backend reaches
     /// the memory in a layout and alignment it accepts, else a copy when the policy allows
-    /// (the result has IS_COPIED), else [`Error::CopyRequired`] saying why. Every error path
+    /// (the result has IS_COPIED), else [`DispatchError::CopyRequired`] saying why. Every error path
     /// releases the tensor.
     pub fn from_dlpack(
         &self,
@@ -329,10 +324,10 @@ impl Registry {
                 Some(Ok(Some(t))) => t,
                 Some(Err(e)) => return Err(e),
                 _ => {
-                    return Err(Error::Unsupported {
+                    return Err(Error::Backend(BackendError::Unsupported {
                         backend: to.name(),
-                        operation: "a copy between these devices",
-                    });
+                        operation: &"a copy between these devices",
+                    }));
                 }
             },
         };
@@ -343,11 +338,10 @@ impl Registry {
             Some(address) if address % alignment == 0 => return Ok(copied),
             Some(_) => {}
             None => {
-                return Err(Error::InvalidOption {
-                    option: "alignment",
+                return Err(Error::Dispatch(DispatchError::InvalidOption {
+                    rule: OptionRule::DeviceCopyAlignment,
                     value: alignment as u64,
-                    expected: "1 for copies to device memory (only host copies can be re-aligned)",
-                });
+                }));
             }
         }
         crate::check_alloc(2 * bytes as u128, Some(limit))?;
@@ -395,13 +389,15 @@ impl Registry {
         }
         if options.copy == CopyPolicy::Never {
             let reason = match unrepresentable {
-                Some(Error::FlagNotRepresentable { flag }) if relabel => CopyReason::Flag { flag },
+                Some(Error::Access(AccessError::FlagNotRepresentable { flag })) if relabel => {
+                    CopyReason::Flag { flag }
+                }
                 _ => CopyReason::Device {
                     from: own,
                     to: wanted,
                 },
             };
-            return Err(Error::CopyRequired { reason });
+            return Err(Error::Dispatch(DispatchError::CopyRequired { reason }));
         }
         let copy = {
             let guard = tensor.read()?;

@@ -3,7 +3,7 @@
 use core::fmt;
 
 use crate::abi::DeviceType;
-use crate::error::Error;
+use crate::error::{DispatchError, Error, StreamReason};
 
 /// What a consumer asked for with `__dlpack__(stream=…)`, once checked against the device type.
 ///
@@ -33,38 +33,36 @@ pub enum StreamRequest {
 impl StreamRequest {
     /// Parses the `stream` argument for memory of `device_type`.
     pub fn parse(stream: Option<i64>, device_type: DeviceType) -> Result<Self, Error> {
-        let bad = |reason: &'static str| Error::InvalidStream {
-            stream: stream.unwrap_or(i64::MIN),
-            device_type,
-            reason,
+        let bad = |reason: StreamReason| {
+            Error::Dispatch(DispatchError::InvalidStream {
+                stream: stream.unwrap_or(i64::MIN),
+                device_type,
+                reason,
+            })
         };
         match device_type {
             DeviceType::CUDA | DeviceType::CUDA_MANAGED => match stream {
                 None | Some(1) => Ok(Self::LegacyDefault),
                 Some(2) => Ok(Self::PerThreadDefault),
                 Some(-1) => Ok(Self::NoSync),
-                Some(0) => Err(bad(
-                    "0 is ambiguous for CUDA; use 1 (legacy default) or 2 (per-thread)",
-                )),
+                Some(0) => Err(bad(StreamReason::CudaZero)),
                 Some(s) if s > 2 => usize::try_from(s)
                     .map(Self::Stream)
-                    .map_err(|_| bad("not a pointer")),
-                Some(_) => Err(bad("negative values other than -1 are not streams")),
+                    .map_err(|_| bad(StreamReason::NotAPointer)),
+                Some(_) => Err(bad(StreamReason::Negative)),
             },
             DeviceType::ROCM => match stream {
                 None | Some(0) => Ok(Self::LegacyDefault),
                 Some(-1) => Ok(Self::NoSync),
-                Some(1 | 2) => Err(bad(
-                    "1 and 2 are not valid ROCm streams; use 0 for the default",
-                )),
+                Some(1 | 2) => Err(bad(StreamReason::RocmOneOrTwo)),
                 Some(s) if s > 2 => usize::try_from(s)
                     .map(Self::Stream)
-                    .map_err(|_| bad("not a pointer")),
-                Some(_) => Err(bad("negative values other than -1 are not streams")),
+                    .map_err(|_| bad(StreamReason::NotAPointer)),
+                Some(_) => Err(bad(StreamReason::Negative)),
             },
             t if crate::device::MemoryClass::of(t).is_host_accessible() => match stream {
                 None | Some(-1) => Ok(Self::NoSync),
-                Some(_) => Err(bad("host memory takes no stream; pass None")),
+                Some(_) => Err(bad(StreamReason::HostMemory)),
             },
             // Other devices define no stream numbering in DLPack: pass handles through.
             _ => match stream {
@@ -72,8 +70,8 @@ impl StreamRequest {
                 Some(-1) => Ok(Self::NoSync),
                 Some(s) if s > 0 => usize::try_from(s)
                     .map(Self::Stream)
-                    .map_err(|_| bad("not a pointer")),
-                Some(_) => Err(bad("not a stream handle")),
+                    .map_err(|_| bad(StreamReason::NotAPointer)),
+                Some(_) => Err(bad(StreamReason::NotAHandle)),
             },
         }
     }

@@ -1,0 +1,357 @@
+//! [`DispatchError`]: finding the backend, device, copy or option an operation needs failed.
+
+use core::fmt;
+
+use super::{Address, ByteCount, Flag, ShortStr};
+use crate::abi::DeviceType;
+use crate::device::Device;
+use crate::layout::Contiguity;
+
+/// Routing failed: a name that does not parse, no backend for a device, devices that
+/// contradict each other or an id a backend cannot translate, a copy the policy forbids, a
+/// copy above the allocation limit or into a destination of the wrong size, or an option or
+/// stream argument out of its range.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DispatchError {
+    /// A name (of a data type, device, …) could not be parsed.
+    InvalidName {
+        /// What was being parsed.
+        what: NameKind,
+        /// The text, possibly cut ([`ShortStr::CAPACITY`] bytes are kept).
+        name: ShortStr,
+    },
+    /// No backend in the registry serves this device.
+    #[cfg(feature = "alloc")]
+    NoBackend {
+        /// The device type.
+        device_type: DeviceType,
+        /// The device id.
+        device_id: i32,
+        /// The names of the registered backends.
+        registered: BackendNames,
+    },
+    /// The capsule's device and the one the producer advertises (`__dlpack_device__`)
+    /// contradict each other.
+    DeviceMismatch {
+        /// The device in the DLTensor.
+        capsule: Device,
+        /// The device the producer advertised.
+        advertised: Device,
+    },
+    /// The copy policy forbids a copy, but one is needed.
+    CopyRequired {
+        /// Why a zero-copy view is impossible.
+        reason: CopyReason,
+    },
+    /// A backend with this name is already registered.
+    DuplicateBackend {
+        /// The name.
+        name: &'static str,
+    },
+    /// A backend cannot translate a producer's device id.
+    InvalidDeviceId {
+        /// The backend's name.
+        backend: &'static str,
+        /// The id received.
+        device_id: i32,
+    },
+    /// The `stream` argument of `__dlpack__` is not valid for the device type.
+    InvalidStream {
+        /// The value received (`i64::MIN` stands for None).
+        stream: i64,
+        /// The device type it was meant for.
+        device_type: DeviceType,
+        /// Why it is refused.
+        reason: StreamReason,
+    },
+    /// An allocation above the caller's limit, refused before anything was allocated.
+    AllocationLimit {
+        /// Bytes the operation needs (exact, even past 64 bits).
+        bytes: ByteCount,
+        /// The limit in force.
+        limit: u64,
+    },
+    /// An option out of its range.
+    InvalidOption {
+        /// The option and the rule it breaks.
+        rule: OptionRule,
+        /// Its value.
+        value: u64,
+    },
+    /// A copy's destination does not have the compact size of the source.
+    DestinationSize {
+        /// Bytes the compact copy needs.
+        needed: u64,
+        /// Bytes the destination has.
+        available: u64,
+    },
+}
+
+impl DispatchError {
+    /// The stable number of this error (see [`Error::code`](super::Error::code)).
+    pub const fn code(&self) -> u32 {
+        match self {
+            Self::InvalidName { .. } => 22,
+            #[cfg(feature = "alloc")]
+            Self::NoBackend { .. } => 23,
+            Self::DeviceMismatch { .. } => 24,
+            Self::CopyRequired { .. } => 25,
+            Self::DuplicateBackend { .. } => 30,
+            Self::InvalidDeviceId { .. } => 31,
+            Self::InvalidStream { .. } => 34,
+            Self::AllocationLimit { .. } => 37,
+            Self::InvalidOption { .. } => 38,
+            Self::DestinationSize { .. } => 39,
+        }
+    }
+}
+
+impl fmt::Display for DispatchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidName { what, name } => {
+                write!(f, "{what} name \"{name}\" is not recognised")
+            }
+            #[cfg(feature = "alloc")]
+            Self::NoBackend {
+                device_type,
+                device_id,
+                registered,
+            } => write!(
+                f,
+                "no backend for {device_type} device {device_id}; registered: {registered}"
+            ),
+            Self::DeviceMismatch {
+                capsule,
+                advertised,
+            } => write!(
+                f,
+                "the capsule says device = {capsule} but the producer advertises {advertised}: \
+                 they contradict each other; fix the producer's __dlpack_device__"
+            ),
+            Self::CopyRequired { reason } => write!(
+                f,
+                "a copy would be needed, but the copy policy is Never: {reason}; allow a copy \
+                 (copy=None or True) or move the data first"
+            ),
+            Self::DuplicateBackend { name } => write!(
+                f,
+                "a backend named \"{name}\" is already registered: unregister it first"
+            ),
+            Self::InvalidDeviceId { backend, device_id } => write!(
+                f,
+                "backend \"{backend}\" has no device for producer device_id = {device_id}"
+            ),
+            Self::InvalidStream {
+                stream,
+                device_type,
+                reason,
+            } => {
+                write!(
+                    f,
+                    "stream = {stream} is invalid for {device_type}: {reason}"
+                )
+            }
+            Self::AllocationLimit { bytes, limit } => write!(
+                f,
+                "the operation needs {bytes} bytes, above the allocation limit of {limit} bytes; \
+                 nothing was allocated: raise the limit (ImportOptions::max_alloc, \
+                 Registry::set_alloc_limit, dlport_set_alloc_limit) or use a smaller tensor"
+            ),
+            Self::InvalidOption { rule, value } => write!(
+                f,
+                "{} = {value} is invalid: it must be {}",
+                rule.option(),
+                rule.expected()
+            ),
+            Self::DestinationSize { needed, available } => write!(
+                f,
+                "the destination has {available} bytes, but the compact copy needs {needed}: \
+                 pass a destination of exactly the compact size (compact_bytes)"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for DispatchError {}
+
+/// Why [`DispatchError::CopyRequired`] was raised (20 bytes at a 4-byte alignment).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CopyReason {
+    /// The target backend cannot reach the memory.
+    Device {
+        /// Where the data is.
+        from: Device,
+        /// Where it was asked for.
+        to: Device,
+    },
+    /// The target needs another layout.
+    Layout {
+        /// The layout found.
+        contiguity: Contiguity,
+    },
+    /// The consumer's form cannot carry a flag of the tensor (a legacy consumer and
+    /// READ_ONLY or IS_SUBBYTE_TYPE_PADDED).
+    Flag {
+        /// The flag.
+        flag: Flag,
+    },
+    /// The target needs a stronger alignment.
+    Alignment {
+        /// The first element's address.
+        address: Address,
+        /// The alignment needed (a valid requirement is at most 2^30; a larger one reads as
+        /// `u32::MAX`).
+        required: u32,
+    },
+}
+
+impl fmt::Display for CopyReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Device { from, to } => {
+                write!(f, "the data is on {from}, which {to} cannot reach")
+            }
+            Self::Layout { contiguity } => write!(
+                f,
+                "the layout is {contiguity}, which the target cannot view"
+            ),
+            Self::Flag { flag } => write!(
+                f,
+                "the tensor has {flag}, which a legacy DLManagedTensor cannot carry"
+            ),
+            Self::Alignment { address, required } => write!(
+                f,
+                "data + byte_offset = {address:#x} is not {required}-byte aligned, as the target requires"
+            ),
+        }
+    }
+}
+
+/// What [`DispatchError::InvalidName`] was parsing.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NameKind {
+    /// A [`DataType`](crate::DataType) name (`"float32"`).
+    DataType,
+    /// A [`Device`] name (`"cuda:0"`).
+    Device,
+}
+
+impl fmt::Display for NameKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::DataType => "data type",
+            Self::Device => "device",
+        })
+    }
+}
+
+/// Why [`DispatchError::InvalidStream`] refused a `stream` argument.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StreamReason {
+    /// CUDA stream 0 (legacy or per-thread default?).
+    CudaZero,
+    /// ROCm streams 1 and 2.
+    RocmOneOrTwo,
+    /// A negative value other than -1.
+    Negative,
+    /// A positive value too large for a pointer.
+    NotAPointer,
+    /// Any stream for host memory.
+    HostMemory,
+    /// A non-positive handle for a device DLPack gives no stream numbering.
+    NotAHandle,
+}
+
+impl fmt::Display for StreamReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::CudaZero => "0 is ambiguous for CUDA; use 1 (legacy default) or 2 (per-thread)",
+            Self::RocmOneOrTwo => "1 and 2 are not valid ROCm streams; use 0 for the default",
+            Self::Negative => "negative values other than -1 are not streams",
+            Self::NotAPointer => "not a pointer",
+            Self::HostMemory => "host memory takes no stream; pass None",
+            Self::NotAHandle => "not a stream handle",
+        })
+    }
+}
+
+/// An option and the rule its value breaks, for [`DispatchError::InvalidOption`].
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OptionRule {
+    /// `alignment` must be a power of two from 1 to 2^30 bytes.
+    Alignment,
+    /// `alignment` must be 1 for a copy to device memory (only host copies are re-aligned).
+    DeviceCopyAlignment,
+}
+
+impl OptionRule {
+    /// The option's name.
+    pub const fn option(self) -> &'static str {
+        match self {
+            Self::Alignment | Self::DeviceCopyAlignment => "alignment",
+        }
+    }
+
+    /// What its value must be, in words.
+    pub const fn expected(self) -> &'static str {
+        match self {
+            Self::Alignment => "a power of two from 1 to 2^30 bytes",
+            Self::DeviceCopyAlignment => {
+                "1 for copies to device memory (only host copies can be re-aligned)"
+            }
+        }
+    }
+}
+
+/// The names of the registered backends, for [`DispatchError::NoBackend`]: boxed, so the error
+/// holds one pointer however many backends there are. Displays as `cpu, pinned`, or `none`.
+#[cfg(feature = "alloc")]
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct BackendNames {
+    names: alloc::boxed::Box<NameList>,
+}
+
+#[cfg(feature = "alloc")]
+#[derive(Clone, Default, PartialEq, Eq)]
+struct NameList(alloc::vec::Vec<&'static str>);
+
+#[cfg(feature = "alloc")]
+impl BackendNames {
+    /// The names, in registration order.
+    pub fn new(names: impl IntoIterator<Item = &'static str>) -> Self {
+        Self {
+            names: alloc::boxed::Box::new(NameList(names.into_iter().collect())),
+        }
+    }
+
+    /// The names, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.names.0.iter().copied()
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl fmt::Display for BackendNames {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.names.0.is_empty() {
+            return f.write_str("none");
+        }
+        for (i, name) in self.iter().enumerate() {
+            write!(f, "{}{name}", if i == 0 { "" } else { ", " })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl fmt::Debug for BackendNames {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
