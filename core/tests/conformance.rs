@@ -13,7 +13,8 @@ use dlport_core::abi::{
 };
 use dlport_core::layout::{self, RawFields};
 use dlport_core::{
-    Contiguity, DLPackVersion, DataType, Device, DeviceType, Error, ExportBuilder, ManagedTensor,
+    AccessError, AddressRange, BackendError, ByteSpan, Contiguity, DLPackVersion, DataType, Device,
+    DeviceType, DispatchError, Driver, Error, ExportBuilder, Failure, LayoutError, ManagedTensor,
     TensorRef, TypeCode,
 };
 
@@ -272,40 +273,40 @@ fn table() -> Vec<(Case, Expect)> {
                 .ndim(65)
                 .shape(&[1; 65])
                 .strides(&[1; 65]),
-            Expect::Err(Error::NdimOutOfRange { ndim: 65 }),
+            Expect::Err(Error::Layout(LayoutError::NdimOutOfRange { ndim: 65 })),
         ),
         (
             case("negative ndim is refused")
                 .ndim(-1)
                 .shape(&[])
                 .strides(&[]),
-            Expect::Err(Error::NdimOutOfRange { ndim: -1 }),
+            Expect::Err(Error::Layout(LayoutError::NdimOutOfRange { ndim: -1 })),
         ),
         (
             case("shape NULL with ndim > 0").null_shape(2),
-            Expect::Err(Error::NullShape { ndim: 2 }),
+            Expect::Err(Error::Layout(LayoutError::NullShape { ndim: 2 })),
         ),
         (
             case("negative extent").shape(&[2, -3]).strides(&[1, 1]),
-            Expect::Err(Error::NegativeExtent {
+            Expect::Err(Error::Layout(LayoutError::NegativeExtent {
                 axis: 1,
                 extent: -3,
-            }),
+            })),
         ),
         (
             case("element count overflows 64 bits")
                 .shape(&[1 << 32, 1 << 32])
                 .strides(&[1, 1]),
-            Expect::Err(Error::ElementCountOverflow {
+            Expect::Err(Error::Layout(LayoutError::ElementCountOverflow {
                 axis: 1,
                 extent: 1 << 32,
-            }),
+            })),
         ),
         (
             case("element count above i64::MAX")
                 .shape(&[1 << 61, 4])
                 .strides(&[4, 1]),
-            Expect::Err(Error::ElementCountOverflow { axis: 1, extent: 4 }),
+            Expect::Err(Error::Layout(LayoutError::ElementCountOverflow { axis: 1, extent: 4 })),
         ),
         (
             case("a zero extent makes an overflowing shape empty")
@@ -348,20 +349,20 @@ fn table() -> Vec<(Case, Expect)> {
                 .shape(&[2, 3])
                 .null_strides()
                 .version(Some((1, 2))),
-            Expect::Err(Error::NullStrides {
+            Expect::Err(Error::Layout(LayoutError::NullStrides {
                 ndim: 2,
                 version: v(1, 2),
-            }),
+            })),
         ),
         (
             case("v1.3 forbids NULL strides even for a size-0 tensor")
                 .shape(&[0, 3])
                 .null_strides()
                 .data(Data::Null),
-            Expect::Err(Error::NullStrides {
+            Expect::Err(Error::Layout(LayoutError::NullStrides {
                 ndim: 2,
                 version: v(1, 3),
-            }),
+            })),
         ),
         (
             case("legacy NULL strides with a zero extent")
@@ -376,31 +377,31 @@ fn table() -> Vec<(Case, Expect)> {
             case("stride × extent overflows")
                 .shape(&[3])
                 .strides(&[i64::MAX]),
-            Expect::Err(Error::SpanOverflow {
+            Expect::Err(Error::Layout(LayoutError::SpanOverflow {
                 axis: 0,
                 extent: 3,
                 stride: i64::MAX,
-            }),
+            })),
         ),
         (
             case("span in bytes overflows")
                 .shape(&[2])
                 .strides(&[i64::MAX / 2]),
-            Expect::Err(Error::SpanOverflow {
+            Expect::Err(Error::Layout(LayoutError::SpanOverflow {
                 axis: 0,
                 extent: 2,
                 stride: i64::MAX / 2,
-            }),
+            })),
         ),
         (
             case("sum of reaches overflows (reported at the axis, scanning from the last, where it does)")
                 .shape(&[2, 2])
                 .strides(&[i64::MAX / 2 + 1, i64::MAX / 2 + 1]),
-            Expect::Err(Error::SpanOverflow {
+            Expect::Err(Error::Layout(LayoutError::SpanOverflow {
                 axis: 0,
                 extent: 2,
                 stride: i64::MAX / 2 + 1,
-            }),
+            })),
         ),
         // ── data and byte_offset ──
         (
@@ -408,7 +409,7 @@ fn table() -> Vec<(Case, Expect)> {
                 .shape(&[2])
                 .strides(&[1])
                 .data(Data::Null),
-            Expect::Err(Error::NullData { numel: 2 }),
+            Expect::Err(Error::Layout(LayoutError::NullData { numel: 2 })),
         ),
         (
             case("NULL data with elements on a device")
@@ -416,7 +417,7 @@ fn table() -> Vec<(Case, Expect)> {
                 .strides(&[1])
                 .data(Data::Null)
                 .device(Device::cuda(0)),
-            Expect::Err(Error::NullData { numel: 2 }),
+            Expect::Err(Error::Layout(LayoutError::NullData { numel: 2 })),
         ),
         (
             case("byte_offset moves the first element; the span is relative to it")
@@ -430,24 +431,18 @@ fn table() -> Vec<(Case, Expect)> {
                 .shape(&[4])
                 .strides(&[1])
                 .data(Data::Addr(usize::MAX - 8)),
-            Expect::Err(Error::AddressOverflow {
-                data: usize::MAX - 8,
-                byte_offset: 0,
-                lo: 0,
-                hi: 16,
-            }),
+            Expect::Err(Error::Layout(LayoutError::AddressOverflow {
+                range: AddressRange::new(usize::MAX - 8, 0, ByteSpan { lo: 0, hi: 16 }),
+            })),
         ),
         (
             case("negative stride below address 0")
                 .shape(&[8])
                 .strides(&[-1])
                 .data(Data::Addr(16)),
-            Expect::Err(Error::AddressOverflow {
-                data: 16,
-                byte_offset: 0,
-                lo: -28,
-                hi: 4,
-            }),
+            Expect::Err(Error::Layout(LayoutError::AddressOverflow {
+                range: AddressRange::new(16, 0, ByteSpan { lo: -28, hi: 4 }),
+            })),
         ),
         (
             case("byte_offset past the address space")
@@ -455,12 +450,9 @@ fn table() -> Vec<(Case, Expect)> {
                 .strides(&[1])
                 .byte_offset(u64::MAX)
                 .data(Data::Addr(64)),
-            Expect::Err(Error::AddressOverflow {
-                data: 64,
-                byte_offset: u64::MAX,
-                lo: 0,
-                hi: 4,
-            }),
+            Expect::Err(Error::Layout(LayoutError::AddressOverflow {
+                range: AddressRange::new(64, u64::MAX, ByteSpan { lo: 0, hi: 4 }),
+            })),
         ),
         (
             case("device data is an opaque handle: no address arithmetic")
@@ -476,12 +468,9 @@ fn table() -> Vec<(Case, Expect)> {
                 .strides(&[1])
                 .data(Data::Addr(usize::MAX - 8))
                 .device(Device::cuda_host()),
-            Expect::Err(Error::AddressOverflow {
-                data: usize::MAX - 8,
-                byte_offset: 0,
-                lo: 0,
-                hi: 16,
-            }),
+            Expect::Err(Error::Layout(LayoutError::AddressOverflow {
+                range: AddressRange::new(usize::MAX - 8, 0, ByteSpan { lo: 0, hi: 16 }),
+            })),
         ),
         (
             case("byte_offset = 2^63 over a valid buffer leaves user space")
@@ -489,24 +478,22 @@ fn table() -> Vec<(Case, Expect)> {
                 .strides(&[1])
                 .byte_offset(1 << 63)
                 .data(Data::Addr(0x10_0000)),
-            Expect::Err(Error::AddressOverflow {
-                data: 0x10_0000,
-                byte_offset: 1 << 63,
-                lo: 0,
-                hi: 16,
-            }),
+            Expect::Err(Error::Layout(LayoutError::AddressOverflow {
+                range: AddressRange::new(0x10_0000, 1 << 63, ByteSpan { lo: 0, hi: 16 }),
+            })),
         ),
         (
             case("the last byte at USER_ADDRESS_END is past user space")
                 .shape(&[4])
                 .strides(&[1])
                 .data(Data::Addr(layout::USER_ADDRESS_END as usize - 8)),
-            Expect::Err(Error::AddressOverflow {
-                data: layout::USER_ADDRESS_END as usize - 8,
-                byte_offset: 0,
-                lo: 0,
-                hi: 16,
-            }),
+            Expect::Err(Error::Layout(LayoutError::AddressOverflow {
+                range: AddressRange::new(
+                    layout::USER_ADDRESS_END as usize - 8,
+                    0,
+                    ByteSpan { lo: 0, hi: 16 },
+                ),
+            })),
         ),
         (
             case("the last byte just below USER_ADDRESS_END is user space")
@@ -520,22 +507,19 @@ fn table() -> Vec<(Case, Expect)> {
                 .shape(&[4])
                 .strides(&[-1])
                 .data(Data::Addr(12)),
-            Expect::Err(Error::AddressOverflow {
-                data: 12,
-                byte_offset: 0,
-                lo: -12,
-                hi: 4,
-            }),
+            Expect::Err(Error::Layout(LayoutError::AddressOverflow {
+                range: AddressRange::new(12, 0, ByteSpan { lo: -12, hi: 4 }),
+            })),
         ),
         (
             case("a byte-span overflow blames the axis that reaches farthest (axis 0)")
                 .shape(&[2, 3])
                 .strides(&[1 << 62, 1]),
-            Expect::Err(Error::SpanOverflow {
+            Expect::Err(Error::Layout(LayoutError::SpanOverflow {
                 axis: 0,
                 extent: 2,
                 stride: 1 << 62,
-            }),
+            })),
         ),
         (
             case("an empty tensor whose other extents overflow is valid")
@@ -549,40 +533,40 @@ fn table() -> Vec<(Case, Expect)> {
                 .shape(&[1])
                 .strides(&[1])
                 .dtype(TypeCode::FLOAT, 7, 1),
-            Expect::Err(Error::InvalidBits {
+            Expect::Err(Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode::FLOAT, 7, 1),
                 expected: "16, 32 or 64 (8-bit floats use the float8 type codes)",
-            }),
+            })),
         ),
         (
             case("kDLFloat with 33 bits")
                 .shape(&[1])
                 .strides(&[1])
                 .dtype(TypeCode::FLOAT, 33, 1),
-            Expect::Err(Error::InvalidBits {
+            Expect::Err(Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode::FLOAT, 33, 1),
                 expected: "16, 32 or 64 (8-bit floats use the float8 type codes)",
-            }),
+            })),
         ),
         (
             case("kDLFloat with 128 bits (NumPy's long double is never sent)")
                 .shape(&[1])
                 .strides(&[1])
                 .dtype(TypeCode::FLOAT, 128, 1),
-            Expect::Err(Error::InvalidBits {
+            Expect::Err(Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode::FLOAT, 128, 1),
                 expected: "16, 32 or 64 (8-bit floats use the float8 type codes)",
-            }),
+            })),
         ),
         (
             case("kDLInt with 12 bits")
                 .shape(&[1])
                 .strides(&[1])
                 .dtype(TypeCode::INT, 12, 1),
-            Expect::Err(Error::InvalidBits {
+            Expect::Err(Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode::INT, 12, 1),
                 expected: "1 to 8, 16, 32 or 64",
-            }),
+            })),
         ),
         (
             case("uint7 (PyTorch) is a real sub-byte width")
@@ -603,87 +587,87 @@ fn table() -> Vec<(Case, Expect)> {
                 .shape(&[1])
                 .strides(&[1])
                 .dtype(TypeCode(99), 8, 1),
-            Expect::Err(Error::UnknownTypeCode { code: TypeCode(99) }),
+            Expect::Err(Error::Layout(LayoutError::UnknownTypeCode { code: TypeCode(99) })),
         ),
         (
             case("fp4 with bits != 4 must stop the import")
                 .shape(&[1])
                 .strides(&[1])
                 .dtype(TypeCode::FLOAT4_E2M1FN, 8, 1),
-            Expect::Err(Error::InvalidBits {
+            Expect::Err(Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode::FLOAT4_E2M1FN, 8, 1),
                 expected: "4",
-            }),
+            })),
         ),
         (
             case("fp6 with bits != 6 must stop the import")
                 .shape(&[1])
                 .strides(&[1])
                 .dtype(TypeCode::FLOAT6_E3M2FN, 8, 1),
-            Expect::Err(Error::InvalidBits {
+            Expect::Err(Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode::FLOAT6_E3M2FN, 8, 1),
                 expected: "6",
-            }),
+            })),
         ),
         (
             case("fp8 needs 8 bits")
                 .shape(&[1])
                 .strides(&[1])
                 .dtype(TypeCode::FLOAT8_E5M2, 16, 1),
-            Expect::Err(Error::InvalidBits {
+            Expect::Err(Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode::FLOAT8_E5M2, 16, 1),
                 expected: "8",
-            }),
+            })),
         ),
         (
             case("bool is stored in 8 bits")
                 .shape(&[1])
                 .strides(&[1])
                 .dtype(TypeCode::BOOL, 1, 1),
-            Expect::Err(Error::InvalidBits {
+            Expect::Err(Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode::BOOL, 1, 1),
                 expected: "8",
-            }),
+            })),
         ),
         (
             case("bfloat is 16 bits")
                 .shape(&[1])
                 .strides(&[1])
                 .dtype(TypeCode::BFLOAT, 8, 1),
-            Expect::Err(Error::InvalidBits {
+            Expect::Err(Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode::BFLOAT, 8, 1),
                 expected: "16",
-            }),
+            })),
         ),
         (
             case("int with 0 bits")
                 .shape(&[1])
                 .strides(&[1])
                 .dtype(TypeCode::INT, 0, 1),
-            Expect::Err(Error::InvalidBits {
+            Expect::Err(Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode::INT, 0, 1),
                 expected: "1 to 8, 16, 32 or 64",
-            }),
+            })),
         ),
         (
             case("lanes = 0")
                 .shape(&[1])
                 .strides(&[1])
                 .dtype(TypeCode::FLOAT, 32, 0),
-            Expect::Err(Error::InvalidLanes {
+            Expect::Err(Error::Layout(LayoutError::InvalidLanes {
                 dtype: DataType::new(TypeCode::FLOAT, 32, 0),
                 reason: "lanes must be at least 1",
-            }),
+            })),
         ),
         (
             case("fp4 lanes = 3 is neither convention")
                 .shape(&[1])
                 .strides(&[1])
                 .dtype(TypeCode::FLOAT4_E2M1FN, 4, 3),
-            Expect::Err(Error::InvalidLanes {
+            Expect::Err(Error::Layout(LayoutError::InvalidLanes {
                 dtype: DataType::new(TypeCode::FLOAT4_E2M1FN, 4, 3),
                 reason: "sub-byte types take lanes = 1 (fp4 also takes 2, PyTorch's _x2)",
-            }),
+            })),
         ),
         (
             case("fp4 JAX convention (17,4,1): 5 values packed in 3 bytes")
@@ -740,10 +724,10 @@ fn table() -> Vec<(Case, Expect)> {
                 .shape(&[1])
                 .strides(&[1])
                 .dtype(TypeCode::COMPLEX, 24, 1),
-            Expect::Err(Error::InvalidBits {
+            Expect::Err(Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode::COMPLEX, 24, 1),
                 expected: "32, 64 or 128",
-            }),
+            })),
         ),
         // ── versions and flags ──
         (
@@ -751,14 +735,14 @@ fn table() -> Vec<(Case, Expect)> {
                 .shape(&[1])
                 .strides(&[1])
                 .version(Some((2, 0))),
-            Expect::Err(Error::UnsupportedVersion { version: v(2, 0) }),
+            Expect::Err(Error::Layout(LayoutError::UnsupportedVersion { version: v(2, 0) })),
         ),
         (
             case("major version 0 is refused")
                 .shape(&[1])
                 .strides(&[1])
                 .version(Some((0, 8))),
-            Expect::Err(Error::UnsupportedVersion { version: v(0, 8) }),
+            Expect::Err(Error::Layout(LayoutError::UnsupportedVersion { version: v(0, 8) })),
         ),
         (
             case("a higher minor version is fine when every field is understood")
@@ -779,7 +763,7 @@ fn table() -> Vec<(Case, Expect)> {
                 .shape(&[1])
                 .strides(&[1])
                 .flags(1 << 5),
-            Expect::Err(Error::UnknownFlags { flags: 1 << 5 }),
+            Expect::Err(Error::Layout(LayoutError::UnknownFlags { flags: 1 << 5 })),
         ),
     ]
 }
@@ -961,27 +945,32 @@ fn all_reached_errors() -> Vec<Error> {
         ) -> Result<dlport_core::Tensor, Error> {
             // A stand-in driver: device 0 has no memory left, device 1 has no driver at all.
             if device.device_id == 0 {
-                Err(Error::Backend {
-                    backend: "one",
-                    operation: "oneMalloc",
+                Err(Error::Backend(BackendError::Failed {
+                    failure: &Failure {
+                        backend: "one",
+                        operation: "oneMalloc",
+                        detail: "out of device memory; free tensors or use a smaller batch",
+                    },
                     code: 2,
-                    detail: "out of device memory; free tensors or use a smaller batch",
-                })
+                    cause: None,
+                }))
             } else {
-                Err(Error::DriverNotFound {
-                    api: "One",
-                    library: "libone.so.1",
-                })
+                Err(Error::Backend(BackendError::DriverNotFound {
+                    driver: &Driver {
+                        api: "One",
+                        library: "libone.so.1",
+                    },
+                }))
             }
         }
         fn translate_device_id(&self, producer_id: i32) -> Result<i32, Error> {
             if producer_id == 0 {
                 Ok(0)
             } else {
-                Err(Error::InvalidDeviceId {
+                Err(Error::Dispatch(DispatchError::InvalidDeviceId {
                     backend: "one",
                     device_id: producer_id,
-                })
+                }))
             }
         }
     }
@@ -1082,57 +1071,57 @@ fn every_error_variant_is_reached() {
 fn error_messages_name_the_field_and_value() {
     let expect = [
         (
-            Error::NegativeExtent {
+            Error::Layout(LayoutError::NegativeExtent {
                 axis: 2,
                 extent: -3,
-            },
+            }),
             "shape[2] = -3 is negative",
         ),
         (
-            Error::NullStrides {
+            Error::Layout(LayoutError::NullStrides {
                 ndim: 2,
                 version: v(1, 3),
-            },
+            }),
             "strides is NULL, but DLPack 1.3 requires strides when ndim = 2",
         ),
         (
-            Error::UnknownTypeCode { code: TypeCode(99) },
+            Error::Layout(LayoutError::UnknownTypeCode { code: TypeCode(99) }),
             "dtype.code = 99",
         ),
         (
-            Error::UnsupportedVersion { version: v(2, 0) },
+            Error::Layout(LayoutError::UnsupportedVersion { version: v(2, 0) }),
             "version = 2.0",
         ),
         (
-            Error::NdimOutOfRange { ndim: 65 },
+            Error::Layout(LayoutError::NdimOutOfRange { ndim: 65 }),
             "ndim = 65 is out of range 0..=64",
         ),
         (
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode::FLOAT4_E2M1FN, 8, 1),
                 expected: "4",
-            },
+            }),
             "dtype.bits = 8 is invalid for kDLFloat4_e2m1fn (17): it must be 4",
         ),
         (
-            Error::NullData { numel: 6 },
+            Error::Layout(LayoutError::NullData { numel: 6 }),
             "data is NULL, but the tensor has 6 elements",
         ),
         (
-            Error::UnknownFlags { flags: 0x21 },
+            Error::Layout(LayoutError::UnknownFlags { flags: 0x21 }),
             "flags = 0x21 has bits DLPack 1.3 does not define (0x20)",
         ),
         (
-            Error::DtypeMismatch {
+            Error::Access(AccessError::DtypeMismatch {
                 requested: DataType::INT32,
                 actual: DataType::FLOAT32,
-            },
+            }),
             "dtype is float32, but int32 was requested",
         ),
         (
-            Error::NotHostAccessible {
+            Error::Access(AccessError::NotHostAccessible {
                 device: Device::cuda(1),
-            },
+            }),
             "device = cuda:1 is not host-accessible",
         ),
     ];

@@ -11,8 +11,8 @@ use dlport_core::device::{
     Tensor, ViewRequirements, copy_to_compact, platform_id,
 };
 use dlport_core::{
-    CopyReason, DLPackVersion, DataType, Device, DeviceType, Error, ExportBuilder, ManagedTensor,
-    TensorRef, TensorStorage,
+    AccessError, CopyReason, DLPackVersion, DataType, Device, DeviceType, DispatchError, Error,
+    ExportBuilder, ManagedTensor, TensorRef, TensorStorage,
 };
 
 #[test]
@@ -28,11 +28,11 @@ fn every_device_type_resolves_to_the_expected_backend_or_error() {
                 let err = got.unwrap_err();
                 assert_eq!(
                     err.code(),
-                    Error::NoBackend {
+                    Error::Dispatch(DispatchError::NoBackend {
                         device_type: DeviceType(0),
                         device_id: 0,
-                        registered: dlport_core::ShortStr::new("")
-                    }
+                        registered: dlport_core::BackendNames::default()
+                    })
                     .code()
                 );
                 let text = err.to_string();
@@ -157,10 +157,10 @@ fn a_true_contradiction_is_an_error_naming_both() {
     let err = registry.from_dlpack(m, &opts).unwrap_err();
     assert_eq!(
         err,
-        Error::DeviceMismatch {
+        Error::Dispatch(DispatchError::DeviceMismatch {
             capsule: Device::cuda(0),
             advertised: Device::CPU
-        }
+        })
     );
     let text = err.to_string();
     assert!(
@@ -176,10 +176,10 @@ fn a_true_contradiction_is_an_error_naming_both() {
         dlport_core::device::reconcile_device(Device::cuda(0), Some(Device::cuda(1))).unwrap_err();
     assert_eq!(
         err,
-        Error::DeviceMismatch {
+        Error::Dispatch(DispatchError::DeviceMismatch {
             capsule: Device::cuda(0),
             advertised: Device::cuda(1)
-        }
+        })
     );
 }
 
@@ -232,10 +232,10 @@ impl Backend for Xpu {
         if (0..4).contains(&producer_id) {
             Ok(producer_id + XPU_OFFSET)
         } else {
-            Err(Error::InvalidDeviceId {
+            Err(Error::Dispatch(DispatchError::InvalidDeviceId {
                 backend: "xpu",
                 device_id: producer_id,
-            })
+            }))
         }
     }
     fn export_device_id(&self, local_id: i32) -> i32 {
@@ -412,9 +412,9 @@ fn xpu_plugin_registered_at_run_time() {
     // Device memory is never read as host memory.
     assert_eq!(
         guard.view().as_bytes().unwrap_err(),
-        Error::NotHostAccessible {
+        Error::Access(AccessError::NotHostAccessible {
             device: Device::new(DeviceType::ONEAPI, 10)
-        }
+        })
     );
 }
 
@@ -431,32 +431,38 @@ fn release_ownership_makes_later_use_an_error() {
     let external = xpu.acquire_external(&t, true, t.device()).unwrap();
     assert_eq!(
         xpu.release_ownership(&t, true, t.device()).unwrap_err(),
-        Error::BufferInUse { users: 1 }
+        Error::Access(AccessError::BufferInUse { users: 1 })
     );
     drop(external);
 
     let released = xpu.release_ownership(&t, true, t.device()).unwrap();
     assert_eq!(released.view().device(), Device::new(DeviceType::ONEAPI, 1));
     // Every later use through the plugin's handles is an error, not a dangling access.
-    assert_eq!(t.read().err(), Some(Error::BufferReleased));
-    assert_eq!(alias.read().err(), Some(Error::BufferReleased));
+    assert_eq!(
+        t.read().err(),
+        Some(Error::Access(AccessError::BufferReleased))
+    );
+    assert_eq!(
+        alias.read().err(),
+        Some(Error::Access(AccessError::BufferReleased))
+    );
     assert_eq!(
         xpu.acquire_external(&alias, true, alias.device())
             .unwrap_err(),
-        Error::BufferReleased
+        Error::Access(AccessError::BufferReleased)
     );
     assert_eq!(
         registry
             .to_dlpack(&alias, &ExportOptions::default())
             .unwrap_err(),
-        Error::BufferReleased
+        Error::Access(AccessError::BufferReleased)
     );
     assert_eq!(
         xpu.release_ownership(&t, true, t.device()).unwrap_err(),
-        Error::BufferReleased
+        Error::Access(AccessError::BufferReleased)
     );
     assert!(
-        Error::BufferReleased
+        Error::Access(AccessError::BufferReleased)
             .to_string()
             .contains("release_ownership")
     );
@@ -544,7 +550,11 @@ fn copy_policy_matrix() {
                             "the layout is column-major (F) contiguous, which the target cannot view",
                         ),
                     };
-                    assert_eq!(err, Error::CopyRequired { reason }, "{label}");
+                    assert_eq!(
+                        err,
+                        Error::Dispatch(DispatchError::CopyRequired { reason }),
+                        "{label}"
+                    );
                     let msg = err.to_string();
                     assert!(
                         msg.starts_with("a copy would be needed, but the copy policy is Never"),
@@ -615,12 +625,12 @@ fn alignment_requirement_copies_or_explains() {
     let err = registry.from_dlpack(m, &opts).unwrap_err();
     assert_eq!(
         err,
-        Error::CopyRequired {
+        Error::Dispatch(DispatchError::CopyRequired {
             reason: CopyReason::Alignment {
-                address,
+                address: address.into(),
                 required: 64
             }
-        }
+        })
     );
     assert!(err.to_string().contains("is not 64-byte aligned"));
 }
@@ -681,12 +691,12 @@ fn to_dlpack_follows_max_version_dl_device_and_copy() {
         .unwrap_err();
     assert_eq!(
         err,
-        Error::CopyRequired {
+        Error::Dispatch(DispatchError::CopyRequired {
             reason: CopyReason::Device {
                 from: Device::CPU,
                 to: Device::cuda(0)
             }
-        }
+        })
     );
     assert_eq!(
         t.buffer().users(),

@@ -9,8 +9,8 @@ use dlport_core::device::{
     ExportOptions, ImportOptions, LayoutNeed, ViewRequirements, compact_bytes,
 };
 use dlport_core::{
-    Access, CopyPolicy, CopyReason, DataType, Device, DeviceType, Error, ExportBuilder,
-    ManagedTensor, Registry, TypeCode,
+    Access, AccessError, CopyPolicy, CopyReason, DataType, Device, DeviceType, DispatchError,
+    Error, ExportBuilder, Flag, ManagedTensor, OptionRule, Registry, TypeCode,
 };
 
 fn imported(reg: &Registry, data: Vec<f32>, shape: &[i64]) -> dlport_core::Tensor {
@@ -32,9 +32,9 @@ fn two_no_copy_exports_of_one_tensor_never_both_hand_out_mut() {
         assert!(!e.is_exclusive());
         assert_eq!(
             e.as_mut_slice::<f32>().unwrap_err(),
-            Error::NotExclusive {
+            Error::Access(AccessError::NotExclusive {
                 access: Access::Shared
-            }
+            })
         );
         // Reading stays possible.
         assert_eq!(e.as_slice::<f32>().unwrap(), &[1.0; 8]);
@@ -127,8 +127,14 @@ fn a_foreign_tensor_is_exclusive_only_with_is_copied() {
         .build()
         .unwrap();
     // SAFETY: nobody else holds this fresh export.
-    assert_eq!(unsafe { ro.assume_exclusive() }, Err(Error::ReadOnly));
-    assert_eq!(ro.as_mut_slice::<u8>().unwrap_err(), Error::ReadOnly);
+    assert_eq!(
+        unsafe { ro.assume_exclusive() },
+        Err(Error::Access(AccessError::ReadOnly))
+    );
+    assert_eq!(
+        ro.as_mut_slice::<u8>().unwrap_err(),
+        Error::Access(AccessError::ReadOnly)
+    );
 }
 
 // ── 4. flags lost on the way out ──
@@ -147,7 +153,9 @@ fn an_arc_export_never_becomes_writable_through_the_legacy_form() {
         .unwrap();
     assert_eq!(
         e2.into_legacy(CopyPolicy::Never).unwrap_err(),
-        Error::FlagNotRepresentable { flag: "READ_ONLY" }
+        Error::Access(AccessError::FlagNotRepresentable {
+            flag: Flag::ReadOnly
+        })
     );
     // With a copy allowed: a legacy copy, writable, that is not the Arc's memory.
     let mut legacy = e.into_legacy(CopyPolicy::IfNeeded).unwrap();
@@ -163,7 +171,9 @@ fn an_arc_export_never_becomes_writable_through_the_legacy_form() {
         ExportBuilder::new(shared, DataType::UINT16, &[8])
             .build_legacy()
             .unwrap_err(),
-        Error::FlagNotRepresentable { flag: "READ_ONLY" }
+        Error::Access(AccessError::FlagNotRepresentable {
+            flag: Flag::ReadOnly
+        })
     );
 }
 
@@ -177,9 +187,9 @@ fn padded_subbyte_tensors_reach_legacy_consumers_packed() {
     };
     assert_eq!(
         padded().into_legacy(CopyPolicy::Never).unwrap_err(),
-        Error::FlagNotRepresentable {
-            flag: "IS_SUBBYTE_TYPE_PADDED"
-        }
+        Error::Access(AccessError::FlagNotRepresentable {
+            flag: Flag::IsSubbyteTypePadded
+        })
     );
     let legacy = padded().into_legacy(CopyPolicy::IfNeeded).unwrap();
     assert_eq!(legacy.view().as_bytes().unwrap(), &[0x21, 0x43]);
@@ -209,9 +219,11 @@ fn the_registry_copies_read_only_tensors_for_legacy_consumers() {
         .unwrap_err();
     assert_eq!(
         err,
-        Error::CopyRequired {
-            reason: CopyReason::Flag { flag: "READ_ONLY" }
-        }
+        Error::Dispatch(DispatchError::CopyRequired {
+            reason: CopyReason::Flag {
+                flag: Flag::ReadOnly
+            }
+        })
     );
     let mut copy = reg.to_dlpack(&t, &legacy).unwrap();
     assert!(!copy.is_versioned());
@@ -264,13 +276,17 @@ fn alignment_is_honoured_by_copies() {
             }),
             ..ImportOptions::default()
         };
+        let err = reg.from_dlpack(src, &opts).unwrap_err();
         assert_eq!(
-            reg.from_dlpack(src, &opts).unwrap_err(),
-            Error::InvalidOption {
-                option: "alignment",
+            err,
+            Error::Dispatch(DispatchError::InvalidOption {
+                rule: OptionRule::Alignment,
                 value: bad as u64,
-                expected: "a power of two from 1 to 2^30 bytes",
-            }
+            })
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("alignment = {bad} is invalid: it must be a power of two from 1 to 2^30 bytes")
         );
     }
 }
@@ -302,10 +318,10 @@ fn a_broadcast_byte_cannot_allocate_past_the_limit() {
         .unwrap_err();
     assert_eq!(
         err,
-        Error::AllocationLimit {
+        Error::Dispatch(DispatchError::AllocationLimit {
             bytes: (1u128 << 32).into(),
             limit: 256 << 20
-        }
+        })
     );
     let message = err.to_string();
     assert!(
@@ -316,10 +332,10 @@ fn a_broadcast_byte_cannot_allocate_past_the_limit() {
     reg.set_alloc_limit(1 << 20);
     assert_eq!(
         reg.from_dlpack(one(), &always).unwrap_err(),
-        Error::AllocationLimit {
+        Error::Dispatch(DispatchError::AllocationLimit {
             bytes: (1u128 << 32).into(),
             limit: 1 << 20
-        }
+        })
     );
     // Under the limit, the copy is made.
     let small = ExportBuilder::from_vec(vec![7u8], &[1000])
@@ -342,10 +358,10 @@ fn a_broadcast_byte_cannot_allocate_past_the_limit() {
         .unwrap_err();
     assert_eq!(
         err,
-        Error::AllocationLimit {
+        Error::Dispatch(DispatchError::AllocationLimit {
             bytes: 16u64.into(),
             limit: 15
-        }
+        })
     );
 }
 
@@ -356,18 +372,18 @@ fn sizes_past_64_bits_are_reported_exactly() {
     assert_eq!(bytes, 1 << 62);
     assert_eq!(
         dlport_core::check_alloc(bytes as u128, Some(1 << 30)),
-        Err(Error::AllocationLimit {
+        Err(Error::Dispatch(DispatchError::AllocationLimit {
             bytes: (1u128 << 62).into(),
             limit: 1 << 30
-        })
+        }))
     );
     // … and 2^62 complex128 = 2^66 bytes, past 64 bits, is exact too.
     assert_eq!(
         compact_bytes(DataType::COMPLEX128, &[1 << 62]).map(|_| ()),
-        Err(Error::AllocationLimit {
+        Err(Error::Dispatch(DispatchError::AllocationLimit {
             bytes: (1u128 << 66).into(),
             limit: isize::MAX as u64
-        })
+        }))
     );
 }
 

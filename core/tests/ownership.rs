@@ -10,7 +10,8 @@ use dlport_core::abi::{
     DLManagedTensor, DLManagedTensorVersioned, DLTensor, FLAG_IS_COPIED, FLAG_READ_ONLY,
 };
 use dlport_core::{
-    CopyPolicy, DLPackVersion, DataType, Device, Error, ExportBuilder, ManagedTensor, TensorStorage,
+    AccessError, CopyPolicy, DLPackVersion, DataType, Device, DispatchError, Error, ExportBuilder,
+    LayoutError, ManagedTensor, TensorStorage,
 };
 
 /// A foreign producer: a heap block holding the managed struct, its arrays and a counter.
@@ -207,7 +208,7 @@ fn every_refusal_releases_exactly_once() {
     // SAFETY: as above.
     let err = unsafe { ManagedTensor::from_raw_legacy(legacy(&n, |h| h.dl_tensor.ndim = 99)) }
         .unwrap_err();
-    assert_eq!(err, Error::NdimOutOfRange { ndim: 99 });
+    assert_eq!(err, Error::Layout(LayoutError::NdimOutOfRange { ndim: 99 }));
     assert_eq!(n.load(Ordering::SeqCst), 1);
 }
 
@@ -226,9 +227,9 @@ fn wrong_major_version_reads_nothing_past_the_header() {
     let err = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap_err();
     assert_eq!(
         err,
-        Error::UnsupportedVersion {
+        Error::Layout(LayoutError::UnsupportedVersion {
             version: DLPackVersion::new(2, 1)
-        }
+        })
     );
     assert_eq!(n.load(Ordering::SeqCst), 1);
 }
@@ -253,7 +254,10 @@ fn null_deleter_is_legal() {
     // SAFETY: everything lives on this stack frame longer than `t`.
     let mut t = unsafe { ManagedTensor::from_raw_versioned(&mut header) }.unwrap();
     assert!(t.is_read_only());
-    assert_eq!(t.as_mut_slice::<f32>().unwrap_err(), Error::ReadOnly);
+    assert_eq!(
+        t.as_mut_slice::<f32>().unwrap_err(),
+        Error::Access(AccessError::ReadOnly)
+    );
     assert_eq!(t.as_slice::<f32>().unwrap(), &[1.0, 2.0, 3.0]);
     drop(t); // nothing to call
 }
@@ -262,10 +266,10 @@ fn null_deleter_is_legal() {
 fn null_pointer_is_an_error_not_a_crash() {
     // SAFETY: NULL is allowed.
     let e = unsafe { ManagedTensor::from_raw_versioned(std::ptr::null_mut()) }.unwrap_err();
-    assert_eq!(e, Error::NullManagedTensor);
+    assert_eq!(e, Error::Layout(LayoutError::NullManagedTensor));
     // SAFETY: NULL is allowed.
     let e = unsafe { ManagedTensor::from_raw_legacy(std::ptr::null_mut()) }.unwrap_err();
-    assert_eq!(e, Error::NullManagedTensor);
+    assert_eq!(e, Error::Layout(LayoutError::NullManagedTensor));
 }
 
 #[test]
@@ -293,9 +297,9 @@ fn writes_through_as_mut_slice_reach_the_producer() {
     // A foreign tensor without IS_COPIED proves no exclusivity: `&mut` is refused …
     assert_eq!(
         t.as_mut_slice::<f32>().unwrap_err(),
-        Error::NotExclusive {
+        Error::Access(AccessError::NotExclusive {
             access: dlport_core::Access::Shared
-        }
+        })
     );
     // … until the caller vouches for it (this test's producer keeps no other handle).
     // SAFETY: nothing else reads or writes the producer's buffer while `t` lives.
@@ -374,10 +378,10 @@ fn export_refusal_drops_storage_once() {
         .unwrap_err();
     assert_eq!(
         err,
-        Error::StorageTooSmall {
+        Error::Layout(LayoutError::StorageTooSmall {
             needed: 48,
             available: 32
-        }
+        })
     );
     assert_eq!(n.load(Ordering::SeqCst), 1);
 }
@@ -454,10 +458,10 @@ fn a_huge_broadcast_tensor_is_an_error_not_an_abort() {
     // The exact size (2^64 bytes, past u64), not a wrapped or saturated number.
     assert_eq!(
         err,
-        Error::AllocationLimit {
+        Error::Dispatch(DispatchError::AllocationLimit {
             bytes: (1u128 << 64).into(),
             limit: isize::MAX as u64
-        }
+        })
     );
     let copy = dlport_core::Registry::with_cpu().from_dlpack(
         t,
@@ -468,9 +472,9 @@ fn a_huge_broadcast_tensor_is_an_error_not_an_abort() {
     );
     assert_eq!(
         copy.unwrap_err(),
-        Error::AllocationLimit {
+        Error::Dispatch(DispatchError::AllocationLimit {
             bytes: (1u128 << 64).into(),
             limit: isize::MAX as u64
-        }
+        })
     );
 }

@@ -1,12 +1,15 @@
 //! The errors of dlport-core: one small [`Error`] over four concerns, as rustls arranges its
 //! errors.
 //!
-//! | Sub-error | What went wrong | Whose fault |
-//! |---|---|---|
-//! | [`LayoutError`] | the raw fields break a DLPack rule (pointer, version, flags, ndim, dtype, extents, strides, addresses) | the producer |
-//! | [`AccessError`] | a valid tensor cannot be accessed as asked (dtype, host access, contiguity, alignment, read-only, shared, released, flags) | the caller's request |
-//! | [`DispatchError`] | routing failed (names, backends, devices, copies, limits, options, streams) | the caller's setup |
-//! | [`BackendError`] | a backend cannot do it, or its driver or OS failed (with the backend's own error as `source`) | the backend or the machine |
+//! - [`LayoutError`]: the raw fields break a DLPack rule (pointer, version, flags, `ndim`,
+//!   dtype, extents, strides, address range). The producer is at fault.
+//! - [`AccessError`]: a valid tensor cannot be accessed as asked (element type, host access,
+//!   contiguity, alignment, read-only or shared memory, a released buffer, a flag the
+//!   consumer's form cannot carry).
+//! - [`DispatchError`]: routing failed (names, backends, devices, copies, allocation limits,
+//!   options, streams).
+//! - [`BackendError`]: a backend cannot do it, or its driver or OS failed; the backend's own
+//!   error, if it attached one, is the `source`.
 //!
 //! Every error has a stable number, [`Error::code`] (the sub-errors have `code()` too), that
 //! the C ABI returns, and a message that names the field and the value and says what to do.
