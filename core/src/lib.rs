@@ -57,8 +57,8 @@ pub use dtype::{Bool8, Complex32, Complex64, DataType, Element, Fp4Convention};
 #[cfg(feature = "alloc")]
 pub use error::BackendNames;
 pub use error::{
-    AccessError, Address, AddressRange, BackendError, ByteCount, Cause, CopyReason, DispatchError,
-    Driver, Error, Failure, Flag, LayoutError, NameKind, OptionRule, ShortStr, StreamReason,
+    AccessError, Address, AddressRange, BackendError, ByteCount, CopyReason, DispatchError, Driver,
+    Error, Failure, Flag, LayoutError, NameKind, OptionRule, ShortStr, StreamReason,
 };
 #[cfg(feature = "alloc")]
 pub use export::{ExportBuilder, TensorStorage};

@@ -946,13 +946,13 @@ fn all_reached_errors() -> Vec<Error> {
             // A stand-in driver: device 0 has no memory left, device 1 has no driver at all.
             if device.device_id == 0 {
                 Err(Error::Backend(BackendError::Failed {
+                    operation: "oneMalloc",
+                    code: 2,
                     failure: &Failure {
                         backend: "one",
-                        operation: "oneMalloc",
                         detail: "out of device memory; free tensors or use a smaller batch",
+                        source: None,
                     },
-                    code: 2,
-                    cause: None,
                 }))
             } else {
                 Err(Error::Backend(BackendError::DriverNotFound {

@@ -6,9 +6,10 @@ use core::fmt;
 /// allocate, a failed driver or OS call (which may carry the backend's own error as its
 /// [`source`](core::error::Error::source)), or a driver that is not installed.
 ///
-/// Texts a backend supplies are `&'static`, and those that come in pairs live in a `static`
-/// descriptor ([`Failure`], [`Driver`]) so that the error holds one pointer for them: a
-/// constant `&Failure { .. }` is promoted to a `&'static` by the compiler.
+/// Texts a backend supplies are `&'static`. Where a variant needs more than one besides the
+/// backend's name, they live in a `static` descriptor ([`Failure`], [`Driver`]) so that the
+/// error holds one pointer for them: a constant `&Failure { .. }` is promoted to a `&'static`
+/// by the compiler.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BackendError {
@@ -28,14 +29,13 @@ pub enum BackendError {
     },
     /// A backend's driver or operating system refused an operation.
     Failed {
-        /// The backend, the call and what the failure means.
-        failure: &'static Failure,
-        /// The code the call returned (errno, `CUresult`, `GetLastError`, …; every such code
-        /// is a 32-bit value).
+        /// The call that failed ("mlock", "cuMemAlloc", …).
+        operation: &'static str,
+        /// The code it returned (errno, `CUresult`, `GetLastError`, …: every such code is a
+        /// 32-bit value).
         code: i32,
-        /// The backend's own error, if it attached one: what [`source`](core::error::Error::source)
-        /// returns.
-        cause: Option<Cause>,
+        /// The backend, what the code means and what to do, and the backend's own error.
+        failure: &'static Failure,
     },
     /// A driver library is not installed on this machine.
     DriverNotFound {
@@ -68,10 +68,14 @@ impl fmt::Display for BackendError {
                     "allocating {bytes} bytes aligned to {align} failed: out of memory"
                 )
             }
-            Self::Failed { failure, code, .. } => write!(
+            Self::Failed {
+                operation,
+                code,
+                failure,
+            } => write!(
                 f,
-                "backend \"{}\": {} failed with code {code}: {}",
-                failure.backend, failure.operation, failure.detail
+                "backend \"{}\": {operation} failed with code {code}: {}",
+                failure.backend, failure.detail
             ),
             Self::DriverNotFound { driver } => write!(
                 f,
@@ -85,26 +89,57 @@ impl fmt::Display for BackendError {
 impl core::error::Error for BackendError {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
-            Self::Failed {
-                cause: Some(cause), ..
-            } => Some(cause.get()),
+            Self::Failed { failure, .. } => match failure.source {
+                Some(source) => Some(source),
+                None => None,
+            },
             _ => None,
         }
     }
 }
 
-/// A backend call that can fail, described once: the backend, the call, and what the failure
-/// means and what to do. [`BackendError::Failed`] holds a `&'static Failure`: write
-/// `&Failure { backend: NAME, operation: "mlock", detail: "…" }` with constant fields (the
-/// compiler promotes it to a static), or declare a `static`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// What a failed backend call means, described once: the backend, what the code means and
+/// what to do, and optionally the backend's own error for it (a `static` value of the
+/// backend's error type, which [`source`](core::error::Error::source) returns and callers can
+/// downcast). [`BackendError::Failed`] holds a `&'static Failure`: write
+/// `&Failure { backend: NAME, detail: "…", source: None }` with constant fields (the compiler
+/// promotes it to a static), or declare a `static` (needed when `source` refers to a
+/// `static`). The dynamic part of a failure is its `code`.
+#[derive(Clone, Copy)]
 pub struct Failure {
     /// The backend's name.
     pub backend: &'static str,
-    /// The call that failed ("mlock", "cuMemAlloc", …).
-    pub operation: &'static str,
-    /// What it means and what to do.
+    /// What the code means and what to do.
     pub detail: &'static str,
+    /// The backend's own error for this failure, if it has a type for it (a `static`, so
+    /// that equal errors have the same source: a promoted constant has no unique address).
+    pub source: Option<&'static (dyn core::error::Error + Send + Sync)>,
+}
+
+/// Descriptors are equal when their texts are, and their sources are the same object (an
+/// error value has no equality of its own).
+impl PartialEq for Failure {
+    fn eq(&self, other: &Self) -> bool {
+        self.backend == other.backend
+            && self.detail == other.detail
+            && match (self.source, other.source) {
+                (None, None) => true,
+                (Some(a), Some(b)) => core::ptr::addr_eq(a, b),
+                _ => false,
+            }
+    }
+}
+
+impl Eq for Failure {}
+
+impl fmt::Debug for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Failure")
+            .field("backend", &self.backend)
+            .field("detail", &self.detail)
+            .field("source", &self.source)
+            .finish()
+    }
 }
 
 /// A driver a backend loads at run time, for [`BackendError::DriverNotFound`].
@@ -114,67 +149,4 @@ pub struct Driver {
     pub api: &'static str,
     /// The library looked for ("libcuda.so.1").
     pub library: &'static str,
-}
-
-#[cfg(feature = "alloc")]
-type CauseRef = alloc::sync::Arc<dyn core::error::Error + Send + Sync>;
-#[cfg(not(feature = "alloc"))]
-type CauseRef = &'static (dyn core::error::Error + Send + Sync);
-
-/// A backend's own error, attached to [`BackendError::Failed`] (its `source()`): a `static`
-/// one ([`from_static`](Self::from_static)) or, with `alloc`, any value
-/// ([`new`](Self::new), shared by clones of the error). Two causes are equal when they are the
-/// same object (a clone of an error equals it); compare [`Error::code`](super::Error::code) or
-/// downcast [`get`](Self::get) to compare by content.
-#[derive(Clone)]
-pub struct Cause(CauseRef);
-
-impl Cause {
-    /// A cause that lives in a `static` (with `alloc`, the reference is put behind an `Arc`,
-    /// so both kinds of cause have one representation).
-    pub fn from_static(error: &'static (dyn core::error::Error + Send + Sync)) -> Self {
-        #[cfg(feature = "alloc")]
-        let error = alloc::sync::Arc::new(error);
-        Self(error)
-    }
-
-    /// Any error value, shared by the clones of the error that carries it.
-    #[cfg(feature = "alloc")]
-    pub fn new(error: impl core::error::Error + Send + Sync + 'static) -> Self {
-        Self(alloc::sync::Arc::new(error))
-    }
-
-    /// The backend's error (downcast it with `downcast_ref`).
-    pub fn get(&self) -> &(dyn core::error::Error + Send + Sync + 'static) {
-        #[cfg(feature = "alloc")]
-        if let Some(error) = self
-            .0
-            .downcast_ref::<&'static (dyn core::error::Error + Send + Sync)>()
-        {
-            // A static cause, behind the `Arc`: the static itself, so that it downcasts to its
-            // own type and two causes from one static are the same object.
-            return *error;
-        }
-        &*self.0
-    }
-}
-
-impl PartialEq for Cause {
-    fn eq(&self, other: &Self) -> bool {
-        core::ptr::addr_eq(self.get(), other.get())
-    }
-}
-
-impl Eq for Cause {}
-
-impl fmt::Debug for Cause {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.get(), f)
-    }
-}
-
-impl fmt::Display for Cause {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self.get(), f)
-    }
 }

@@ -33,7 +33,7 @@ mod values;
 use core::fmt;
 
 pub use access::{AccessError, Flag};
-pub use backend::{BackendError, Cause, Driver, Failure};
+pub use backend::{BackendError, Driver, Failure};
 #[cfg(feature = "alloc")]
 pub use dispatch::BackendNames;
 pub use dispatch::{CopyReason, DispatchError, NameKind, OptionRule, StreamReason};
@@ -152,6 +152,7 @@ mod tests {
     use alloc::string::ToString;
     use core::error::Error as _;
 
+    /// A backend's own error type.
     #[derive(Debug, PartialEq)]
     struct DriverSaid(i32);
 
@@ -163,50 +164,49 @@ mod tests {
 
     impl core::error::Error for DriverSaid {}
 
+    /// A source is compared by address: a `static` has one (a promoted constant need not).
     static OUT_OF_MEMORY: DriverSaid = DriverSaid(2);
 
-    const FAILURE: Failure = Failure {
+    static WITH_SOURCE: Failure = Failure {
         backend: "xpu",
-        operation: "xpuMalloc",
         detail: "out of device memory",
+        source: Some(&OUT_OF_MEMORY),
     };
 
-    #[test]
-    fn a_backend_cause_is_the_source_and_the_message_is_not_repeated() {
-        let plain: Error = BackendError::Failed {
-            failure: &FAILURE,
-            code: 2,
-            cause: None,
-        }
-        .into();
-        assert!(plain.source().is_none());
-        for cause in [
-            Cause::new(DriverSaid(2)),
-            Cause::from_static(&OUT_OF_MEMORY),
-        ] {
-            let err: Error = BackendError::Failed {
-                failure: &FAILURE,
-                code: 2,
-                cause: Some(cause),
+    fn out_of_memory(source: bool) -> Error {
+        let failure: &'static Failure = if source {
+            &WITH_SOURCE
+        } else {
+            &Failure {
+                backend: "xpu",
+                detail: "out of device memory",
+                source: None,
             }
-            .into();
-            assert_eq!(err.code(), 32);
-            assert_eq!(
-                err.to_string(),
-                "backend \"xpu\": xpuMalloc failed with code 2: out of device memory"
-            );
-            let source = err.source().expect("the cause");
-            assert_eq!(source.downcast_ref::<DriverSaid>(), Some(&DriverSaid(2)));
-            assert!(source.source().is_none());
-            assert_eq!(err.clone(), err, "a clone shares the cause");
-            assert_ne!(err, plain);
+        };
+        BackendError::Failed {
+            operation: "xpuMalloc",
+            code: 2,
+            failure,
         }
-        // One static, two causes: the same object.
+        .into()
+    }
+
+    #[test]
+    fn a_backend_source_is_the_source_and_the_message_is_not_repeated() {
+        let plain = out_of_memory(false);
+        assert!(plain.source().is_none());
+        let err = out_of_memory(true);
+        assert_eq!(err.code(), 32);
         assert_eq!(
-            Cause::from_static(&OUT_OF_MEMORY),
-            Cause::from_static(&OUT_OF_MEMORY)
+            err.to_string(),
+            "backend \"xpu\": xpuMalloc failed with code 2: out of device memory"
         );
-        assert_ne!(Cause::new(DriverSaid(2)), Cause::new(DriverSaid(2)));
+        let source = err.source().expect("the backend's error");
+        assert_eq!(source.downcast_ref::<DriverSaid>(), Some(&DriverSaid(2)));
+        assert!(source.source().is_none());
+        assert_eq!(err.clone(), err);
+        assert_eq!(out_of_memory(true), err, "one static, one source");
+        assert_ne!(err, plain, "a source makes another failure");
     }
 
     #[test]
