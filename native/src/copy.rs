@@ -7,7 +7,7 @@
 //! elements. Outer axes are walked with an odometer that updates one offset incrementally.
 
 use dlport_core::layout::MAX_NDIM;
-use dlport_core::{Error, TensorRef};
+use dlport_core::{AccessError, DispatchError, Error, TensorRef};
 
 /// One axis of a copy plan: extent and source stride in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,9 +66,9 @@ impl Plan {
 /// permuted) and any element size; sub-byte elements (packed or padded) come out packed.
 pub fn copy_to_compact(src: &TensorRef<'_>, dst: &mut [u8]) -> Result<(), Error> {
     if !src.device().is_host_accessible() {
-        return Err(Error::NotHostAccessible {
+        return Err(Error::Access(AccessError::NotHostAccessible {
             device: src.device(),
-        });
+        }));
     }
     if src.dtype().is_sub_byte() {
         // Packed or padded sub-byte elements: the core's bit gather, which packs them (the
@@ -77,10 +77,10 @@ pub fn copy_to_compact(src: &TensorRef<'_>, dst: &mut [u8]) -> Result<(), Error>
     }
     let needed = u128::from(src.numel()) * u128::from(src.dtype().storage_bits(false) / 8);
     if needed != dst.len() as u128 {
-        return Err(Error::DestinationSize {
+        return Err(Error::Dispatch(DispatchError::DestinationSize {
             needed: u64::try_from(needed).unwrap_or(u64::MAX),
             available: dst.len() as u64,
-        });
+        }));
     }
     if src.numel() == 0 {
         return Ok(());

@@ -3,7 +3,9 @@
 //! is synchronised first when a CUDA driver is present.
 
 use dlport_core::device::{AlignedBuffer, Backend, Buffer, CPU_ALIGN, Tensor, compact_bytes};
-use dlport_core::{DataType, Device, DeviceType, Error, ManagedTensor, MemoryClass, TensorRef};
+use dlport_core::{
+    BackendError, DataType, Device, DeviceType, Error, ManagedTensor, MemoryClass, TensorRef,
+};
 
 use crate::copy::copy_to_compact;
 
@@ -73,10 +75,10 @@ impl Backend for CpuBackend {
 
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         if device.device_type != DeviceType::CPU {
-            return Err(Error::Unsupported {
+            return Err(Error::Backend(BackendError::Unsupported {
                 backend: Self::NAME,
-                operation: "allocation on a device other than cpu",
-            });
+                operation: &"allocation on a device other than cpu",
+            }));
         }
         Self::zeros(dtype, shape)
     }

@@ -4,14 +4,17 @@
 //!
 //! The driver is loaded at run time (cudarc's `fallback-dynamic-loading`). cudarc panics when
 //! `libcuda` is missing, so every entry goes through [`probe`] first, which turns absence into
-//! [`Error::DriverNotFound`].
+//! [`BackendError::DriverNotFound`].
 
 use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{CudaContext, DriverError, result, sys};
 use dlport_core::device::{Backend, Buffer, StreamRequest, Tensor, compact_bytes};
-use dlport_core::{DataType, Device, DeviceType, Error, ManagedTensor, TensorRef, TensorStorage};
+use dlport_core::{
+    BackendError, DataType, Device, DeviceType, DispatchError, Driver, Error, Failure,
+    ManagedTensor, TensorRef, TensorStorage,
+};
 
 use crate::cpu::CpuBackend;
 
@@ -21,21 +24,50 @@ pub const NAME: &str = "cuda";
 /// Turns a driver error into a dlport error naming the call.
 pub fn driver_error(operation: &'static str, e: DriverError) -> Error {
     use sys::CUresult as R;
-    let detail = match e.0 {
-        R::CUDA_ERROR_OUT_OF_MEMORY => "out of memory: free tensors or allocate less",
-        R::CUDA_ERROR_NO_DEVICE => "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)",
-        R::CUDA_ERROR_INVALID_DEVICE => "invalid device ordinal",
-        R::CUDA_ERROR_INVALID_VALUE => "an argument is invalid (pointer, size or stream)",
-        R::CUDA_ERROR_INVALID_HANDLE => "the stream or event handle is invalid",
-        R::CUDA_ERROR_NOT_INITIALIZED => "the driver is not initialised",
-        _ => "the CUDA driver reported an error",
-    };
-    Error::Backend {
-        backend: NAME,
-        operation,
-        code: e.0 as i64,
-        detail,
+    // Each known code has its description and cudarc's error value (the error's source).
+    macro_rules! known {
+        ($code:ident, $detail:literal) => {{
+            static SOURCE: DriverError = DriverError(R::$code);
+            static FAILURE: Failure = Failure {
+                backend: NAME,
+                detail: $detail,
+                source: Some(&SOURCE),
+            };
+            &FAILURE
+        }};
     }
+    let failure: &'static Failure = match e.0 {
+        R::CUDA_ERROR_OUT_OF_MEMORY => known!(
+            CUDA_ERROR_OUT_OF_MEMORY,
+            "out of memory: free tensors or allocate less"
+        ),
+        R::CUDA_ERROR_NO_DEVICE => known!(
+            CUDA_ERROR_NO_DEVICE,
+            "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)"
+        ),
+        R::CUDA_ERROR_INVALID_DEVICE => known!(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
+        R::CUDA_ERROR_INVALID_VALUE => known!(
+            CUDA_ERROR_INVALID_VALUE,
+            "an argument is invalid (pointer, size or stream)"
+        ),
+        R::CUDA_ERROR_INVALID_HANDLE => known!(
+            CUDA_ERROR_INVALID_HANDLE,
+            "the stream or event handle is invalid"
+        ),
+        R::CUDA_ERROR_NOT_INITIALIZED => {
+            known!(CUDA_ERROR_NOT_INITIALIZED, "the driver is not initialised")
+        }
+        _ => &Failure {
+            backend: NAME,
+            detail: "the CUDA driver reported an error",
+            source: None,
+        },
+    };
+    Error::Backend(BackendError::Failed {
+        operation,
+        code: e.0 as i32,
+        failure,
+    })
 }
 
 /// Checks that a CUDA driver can be used, without panicking: `libcuda` must load and `cuInit`
@@ -46,10 +78,12 @@ pub fn probe() -> Result<usize, Error> {
         .get_or_init(|| {
             // SAFETY: only tries to open the library; no symbol is called.
             if !unsafe { sys::is_culib_present() } {
-                return Err(Error::DriverNotFound {
-                    api: "CUDA",
-                    library: "libcuda.so.1",
-                });
+                return Err(Error::Backend(BackendError::DriverNotFound {
+                    driver: &Driver {
+                        api: "CUDA",
+                        library: "libcuda.so.1",
+                    },
+                }));
             }
             result::init().map_err(|e| driver_error("cuInit", e))?;
             let n = result::device::get_count().map_err(|e| driver_error("cuDeviceGetCount", e))?;
@@ -76,12 +110,17 @@ fn contexts() -> Result<&'static [Arc<CudaContext>], Error> {
 /// The primary context of device `ordinal`.
 pub fn context(ordinal: usize) -> Result<Arc<CudaContext>, Error> {
     let all = contexts()?;
-    all.get(ordinal).cloned().ok_or(Error::Backend {
-        backend: NAME,
-        operation: "cuDeviceGet",
-        code: ordinal as i64,
-        detail: "no CUDA device with this ordinal",
-    })
+    all.get(ordinal)
+        .cloned()
+        .ok_or(Error::Backend(BackendError::Failed {
+            operation: "cuDeviceGet",
+            code: i32::try_from(ordinal).unwrap_or(i32::MAX),
+            failure: &Failure {
+                backend: NAME,
+                detail: "no CUDA device with this ordinal",
+                source: None,
+            },
+        }))
 }
 
 /// Waits for all work on every device (managed memory is then host-readable).
@@ -208,7 +247,7 @@ pub struct CudaBackend {
 }
 
 impl CudaBackend {
-    /// Probes the driver; fails with [`Error::DriverNotFound`] where there is none.
+    /// Probes the driver; fails with [`BackendError::DriverNotFound`] where there is none.
     pub fn new() -> Result<Self, Error> {
         Ok(Self { devices: probe()? })
     }
@@ -222,10 +261,10 @@ impl CudaBackend {
         usize::try_from(device.device_id)
             .ok()
             .filter(|&i| i < self.devices)
-            .ok_or(Error::InvalidDeviceId {
+            .ok_or(Error::Dispatch(DispatchError::InvalidDeviceId {
                 backend: NAME,
                 device_id: device.device_id,
-            })
+            }))
     }
 
     /// A zeroed device tensor.
@@ -331,10 +370,10 @@ impl CudaBackend {
     /// `cpu` target, a copy into a 64-byte-aligned host buffer.
     fn download(&self, src: &TensorRef<'_>, target: Device) -> Result<Tensor, Error> {
         if !src.contiguity().is_row_major() {
-            return Err(Error::Unsupported {
+            return Err(Error::Backend(BackendError::Unsupported {
                 backend: NAME,
-                operation: "downloading a strided device tensor (compact it on the device first)",
-            });
+                operation: &"downloading a strided device tensor (compact it on the device first)",
+            }));
         }
         let len = compact_bytes(src.dtype(), src.shape())?;
         let pinned = self.pinned_zeros(src.dtype(), src.shape())?;
@@ -377,10 +416,10 @@ impl Backend for CudaBackend {
         match device.device_type {
             DeviceType::CUDA => self.zeros(device, dtype, shape),
             DeviceType::CUDA_HOST => self.pinned_zeros(dtype, shape),
-            _ => Err(Error::Unsupported {
+            _ => Err(Error::Backend(BackendError::Unsupported {
                 backend: NAME,
-                operation: "allocation outside cuda and cuda_host",
-            }),
+                operation: &"allocation outside cuda and cuda_host",
+            })),
         }
     }
 

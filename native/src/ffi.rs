@@ -30,8 +30,8 @@ use dlport_core::device::{
     CopyPolicy, ExportOptions, ImportOptions, LayoutNeed, Registry, Tensor, ViewRequirements,
 };
 use dlport_core::{
-    DLPackVersion, DataType, Device, DeviceType, Error, ManagedTensor, RawManaged, TensorInfo,
-    TensorRef,
+    DLPackVersion, DataType, Device, DeviceType, Error, LayoutError, ManagedTensor, RawManaged,
+    TensorInfo, TensorRef,
 };
 
 pub use crate::cabi::{DLPORT_INVALID_ARGUMENT, DLPORT_OK, DLPORT_PANIC, DlportCopy, DlportLayout};
@@ -664,7 +664,7 @@ pub unsafe extern "C" fn dlport_describe(
     entry(|| {
         let out = out_ptr(json_out, "json_out")?;
         if managed.is_null() {
-            return Err(Error::NullManagedTensor.into());
+            return Err(Error::Layout(LayoutError::NullManagedTensor).into());
         }
         refuse_released(managed)?;
         let text = if versioned != 0 {
@@ -952,7 +952,7 @@ pub unsafe extern "C" fn dlport_alloc(
         let out = out_ptr(out, "out")?;
         let n = dlport_core::layout::check_ndim(i64::from(ndim))?;
         if n > 0 && shape.is_null() {
-            return Err(Error::NullShape { ndim }.into());
+            return Err(Error::Layout(LayoutError::NullShape { ndim }).into());
         }
         let shape = if n == 0 {
             &[][..]
@@ -1135,7 +1135,7 @@ pub unsafe extern "C" fn dlport_wrap(
         let out = out_ptr(out, "out")?;
         let n = dlport_core::layout::check_ndim(i64::from(ndim))?;
         if n > 0 && shape.is_null() {
-            return Err(Error::NullShape { ndim }.into());
+            return Err(Error::Layout(LayoutError::NullShape { ndim }).into());
         }
         let copy = |p: *const i64| -> Box<[i64]> {
             if n == 0 {

@@ -138,7 +138,7 @@ pub fn sync_managed() -> Result<(), Error> {
     #[cfg(feature = "cuda")]
     match cuda::probe() {
         Ok(_) => return cuda::synchronize_all(),
-        Err(Error::DriverNotFound { .. }) => return Ok(()),
+        Err(Error::Backend(dlport_core::BackendError::DriverNotFound { .. })) => return Ok(()),
         Err(e) => return Err(e),
     }
     #[allow(unreachable_code)]

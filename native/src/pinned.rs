@@ -9,7 +9,9 @@
 use std::ffi::c_void;
 
 use dlport_core::device::{AlignedBuffer, Backend, Buffer, Tensor, compact_bytes};
-use dlport_core::{DataType, Device, DeviceType, Error, TensorRef, TensorStorage};
+use dlport_core::{
+    BackendError, DataType, Device, DeviceType, Error, Failure, TensorRef, TensorStorage,
+};
 
 /// Page size used for locked allocations.
 const PAGE: usize = 4096;
@@ -77,41 +79,61 @@ fn errno() -> i32 {
 #[cfg(windows)]
 pub fn lock_error(code: i32) -> Error {
     // ERROR_WORKING_SET_QUOTA (1453) and ERROR_NO_SYSTEM_RESOURCES (1450).
-    let detail = match code {
-        1453 => {
-            "ERROR_WORKING_SET_QUOTA: the process's minimum working set is too small to lock \
-             this much; raise it with SetProcessWorkingSetSize or lock less"
-        }
-        1450 => "ERROR_NO_SYSTEM_RESOURCES: the system could not lock the pages; lock less",
-        _ => "the operating system refused to lock the pages",
+    let failure: &'static Failure = match code {
+        1453 => &Failure {
+            backend: PinnedBackend::NAME,
+            detail: "ERROR_WORKING_SET_QUOTA: the process's minimum working set is too small to \
+                     lock this much; raise it with SetProcessWorkingSetSize or lock less",
+            source: None,
+        },
+        1450 => &Failure {
+            backend: PinnedBackend::NAME,
+            detail: "ERROR_NO_SYSTEM_RESOURCES: the system could not lock the pages; lock less",
+            source: None,
+        },
+        _ => &Failure {
+            backend: PinnedBackend::NAME,
+            detail: "the operating system refused to lock the pages",
+            source: None,
+        },
     };
-    Error::Backend {
-        backend: PinnedBackend::NAME,
+    Error::Backend(BackendError::Failed {
         operation: "VirtualLock",
-        code: i64::from(code),
-        detail,
-    }
+        code,
+        failure,
+    })
 }
 
 /// The error for a failed `mlock` (`errno`).
 #[cfg(not(windows))]
 pub fn lock_error(errno: i32) -> Error {
-    let detail = match errno {
-        libc::ENOMEM => {
-            "ENOMEM: the locked-memory limit (RLIMIT_MEMLOCK) is too low; raise it with `ulimit -l` or lock less"
-        }
-        libc::EPERM => {
-            "EPERM: this process may not lock memory; grant CAP_IPC_LOCK or raise RLIMIT_MEMLOCK"
-        }
-        libc::EAGAIN => "EAGAIN: some pages could not be locked; retry with less memory",
-        _ => "the operating system refused to lock the pages",
+    let failure: &'static Failure = match errno {
+        libc::ENOMEM => &Failure {
+            backend: PinnedBackend::NAME,
+            detail: "ENOMEM: the locked-memory limit (RLIMIT_MEMLOCK) is too low; raise it with `ulimit -l` or lock less",
+            source: None,
+        },
+        libc::EPERM => &Failure {
+            backend: PinnedBackend::NAME,
+            detail: "EPERM: this process may not lock memory; grant CAP_IPC_LOCK or raise RLIMIT_MEMLOCK",
+            source: None,
+        },
+        libc::EAGAIN => &Failure {
+            backend: PinnedBackend::NAME,
+            detail: "EAGAIN: some pages could not be locked; retry with less memory",
+            source: None,
+        },
+        _ => &Failure {
+            backend: PinnedBackend::NAME,
+            detail: "the operating system refused to lock the pages",
+            source: None,
+        },
     };
-    Error::Backend {
-        backend: PinnedBackend::NAME,
+    Error::Backend(BackendError::Failed {
         operation: "mlock",
-        code: i64::from(errno),
-        detail,
-    }
+        code: errno,
+        failure,
+    })
 }
 
 impl Default for PinnedBackend {
@@ -212,10 +234,10 @@ impl Backend for PinnedBackend {
 
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         if device.device_type != self.device().device_type {
-            return Err(Error::Unsupported {
+            return Err(Error::Backend(BackendError::Unsupported {
                 backend: Self::NAME,
-                operation: "allocation on this device (pinned memory is cuda_host:0 with CUDA, cpu with mlock)",
-            });
+                operation: &"allocation on this device (pinned memory is cuda_host:0 with CUDA, cpu with mlock)",
+            }));
         }
         self.zeros(dtype, shape)
     }

@@ -298,10 +298,10 @@ fn wrong_destination_size_is_an_error() {
     let err = copy_to_compact(&t.view(), &mut out).unwrap_err();
     assert_eq!(
         err,
-        dlport_core::Error::DestinationSize {
+        dlport_core::Error::Dispatch(dlport_core::DispatchError::DestinationSize {
             needed: 24,
             available: 23
-        }
+        })
     );
 }
 

@@ -1,15 +1,25 @@
 //! The generated header (`native/include/dlport.h`) against the Rust source: every dlport error
-//! code has exactly one `DLPORT_ERR_*` name, the name of its `Error` variant, and every name has
+//! code has exactly one `DLPORT_ERR_*` name, the name of its sub-error variant, and every name has
 //! a code; the enums and DLPack names are there, with core's values; every function has an
 //! ownership comment; the describe JSON has exactly the documented keys and types.
 //! (That the header is what cbindgen generates is `scripts/header.sh --check`.)
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use dlport_core::{DeviceType, Error, TypeCode};
+use dlport_core::{DeviceType, Error, LayoutError, TypeCode};
 
 const HEADER: &str = include_str!("../include/dlport.h");
-const ERROR_RS: &str = include_str!("../../core/src/error.rs");
+/// The sub-errors' sources, each with its `code()`.
+const ERROR_RS: [&str; 4] = [
+    include_str!("../../core/src/error/layout.rs"),
+    include_str!("../../core/src/error/access.rs"),
+    include_str!("../../core/src/error/dispatch.rs"),
+    include_str!("../../core/src/error/backend.rs"),
+];
+
+/// Variants whose C name is not their own: `BackendError::Failed` kept the name of the old
+/// `Error::Backend` (`DLPORT_ERR_BACKEND`), which C callers use.
+const C_NAMES: [(&str, &str); 1] = [("Failed", "Backend")];
 
 /// `#define NAME value` and enumerators `NAME = value` of the header.
 fn constants() -> BTreeMap<String, i64> {
@@ -49,38 +59,45 @@ fn screaming_snake(camel: &str) -> String {
     out
 }
 
-/// `Self::Variant { .. } => N` in `Error::code`.
+/// `Self::Variant { .. } => N` in the sub-errors' `code`, each variant by its C name.
 fn codes_in_error_rs() -> BTreeMap<i64, String> {
-    let body = ERROR_RS
-        .split_once("pub const fn code(&self)")
-        .or_else(|| ERROR_RS.split_once("pub fn code(&self)"))
-        .expect("Error::code in core/src/error.rs")
-        .1;
     let mut codes = BTreeMap::new();
-    for line in body.lines() {
-        let t = line.trim();
-        if !t.starts_with("Self::") {
-            if !codes.is_empty() && t.starts_with('}') {
-                break;
+    for source in ERROR_RS {
+        let body = source
+            .split_once("pub const fn code(&self)")
+            .expect("a sub-error's code() in core/src/error/")
+            .1;
+        let before = codes.len();
+        for line in body.lines() {
+            let t = line.trim();
+            if !t.starts_with("Self::") {
+                if codes.len() > before && t.starts_with('}') {
+                    break;
+                }
+                continue;
             }
-            continue;
+            let variant = t["Self::".len()..]
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .next()
+                .unwrap();
+            let variant = C_NAMES
+                .iter()
+                .find(|(rust, _)| *rust == variant)
+                .map_or(variant, |(_, c)| c);
+            let code: i64 = t
+                .rsplit("=>")
+                .next()
+                .unwrap()
+                .trim()
+                .trim_end_matches(',')
+                .parse()
+                .unwrap();
+            assert!(
+                codes.insert(code, variant.to_owned()).is_none(),
+                "code {code} twice"
+            );
         }
-        let variant = t["Self::".len()..]
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .next()
-            .unwrap();
-        let code: i64 = t
-            .rsplit("=>")
-            .next()
-            .unwrap()
-            .trim()
-            .trim_end_matches(',')
-            .parse()
-            .unwrap();
-        assert!(
-            codes.insert(code, variant.to_owned()).is_none(),
-            "code {code} twice"
-        );
+        assert!(codes.len() > before, "no code found in a sub-error");
     }
     codes
 }
@@ -122,7 +139,7 @@ fn header_names_every_error_code() {
     // A real error through the ABI carries the code its name says.
     let c = constants();
     assert_eq!(
-        Error::NullManagedTensor.code() as i64,
+        Error::Layout(LayoutError::NullManagedTensor).code() as i64,
         c["DLPORT_ERR_NULL_MANAGED_TENSOR"]
     );
 }

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use dlport_core::{
-    DLPackVersion, DataType, Device, DeviceType, Error, ExportBuilder, ManagedTensor, TypeCode,
+    AccessError, AddressRange, ByteSpan, DLPackVersion, DataType, Device, DeviceType, Error,
+    ExportBuilder, LayoutError, ManagedTensor, TypeCode,
 };
 use dlport_native::ffi::{
     DlportTensor, dlport_import, dlport_last_error, dlport_release, dlport_tensor_free,
@@ -191,447 +192,437 @@ fn catalogue() -> Vec<(&'static str, Tweak, Error)> {
         (
             "byte_offset = 2^63: the first byte is past user space",
             tw!(data_addr: Some(0x10_0000), byte_offset: 1 << 63),
-            Error::AddressOverflow {
-                data: 0x10_0000,
-                byte_offset: 1 << 63,
-                lo: 0,
-                hi: 24,
-            },
+            Error::Layout(LayoutError::AddressOverflow {
+                range: AddressRange::new(0x10_0000, 1 << 63, ByteSpan { lo: 0, hi: 24 }),
+            }),
         ),
         (
             "the last byte at the end of user space",
             tw!(data_addr: Some(dlport_core::layout::USER_ADDRESS_END as usize - 16)),
-            Error::AddressOverflow {
-                data: dlport_core::layout::USER_ADDRESS_END as usize - 16,
-                byte_offset: 0,
-                lo: 0,
-                hi: 24,
-            },
+            Error::Layout(LayoutError::AddressOverflow {
+                range: AddressRange::new(
+                    dlport_core::layout::USER_ADDRESS_END as usize - 16,
+                    0,
+                    ByteSpan { lo: 0, hi: 24 },
+                ),
+            }),
         ),
         (
             "a span overflow in bytes is blamed on axis 0, which reaches farthest",
             tw!(strides: Some(&[1 << 62, 1])),
-            Error::SpanOverflow {
+            Error::Layout(LayoutError::SpanOverflow {
                 axis: 0,
                 extent: 2,
                 stride: 1 << 62,
-            },
+            }),
         ),
         (
             "float with 7 bits",
             tw!(dtype: Some((2, 7, 1))),
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode(2), 7, 1),
                 expected: "16, 32 or 64 (8-bit floats use the float8 type codes)",
-            },
+            }),
         ),
         (
             "float with 33 bits",
             tw!(dtype: Some((2, 33, 1))),
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode(2), 33, 1),
                 expected: "16, 32 or 64 (8-bit floats use the float8 type codes)",
-            },
+            }),
         ),
         (
             "float with 128 bits",
             tw!(dtype: Some((2, 128, 1))),
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode(2), 128, 1),
                 expected: "16, 32 or 64 (8-bit floats use the float8 type codes)",
-            },
+            }),
         ),
         (
             "uint with 24 bits",
             tw!(dtype: Some((1, 24, 1))),
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode(1), 24, 1),
                 expected: "1 to 8, 16, 32 or 64",
-            },
+            }),
         ),
         (
             "bcomplex with 64 bits",
             tw!(dtype: Some((18, 64, 1))),
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode(18), 64, 1),
                 expected: "32",
-            },
+            }),
         ),
         (
             "NULL data with a non-zero size",
             tw!(null_data: true),
-            Error::NullData { numel: 6 },
+            Error::Layout(LayoutError::NullData { numel: 6 }),
         ),
         (
             "NULL data, CUDA device",
             tw!(null_data: true, device: Some((2, 0))),
-            Error::NullData { numel: 6 },
+            Error::Layout(LayoutError::NullData { numel: 6 }),
         ),
         (
             "NULL data, unknown device type",
             tw!(null_data: true, device: Some((99, 0))),
-            Error::NullData { numel: 6 },
+            Error::Layout(LayoutError::NullData { numel: 6 }),
         ),
         (
             "NULL shape, ndim 2",
             tw!(null_shape: true),
-            Error::NullShape { ndim: 2 },
+            Error::Layout(LayoutError::NullShape { ndim: 2 }),
         ),
         (
             "NULL shape, ndim 7",
             tw!(null_shape: true, ndim: Some(7)),
-            Error::NullShape { ndim: 7 },
+            Error::Layout(LayoutError::NullShape { ndim: 7 }),
         ),
         (
             "ndim -1",
             tw!(ndim: Some(-1)),
-            Error::NdimOutOfRange { ndim: -1 },
+            Error::Layout(LayoutError::NdimOutOfRange { ndim: -1 }),
         ),
         (
             "ndim 10^6",
             tw!(ndim: Some(1_000_000)),
-            Error::NdimOutOfRange { ndim: 1_000_000 },
+            Error::Layout(LayoutError::NdimOutOfRange { ndim: 1_000_000 }),
         ),
         (
             "ndim 65",
             tw!(ndim: Some(65)),
-            Error::NdimOutOfRange { ndim: 65 },
+            Error::Layout(LayoutError::NdimOutOfRange { ndim: 65 }),
         ),
         (
             "ndim i32::MIN",
             tw!(ndim: Some(i32::MIN)),
-            Error::NdimOutOfRange {
+            Error::Layout(LayoutError::NdimOutOfRange {
                 ndim: i64::from(i32::MIN),
-            },
+            }),
         ),
         (
             "shape product overflows u64",
             tw!(shape: Some(&[1 << 32, 1 << 32])),
-            Error::ElementCountOverflow {
+            Error::Layout(LayoutError::ElementCountOverflow {
                 axis: 1,
                 extent: 1 << 32,
-            },
+            }),
         ),
         (
             "shape product overflows i64",
             tw!(shape: Some(&[1 << 61, 4])),
-            Error::ElementCountOverflow { axis: 1, extent: 4 },
+            Error::Layout(LayoutError::ElementCountOverflow { axis: 1, extent: 4 }),
         ),
         (
             "shape product overflows usize",
             tw!(shape: Some(&[i64::MAX, 2])),
-            Error::ElementCountOverflow { axis: 1, extent: 2 },
+            Error::Layout(LayoutError::ElementCountOverflow { axis: 1, extent: 2 }),
         ),
         (
             "negative extent",
             tw!(shape: Some(&[-1])),
-            Error::NegativeExtent {
+            Error::Layout(LayoutError::NegativeExtent {
                 axis: 0,
                 extent: -1,
-            },
+            }),
         ),
         (
             "negative extent on a later axis",
             tw!(shape: Some(&[3, 4, -2])),
-            Error::NegativeExtent {
+            Error::Layout(LayoutError::NegativeExtent {
                 axis: 2,
                 extent: -2,
-            },
+            }),
         ),
         (
             "i64::MIN extent",
             tw!(shape: Some(&[i64::MIN])),
-            Error::NegativeExtent {
+            Error::Layout(LayoutError::NegativeExtent {
                 axis: 0,
                 extent: i64::MIN,
-            },
+            }),
         ),
         (
             "stride × extent overflows",
             tw!(shape: Some(&[3]), strides: Some(&[i64::MAX])),
-            Error::SpanOverflow {
+            Error::Layout(LayoutError::SpanOverflow {
                 axis: 0,
                 extent: 3,
                 stride: i64::MAX,
-            },
+            }),
         ),
         (
             "i64::MIN stride",
             tw!(shape: Some(&[2]), strides: Some(&[i64::MIN])),
-            Error::SpanOverflow {
+            Error::Layout(LayoutError::SpanOverflow {
                 axis: 0,
                 extent: 2,
                 stride: i64::MIN,
-            },
+            }),
         ),
         (
             "span in bytes overflows",
             tw!(shape: Some(&[2]), strides: Some(&[i64::MAX / 2])),
-            Error::SpanOverflow {
+            Error::Layout(LayoutError::SpanOverflow {
                 axis: 0,
                 extent: 2,
                 stride: i64::MAX / 2,
-            },
+            }),
         ),
         (
             "strides reach past the address space",
             tw!(shape: Some(&[4]), strides: Some(&[1]), data_addr: Some(usize::MAX - 8)),
-            Error::AddressOverflow {
-                data: usize::MAX - 8,
-                byte_offset: 0,
-                lo: 0,
-                hi: 16,
-            },
+            Error::Layout(LayoutError::AddressOverflow {
+                range: AddressRange::new(usize::MAX - 8, 0, ByteSpan { lo: 0, hi: 16 }),
+            }),
         ),
         (
             "strides reach below address 0",
             tw!(shape: Some(&[8]), strides: Some(&[-1]), data_addr: Some(16)),
-            Error::AddressOverflow {
-                data: 16,
-                byte_offset: 0,
-                lo: -28,
-                hi: 4,
-            },
+            Error::Layout(LayoutError::AddressOverflow {
+                range: AddressRange::new(16, 0, ByteSpan { lo: -28, hi: 4 }),
+            }),
         ),
         (
             "huge negative stride",
             tw!(shape: Some(&[2]), strides: Some(&[-(1 << 40)]), data_addr: Some(4096)),
-            Error::AddressOverflow {
-                data: 4096,
-                byte_offset: 0,
-                lo: -(1 << 42),
-                hi: 4,
-            },
+            Error::Layout(LayoutError::AddressOverflow {
+                range: AddressRange::new(
+                    4096,
+                    0,
+                    ByteSpan {
+                        lo: -(1 << 42),
+                        hi: 4,
+                    },
+                ),
+            }),
         ),
         (
             "byte_offset u64::MAX",
             tw!(byte_offset: u64::MAX, data_addr: Some(64)),
-            Error::AddressOverflow {
-                data: 64,
-                byte_offset: u64::MAX,
-                lo: 0,
-                hi: 24,
-            },
+            Error::Layout(LayoutError::AddressOverflow {
+                range: AddressRange::new(64, u64::MAX, ByteSpan { lo: 0, hi: 24 }),
+            }),
         ),
         (
             "data + byte_offset overflows",
             tw!(byte_offset: 1 << 63, data_addr: Some(1 << 63)),
-            Error::AddressOverflow {
-                data: 1 << 63,
-                byte_offset: 1 << 63,
-                lo: 0,
-                hi: 24,
-            },
+            Error::Layout(LayoutError::AddressOverflow {
+                range: AddressRange::new(1 << 63, 1 << 63, ByteSpan { lo: 0, hi: 24 }),
+            }),
         ),
         (
             "version 0.8",
             tw!(version: Some((0, 8))),
-            Error::UnsupportedVersion { version: v(0, 8) },
+            Error::Layout(LayoutError::UnsupportedVersion { version: v(0, 8) }),
         ),
         (
             "version 0.0",
             tw!(version: Some((0, 0))),
-            Error::UnsupportedVersion { version: v(0, 0) },
+            Error::Layout(LayoutError::UnsupportedVersion { version: v(0, 0) }),
         ),
         (
             "version 2.0",
             tw!(version: Some((2, 0))),
-            Error::UnsupportedVersion { version: v(2, 0) },
+            Error::Layout(LayoutError::UnsupportedVersion { version: v(2, 0) }),
         ),
         (
             "version 3.1",
             tw!(version: Some((3, 1))),
-            Error::UnsupportedVersion { version: v(3, 1) },
+            Error::Layout(LayoutError::UnsupportedVersion { version: v(3, 1) }),
         ),
         (
             "version u32::MAX.0",
             tw!(version: Some((u32::MAX, 0))),
-            Error::UnsupportedVersion {
+            Error::Layout(LayoutError::UnsupportedVersion {
                 version: v(u32::MAX, 0),
-            },
+            }),
         ),
         (
             "version 2.0 with garbage after the header",
             tw!(version: Some((2, 0)), ndim: Some(i32::MAX), null_shape: true),
-            Error::UnsupportedVersion { version: v(2, 0) },
+            Error::Layout(LayoutError::UnsupportedVersion { version: v(2, 0) }),
         ),
         (
             "undefined flag bit 3",
             tw!(flags: 1 << 3),
-            Error::UnknownFlags { flags: 1 << 3 },
+            Error::Layout(LayoutError::UnknownFlags { flags: 1 << 3 }),
         ),
         (
             "undefined flag bit 63",
             tw!(flags: 1 << 63 | 1),
-            Error::UnknownFlags { flags: 1 << 63 | 1 },
+            Error::Layout(LayoutError::UnknownFlags { flags: 1 << 63 | 1 }),
         ),
         (
             "NULL strides at 1.2",
             tw!(version: Some((1, 2)), null_strides: true),
-            Error::NullStrides {
+            Error::Layout(LayoutError::NullStrides {
                 ndim: 2,
                 version: v(1, 2),
-            },
+            }),
         ),
         (
             "NULL strides at 1.3, ndim 3",
             tw!(null_strides: true, shape: Some(&[1, 2, 3])),
-            Error::NullStrides {
+            Error::Layout(LayoutError::NullStrides {
                 ndim: 3,
                 version: v(1, 3),
-            },
+            }),
         ),
         (
             "unknown dtype code 19",
             tw!(dtype: Some((19, 8, 1))),
-            Error::UnknownTypeCode { code: TypeCode(19) },
+            Error::Layout(LayoutError::UnknownTypeCode { code: TypeCode(19) }),
         ),
         (
             "unknown dtype code 255",
             tw!(dtype: Some((255, 32, 1))),
-            Error::UnknownTypeCode {
+            Error::Layout(LayoutError::UnknownTypeCode {
                 code: TypeCode(255),
-            },
+            }),
         ),
         (
             "fp4 with 8 bits",
             tw!(dtype: Some((17, 8, 1))),
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: f4(8, 1),
                 expected: "4",
-            },
+            }),
         ),
         (
             "fp4 with 0 bits",
             tw!(dtype: Some((17, 0, 1))),
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: f4(0, 1),
                 expected: "4",
-            },
+            }),
         ),
         (
             "fp6 with 8 bits",
             tw!(dtype: Some((15, 8, 1))),
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode(15), 8, 1),
                 expected: "6",
-            },
+            }),
         ),
         (
             "fp8 with 16 bits",
             tw!(dtype: Some((10, 16, 1))),
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode(10), 16, 1),
                 expected: "8",
-            },
+            }),
         ),
         (
             "bool with 16 bits",
             tw!(dtype: Some((6, 16, 1))),
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode(6), 16, 1),
                 expected: "8",
-            },
+            }),
         ),
         (
             "bfloat with 32 bits",
             tw!(dtype: Some((4, 32, 1))),
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode(4), 32, 1),
                 expected: "16",
-            },
+            }),
         ),
         (
             "complex with 8 bits",
             tw!(dtype: Some((5, 8, 1))),
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode(5), 8, 1),
                 expected: "32, 64 or 128",
-            },
+            }),
         ),
         (
             "int with 0 bits",
             tw!(dtype: Some((0, 0, 1))),
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode(0), 0, 1),
                 expected: "1 to 8, 16, 32 or 64",
-            },
+            }),
         ),
         (
             "handle with 12 bits",
             tw!(dtype: Some((3, 12, 1))),
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: DataType::new(TypeCode(3), 12, 1),
                 expected: "a non-zero multiple of 8",
-            },
+            }),
         ),
         (
             "lanes 0",
             tw!(dtype: Some((2, 32, 0))),
-            Error::InvalidLanes {
+            Error::Layout(LayoutError::InvalidLanes {
                 dtype: DataType::new(TypeCode(2), 32, 0),
                 reason: "lanes must be at least 1",
-            },
+            }),
         ),
         (
             "fp4 lanes 3",
             tw!(dtype: Some((17, 4, 3))),
-            Error::InvalidLanes {
+            Error::Layout(LayoutError::InvalidLanes {
                 dtype: f4(4, 3),
                 reason: "sub-byte types take lanes = 1 (fp4 also takes 2, PyTorch's _x2)",
-            },
+            }),
         ),
         (
             "fp6 lanes 2",
             tw!(dtype: Some((16, 6, 2))),
-            Error::InvalidLanes {
+            Error::Layout(LayoutError::InvalidLanes {
                 dtype: DataType::new(TypeCode(16), 6, 2),
                 reason: "sub-byte types take lanes = 1 (fp4 also takes 2, PyTorch's _x2)",
-            },
+            }),
         ),
         (
             "int4 lanes 4",
             tw!(dtype: Some((0, 4, 4))),
-            Error::InvalidLanes {
+            Error::Layout(LayoutError::InvalidLanes {
                 dtype: DataType::new(TypeCode(0), 4, 4),
                 reason: "sub-byte types take lanes = 1 (fp4 also takes 2, PyTorch's _x2)",
-            },
+            }),
         ),
         (
             "legacy: NULL shape",
             tw!(version: None, null_shape: true),
-            Error::NullShape { ndim: 2 },
+            Error::Layout(LayoutError::NullShape { ndim: 2 }),
         ),
         (
             "legacy: negative ndim",
             tw!(version: None, ndim: Some(-5)),
-            Error::NdimOutOfRange { ndim: -5 },
+            Error::Layout(LayoutError::NdimOutOfRange { ndim: -5 }),
         ),
         (
             "legacy: NULL data",
             tw!(version: None, null_data: true),
-            Error::NullData { numel: 6 },
+            Error::Layout(LayoutError::NullData { numel: 6 }),
         ),
         (
             "legacy: fp4 with 8 bits",
             tw!(version: None, dtype: Some((17, 8, 1))),
-            Error::InvalidBits {
+            Error::Layout(LayoutError::InvalidBits {
                 dtype: f4(8, 1),
                 expected: "4",
-            },
+            }),
         ),
         (
             "legacy: unknown dtype",
             tw!(version: None, dtype: Some((77, 8, 1))),
-            Error::UnknownTypeCode { code: TypeCode(77) },
+            Error::Layout(LayoutError::UnknownTypeCode { code: TypeCode(77) }),
         ),
         (
             "legacy: negative extent",
             tw!(version: None, shape: Some(&[5, -5])),
-            Error::NegativeExtent {
+            Error::Layout(LayoutError::NegativeExtent {
                 axis: 1,
                 extent: -5,
-            },
+            }),
         ),
     ]
 }
@@ -689,10 +680,16 @@ fn every_malformed_tensor_is_refused_with_the_exact_error_on_both_paths() {
 fn null_managed_pointers() {
     // SAFETY: NULL is allowed.
     let v = unsafe { ManagedTensor::from_raw_versioned(std::ptr::null_mut()) };
-    assert_eq!(v.unwrap_err(), Error::NullManagedTensor);
+    assert_eq!(
+        v.unwrap_err(),
+        Error::Layout(LayoutError::NullManagedTensor)
+    );
     // SAFETY: NULL is allowed.
     let l = unsafe { ManagedTensor::from_raw_legacy(std::ptr::null_mut()) };
-    assert_eq!(l.unwrap_err(), Error::NullManagedTensor);
+    assert_eq!(
+        l.unwrap_err(),
+        Error::Layout(LayoutError::NullManagedTensor)
+    );
     let _c = C_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let mut out: *mut DlportTensor = std::ptr::null_mut();
     // SAFETY: NULL input is allowed; `out` is writable.
@@ -739,32 +736,35 @@ fn typed_access_refusals() {
     let addr = odd.view().first_element_address().unwrap();
     assert_eq!(
         odd.as_slice::<f32>().unwrap_err(),
-        Error::Misaligned {
+        Error::Access(AccessError::Misaligned {
             address: addr,
             required: 4
-        }
+        })
     );
     assert_eq!(
         odd.as_slice::<u32>().unwrap_err(),
-        Error::DtypeMismatch {
+        Error::Access(AccessError::DtypeMismatch {
             requested: DataType::UINT32,
             actual: DataType::FLOAT32
-        }
+        })
     );
     let mut ro = ExportBuilder::from_vec(vec![0f32; 8], &[8])
         .read_only(true)
         .build()
         .unwrap();
-    assert_eq!(ro.as_mut_slice::<f32>().unwrap_err(), Error::ReadOnly);
+    assert_eq!(
+        ro.as_mut_slice::<f32>().unwrap_err(),
+        Error::Access(AccessError::ReadOnly)
+    );
     let strided = ExportBuilder::from_vec(vec![0f32; 8], &[4])
         .strides(&[2])
         .build()
         .unwrap();
     assert_eq!(
         strided.as_slice::<f32>().unwrap_err(),
-        Error::NotContiguous {
+        Error::Access(AccessError::NotContiguous {
             contiguity: dlport_core::Contiguity::Strided
-        }
+        })
     );
 }
 

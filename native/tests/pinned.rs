@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 
 use dlport_core::device::{Backend, ExportOptions, ImportOptions};
-use dlport_core::{CopyPolicy, DataType, Device, DeviceType, Error};
+use dlport_core::{BackendError, CopyPolicy, DataType, Device, DeviceType, Error};
 use dlport_native::pinned::{LockedBuffer, PinnedBackend, lock_error};
 
 /// Tests that lock memory run one at a time, so VmLck readings are theirs.
@@ -126,5 +126,8 @@ fn pinned_copies_compact_into_locked_memory() {
     let err = pinned
         .allocate(Device::cuda(0), DataType::UINT8, &[1])
         .unwrap_err();
-    assert!(matches!(err, Error::Unsupported { .. }));
+    assert!(matches!(
+        err,
+        Error::Backend(BackendError::Unsupported { .. })
+    ));
 }

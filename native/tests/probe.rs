@@ -16,10 +16,12 @@ fn probe_returns_an_error_instead_of_panicking() {
             if !present {
                 assert_eq!(
                     e,
-                    dlport_core::Error::DriverNotFound {
-                        api: "CUDA",
-                        library: "libcuda.so.1"
-                    }
+                    dlport_core::Error::Backend(dlport_core::BackendError::DriverNotFound {
+                        driver: &dlport_core::Driver {
+                            api: "CUDA",
+                            library: "libcuda.so.1"
+                        }
+                    })
                 );
                 assert!(
                     e.to_string()
@@ -36,4 +38,51 @@ fn probe_returns_an_error_instead_of_panicking() {
             assert_eq!(pinned.device(), dlport_core::Device::CPU);
         }
     }
+}
+
+/// A driver error names the call, the code and what to do, and its source is cudarc's own
+/// error value, which a caller can downcast; an unknown code has no source.
+#[cfg(feature = "cuda")]
+#[test]
+fn a_driver_error_carries_cudarcs_error_as_its_source() {
+    use cudarc::driver::DriverError;
+    use cudarc::driver::sys::CUresult;
+    use std::error::Error as _;
+
+    let e = dlport_native::cuda::driver_error(
+        "cuMemAlloc",
+        DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY),
+    );
+    assert_eq!(e.code(), 32);
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "backend \"cuda\": cuMemAlloc failed with code {}: out of memory: free tensors or \
+             allocate less",
+            CUresult::CUDA_ERROR_OUT_OF_MEMORY as i32
+        )
+    );
+    let source = e.source().expect("cudarc's error");
+    assert_eq!(
+        source.downcast_ref::<DriverError>(),
+        Some(&DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY))
+    );
+    assert_eq!(
+        e,
+        dlport_native::cuda::driver_error(
+            "cuMemAlloc",
+            DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY)
+        ),
+        "one code, one static description"
+    );
+    let unknown = dlport_native::cuda::driver_error(
+        "cuLaunchKernel",
+        DriverError(CUresult::CUDA_ERROR_LAUNCH_FAILED),
+    );
+    assert!(unknown.source().is_none());
+    assert!(
+        unknown
+            .to_string()
+            .contains("cuLaunchKernel failed with code")
+    );
 }
