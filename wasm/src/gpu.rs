@@ -15,7 +15,10 @@ use std::sync::{Arc, Mutex};
 use wgpu::util::DeviceExt;
 
 use dlport_core::device::{Backend, Buffer, Tensor, compact_bytes, copy_to_compact};
-use dlport_core::{DataType, Device, DeviceType, Error, ManagedTensor, TensorRef, TensorStorage};
+use dlport_core::{
+    AccessError, BackendError, DataType, Device, DeviceType, DispatchError, Error, Failure,
+    LayoutError, ManagedTensor, TensorRef, TensorStorage,
+};
 
 /// The backend's name.
 pub const NAME: &str = "webgpu";
@@ -26,13 +29,19 @@ pub const BUFFER_PADDING: u64 = 16;
 /// Axes the GPU compaction shader handles.
 pub const MAX_GPU_NDIM: usize = 8;
 
-fn backend_error(operation: &'static str, detail: &'static str) -> Error {
-    Error::Backend {
-        backend: NAME,
-        operation,
-        code: 0,
-        detail,
-    }
+/// A failed WebGPU call (`detail` a constant: the error holds it as a static `Failure`).
+macro_rules! backend_error {
+    ($operation:expr, $detail:expr $(,)?) => {
+        Error::Backend(BackendError::Failed {
+            operation: $operation,
+            code: 0,
+            failure: &Failure {
+                backend: NAME,
+                detail: $detail,
+                source: None,
+            },
+        })
+    };
 }
 
 fn round_up(x: u64, to: u64) -> u64 {
@@ -117,7 +126,7 @@ impl GpuDevice {
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions::default())
             .await
-            .map_err(|_| backend_error("requestAdapter", NO_ADAPTER))?;
+            .map_err(|_| backend_error!("requestAdapter", NO_ADAPTER))?;
         // The adapter's own limits, so large tensors fit (WebGPU's defaults stop at 128 MiB).
         let limits = adapter.limits();
         let (device, queue) = adapter
@@ -129,7 +138,7 @@ impl GpuDevice {
             })
             .await
             .map_err(|_| {
-                backend_error(
+                backend_error!(
                     "requestDevice",
                     "the adapter refused a device with its own limits",
                 )
@@ -259,7 +268,7 @@ impl GpuDevice {
             if let Some(callback) = on_release {
                 callback();
             }
-            return Err(backend_error(
+            return Err(backend_error!(
                 "adopt",
                 "the buffer lacks STORAGE | COPY_SRC usage, which dlport needs to read it; create it with both",
             ));
@@ -300,10 +309,10 @@ impl GpuDevice {
     pub fn alloc(self: &Arc<Self>, bytes: u64) -> Result<SlotStorage, Error> {
         let size = round_up(bytes.max(1), BUFFER_PADDING);
         if size > self.device.limits().max_buffer_size {
-            return Err(Error::AllocationFailed {
+            return Err(Error::Backend(BackendError::AllocationFailed {
                 bytes,
                 align: BUFFER_PADDING as usize,
-            });
+            }));
         }
         let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("dlport tensor"),
@@ -324,13 +333,13 @@ impl GpuDevice {
     /// The buffer a WebGPU tensor's handle names: wgpu's own, or (wasm) a foreign JS buffer.
     fn source_of(&self, view: &TensorRef<'_>) -> Result<(Source, u64), Error> {
         if view.device().device_type != DeviceType::WEBGPU {
-            return Err(Error::Unsupported {
+            return Err(Error::Backend(BackendError::Unsupported {
                 backend: NAME,
-                operation: "GPU operations on a non-WebGPU tensor",
-            });
+                operation: &"GPU operations on a non-WebGPU tensor",
+            }));
         }
         let dead = || {
-            backend_error(
+            backend_error!(
                 "lookup",
                 "the handle is not a live buffer of this WebGPU device",
             )
@@ -387,7 +396,7 @@ impl GpuDevice {
         let (x, y) = (groups.min(65535) as u32, groups.div_ceil(65535));
         let bind_size = src_size / 4 * 4;
         if y > 65535 || bind_size == 0 {
-            return Err(backend_error(
+            return Err(backend_error!(
                 "dispatch",
                 "the tensor is empty or larger than one dispatch covers (2^38 elements)",
             ));
@@ -474,9 +483,9 @@ impl GpuDevice {
         byte_offset: u64,
     ) -> Result<Tensor, Error> {
         if !src.device().is_host_accessible() {
-            return Err(Error::NotHostAccessible {
+            return Err(Error::Access(AccessError::NotHostAccessible {
                 device: src.device(),
-            });
+            }));
         }
         let len = compact_bytes(src.dtype(), src.shape())?;
         // A compact source at a word-aligned place goes straight to the queue, with no staging.
@@ -561,15 +570,15 @@ impl GpuDevice {
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
             .map_err(|_| {
-                backend_error("poll", "the device was lost while waiting for a readback")
+                backend_error!("poll", "the device was lost while waiting for a readback")
             })?;
         rx.await
-            .map_err(|_| backend_error("mapAsync", "the readback was cancelled"))?
-            .map_err(|_| backend_error("mapAsync", "mapping the readback buffer failed"))?;
+            .map_err(|_| backend_error!("mapAsync", "the readback was cancelled"))?
+            .map_err(|_| backend_error!("mapAsync", "mapping the readback buffer failed"))?;
         let lead = (offset - start) as usize;
         let out = {
             let view = staging.slice(..).get_mapped_range().map_err(|_| {
-                backend_error("getMappedRange", "the readback buffer is not mapped")
+                backend_error!("getMappedRange", "the readback buffer is not mapped")
             })?;
             view[lead..lead + len].to_vec()
         };
@@ -701,10 +710,10 @@ impl GpuDevice {
         let needed = src.byte_offset() + compact_bytes(src.dtype(), src.shape())? as u64;
         // The source is bound as whole words: the word holding the last byte must be in it.
         if round_up(needed, 4) > from_size / 4 * 4 {
-            return Err(Error::StorageTooSmall {
+            return Err(Error::Layout(LayoutError::StorageTooSmall {
                 needed: round_up(needed, 4),
                 available: from_size,
-            }
+            })
             .into());
         }
         self.dispatch(
@@ -728,10 +737,10 @@ fn compaction_params(
 ) -> Result<[u32; 4 + 2 * MAX_GPU_NDIM], Error> {
     let bits = src.layout().element_bits;
     if bits % 8 != 0 || src.ndim() > MAX_GPU_NDIM {
-        return Err(Error::Unsupported {
+        return Err(Error::Backend(BackendError::Unsupported {
             backend: NAME,
-            operation: "GPU compaction of packed sub-byte tensors or tensors of more than 8 axes",
-        });
+            operation: &"GPU compaction of packed sub-byte tensors or tensors of more than 8 axes",
+        }));
     }
     let elem = bits / 8;
     let lo = i64::try_from(src.byte_offset()).unwrap_or(i64::MAX) + src.byte_span().lo;
@@ -739,10 +748,10 @@ fn compaction_params(
         || src.byte_offset() + src.byte_span().hi as u64 > from_size
         || len > u64::from(u32::MAX)
     {
-        return Err(Error::StorageTooSmall {
+        return Err(Error::Layout(LayoutError::StorageTooSmall {
             needed: src.byte_offset() + src.byte_span().hi as u64,
             available: from_size,
-        });
+        }));
     }
     let mut params = [0u32; 4 + 2 * MAX_GPU_NDIM];
     params[0] = src.ndim() as u32;
@@ -1053,10 +1062,10 @@ impl Backend for WebGpuBackend {
 
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         if !self.can_access(device) {
-            return Err(Error::InvalidDeviceId {
+            return Err(Error::Dispatch(DispatchError::InvalidDeviceId {
                 backend: NAME,
                 device_id: device.device_id,
-            });
+            }));
         }
         let bytes = compact_bytes(dtype, shape)? as u64;
         let storage = self.gpu.alloc(bytes)?;
@@ -1095,10 +1104,10 @@ impl Backend for WebGpuBackend {
                     .map(|t| Some(t.with_copied(true)));
             }
             #[cfg(target_arch = "wasm32")]
-            return Err(Error::Unsupported {
+            return Err(Error::Backend(BackendError::Unsupported {
                 backend: NAME,
-                operation: "synchronous readback in the browser (await download)",
-            });
+                operation: &"synchronous readback in the browser (await download)",
+            }));
         }
         Ok(None)
     }

@@ -5,7 +5,7 @@
 use wasm_bindgen::prelude::*;
 
 use crate::gpu::Kernel;
-use dlport_core::Error;
+use dlport_core::{BackendError, Error, Failure};
 
 #[wasm_bindgen(module = "/js/webgpu.js")]
 extern "C" {
@@ -35,12 +35,15 @@ extern "C" {
 }
 
 fn raw_error(operation: &'static str) -> Error {
-    Error::Backend {
-        backend: crate::gpu::NAME,
+    Error::Backend(BackendError::Failed {
         operation,
         code: 0,
-        detail: "the browser's WebGPU API threw; is the buffer from dlport.device() and not destroyed?",
-    }
+        failure: &Failure {
+            backend: crate::gpu::NAME,
+            detail: "the browser's WebGPU API threw; is the buffer from dlport.device() and not destroyed?",
+            source: None,
+        },
+    })
 }
 
 fn js_device(device: &wgpu::Device) -> Result<JsValue, Error> {

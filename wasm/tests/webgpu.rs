@@ -7,7 +7,9 @@
 use std::sync::OnceLock;
 
 use dlport_core::device::{Backend, ExportOptions, ImportOptions, Registry};
-use dlport_core::{DataType, Device, Error, ExportBuilder};
+use dlport_core::{
+    AccessError, DataType, Device, DispatchError, Error, ExportBuilder, LayoutError,
+};
 use dlport_wasm::WebGpuBackend;
 
 /// One backend for the whole test binary (creating devices is slow on lavapipe).
@@ -214,10 +216,10 @@ fn allocation_and_errors() {
     assert_eq!(
         b.allocate(Device::webgpu(7), DataType::UINT32, &[1])
             .unwrap_err(),
-        Error::InvalidDeviceId {
+        Error::Dispatch(DispatchError::InvalidDeviceId {
             backend: "webgpu",
             device_id: 7
-        }
+        })
     );
     let fp4 = ExportBuilder::new(vec![0u8; 4], DataType::FLOAT4_E2M1FN, &[4])
         .strides(&[2])
@@ -301,9 +303,9 @@ fn uploads_from_pinned_and_strided_host_memory() {
     let err = b.gpu().upload(&t.read().unwrap().view(), 0).unwrap_err();
     assert_eq!(
         err,
-        Error::NotHostAccessible {
+        Error::Access(AccessError::NotHostAccessible {
             device: Device::webgpu(0)
-        }
+        })
     );
 }
 
@@ -651,10 +653,10 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
     assert!(
         matches!(
             err,
-            Error::StorageTooSmall {
+            Error::Layout(LayoutError::StorageTooSmall {
                 needed: 68,
                 available: 64
-            }
+            })
         ),
         "{err}"
     );
