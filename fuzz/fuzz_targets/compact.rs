@@ -18,7 +18,7 @@ mod common;
 use common::Input;
 use dlport_core::abi::{DLTensor, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
 use dlport_core::layout;
-use dlport_core::{DLPackVersion, DataType, Device, Error, ExportBuilder, TensorRef, TypeCode};
+use dlport_core::{DLPackVersion, DataType, Device, DispatchError, Error, ExportBuilder, LayoutError, TensorRef, TypeCode};
 
 /// Largest compact copy per input (bytes) and largest element count: a few MiB per input in
 /// all (source buffer, three destinations, the reference).
@@ -342,7 +342,7 @@ fuzz_target!(|data: &[u8]| {
             assert!(!inside, "refused a valid in-buffer tensor: {e} ({dtype} {shape:?} {strides:?} +{byte_offset} in {len})");
             let hi = i128::from(byte_offset) + i128::from(m.span.hi);
             let needed = u64::try_from(hi.max(0)).unwrap_or(u64::MAX);
-            assert_eq!(e, Error::StorageTooSmall { needed, available: len as u64 });
+            assert_eq!(e, Error::Layout(LayoutError::StorageTooSmall { needed, available: len as u64 }));
             return;
         }
         (Err(e), Err(m)) => {
@@ -393,9 +393,9 @@ fuzz_target!(|data: &[u8]| {
     if inp.u8() % 16 == 0 {
         let mut short = vec![0u8; out_len + 1];
         let e = dlport_native::copy::copy_to_compact(&view, &mut short).unwrap_err();
-        assert_eq!(e, Error::DestinationSize { needed: out_len as u64, available: out_len as u64 + 1 });
+        assert_eq!(e, Error::Dispatch(DispatchError::DestinationSize { needed: out_len as u64, available: out_len as u64 + 1 }));
         let e = dlport_core::device::copy_to_compact(&view, &mut short).unwrap_err();
-        assert_eq!(e, Error::DestinationSize { needed: out_len as u64, available: out_len as u64 + 1 });
+        assert_eq!(e, Error::Dispatch(DispatchError::DestinationSize { needed: out_len as u64, available: out_len as u64 + 1 }));
     }
 
     // 2. The core's portable copy (same destination size).
