@@ -31,7 +31,7 @@ pub const DLPORT_INVALID_ARGUMENT: c_int = -2;
 
 // dlport's error codes, `dlport_core::Error::code()`, 1..=`Error::CODE_COUNT`. The test
 // `header_names_every_error_code` checks that every code has exactly one name here and that the
-// name is the error's variant name.
+// name is its sub-error variant's name (`BackendError::Failed` keeps `DLPORT_ERR_BACKEND`).
 
 /// The managed tensor pointer is NULL.
 pub const DLPORT_ERR_NULL_MANAGED_TENSOR: c_int = 1;
