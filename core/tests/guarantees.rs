@@ -127,10 +127,8 @@ fn a_foreign_tensor_is_exclusive_only_with_is_copied() {
         .build()
         .unwrap();
     // SAFETY: nobody else holds this fresh export.
-    assert_eq!(
-        unsafe { ro.assume_exclusive() },
-        Err(Error::Access(AccessError::ReadOnly))
-    );
+    let vouched = unsafe { ro.assume_exclusive() };
+    assert_eq!(vouched, Err(Error::Access(AccessError::ReadOnly)));
     assert_eq!(
         ro.as_mut_slice::<u8>().unwrap_err(),
         Error::Access(AccessError::ReadOnly)
