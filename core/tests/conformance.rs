@@ -13,9 +13,10 @@ use dlport_core::abi::{
 };
 use dlport_core::layout::{self, RawFields};
 use dlport_core::{
-    AccessError, AddressRange, BackendError, ByteSpan, Contiguity, DLPackVersion, DataType, Device,
-    DeviceType, DispatchError, Driver, Error, ExportBuilder, Failure, LayoutError, ManagedTensor,
-    TensorRef, TypeCode,
+    AccessError, Address, AddressRange, BackendError, BackendNames, ByteSpan, Contiguity,
+    CopyReason, DLPackVersion, DataType, Device, DeviceType, DispatchError, Driver, Error,
+    ExportBuilder, Failure, Flag, LayoutError, ManagedTensor, NameKind, OptionRule, ShortStr,
+    StreamReason, TensorRef, TypeCode,
 };
 
 /// (numel, contiguity, span, strides) of an accepted tensor.
@@ -1123,6 +1124,102 @@ fn error_messages_name_the_field_and_value() {
                 device: Device::cuda(1),
             }),
             "device = cuda:1 is not host-accessible",
+        ),
+        // Variants whose fields became smaller types read exactly as before.
+        (
+            Error::Layout(LayoutError::AddressOverflow {
+                range: AddressRange::new(16, 0, ByteSpan { lo: -28, hi: 4 }),
+            }),
+            "data = 0x10 with byte_offset = 0 and span [-28, 4) leaves user-space memory (its \
+             first byte must be above 0, its last below USER_ADDRESS_END): fix data or byte_offset",
+        ),
+        (
+            Error::Layout(LayoutError::SpanOverflow {
+                axis: 63,
+                extent: 2,
+                stride: i64::MAX,
+            }),
+            "strides[63] = 9223372036854775807 with shape[63] = 2 makes the byte span overflow",
+        ),
+        (
+            Error::Access(AccessError::FlagNotRepresentable {
+                flag: Flag::IsSubbyteTypePadded,
+            }),
+            "flags has IS_SUBBYTE_TYPE_PADDED set, which a legacy DLManagedTensor cannot carry",
+        ),
+        (
+            Error::Dispatch(DispatchError::CopyRequired {
+                reason: CopyReason::Alignment {
+                    address: Address::new(0xffff_ffff_0000_0041),
+                    required: 64,
+                },
+            }),
+            "a copy would be needed, but the copy policy is Never: data + byte_offset = \
+             0xffffffff00000041 is not 64-byte aligned, as the target requires; allow a copy",
+        ),
+        (
+            Error::Dispatch(DispatchError::CopyRequired {
+                reason: CopyReason::Flag {
+                    flag: Flag::ReadOnly,
+                },
+            }),
+            "the tensor has READ_ONLY, which a legacy DLManagedTensor cannot carry",
+        ),
+        (
+            Error::Dispatch(DispatchError::AllocationLimit {
+                bytes: (3u128 << 80).into(),
+                limit: 1 << 20,
+            }),
+            "the operation needs 3626777458843887524118528 bytes, above the allocation limit of \
+             1048576 bytes",
+        ),
+        (
+            Error::Dispatch(DispatchError::InvalidOption {
+                rule: OptionRule::DeviceCopyAlignment,
+                value: 64,
+            }),
+            "alignment = 64 is invalid: it must be 1 for copies to device memory (only host \
+             copies can be re-aligned)",
+        ),
+        (
+            Error::Dispatch(DispatchError::InvalidStream {
+                stream: 0,
+                device_type: DeviceType::CUDA,
+                reason: StreamReason::CudaZero,
+            }),
+            "stream = 0 is invalid for kDLCUDA (2): 0 is ambiguous for CUDA; use 1 (legacy \
+             default) or 2 (per-thread)",
+        ),
+        (
+            Error::Dispatch(DispatchError::InvalidName {
+                what: NameKind::DataType,
+                name: ShortStr::new("float8_e4m3fnuz_extended"),
+            }),
+            "data type name \"float8_e4m3fnuz_exte…\" is not recognised",
+        ),
+        (
+            Error::Dispatch(DispatchError::NoBackend {
+                device_type: DeviceType::ONEAPI,
+                device_id: 1,
+                registered: BackendNames::new(["cpu", "pinned", "a_backend_with_a_long_name"]),
+            }),
+            "device 1; registered: cpu, pinned, a_backend_with_a_long_name",
+        ),
+        (
+            Error::Backend(BackendError::Unsupported {
+                backend: "cpu",
+                operation: &"allocation on a device other than cpu",
+            }),
+            "backend \"cpu\" does not support allocation on a device other than cpu",
+        ),
+        (
+            Error::Backend(BackendError::DriverNotFound {
+                driver: &Driver {
+                    api: "One",
+                    library: "libone.so.1",
+                },
+            }),
+            "no One driver: libone.so.1 not found; install the driver or use the host backends",
         ),
     ];
     for (err, text) in expect {
