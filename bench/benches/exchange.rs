@@ -227,19 +227,9 @@ fn convert_and_resolve(c: &mut Criterion) {
         },
     );
     let mut registry = Registry::with_cpu();
-    struct Plugin;
-    impl dlport_core::device::Backend for Plugin {
-        fn name(&self) -> &'static str {
-            "xpu"
-        }
-        fn device_types(&self) -> &[DeviceType] {
-            &[DeviceType::ONEAPI]
-        }
-        fn can_access(&self, memory: Device) -> bool {
-            memory.device_type == DeviceType::ONEAPI
-        }
-    }
-    registry.register(Arc::new(Plugin)).unwrap();
+    registry
+        .register(Arc::new(dlport_testkit::xpu::Xpu::new()))
+        .unwrap();
     g.bench_function("registry resolve (cpu, cuda_host, oneapi)", |b| {
         b.iter(|| {
             black_box(registry.resolve(black_box(Device::CPU)).unwrap());
