@@ -44,6 +44,8 @@ mod error;
 #[cfg(feature = "alloc")]
 mod export;
 #[cfg(feature = "alloc")]
+mod front;
+#[cfg(feature = "alloc")]
 mod info;
 pub mod layout;
 mod managed;
@@ -51,12 +53,14 @@ mod tensor;
 
 pub use abi::{DLPackVersion, DeviceType, TypeCode};
 #[cfg(feature = "alloc")]
-pub use device::{CopyPolicy, Registry, Tensor};
+pub use device::{CopyPolicy, ExportOptions, ImportOptions, Registry, Tensor, TensorView};
 pub use device::{Device, MemoryClass};
 pub use dtype::{Bool8, Complex32, Complex64, DataType, Element, Fp4Convention};
 pub use error::{ByteCount, CopyReason, Error, ShortStr};
 #[cfg(feature = "alloc")]
 pub use export::{ExportBuilder, TensorStorage};
+#[cfg(feature = "alloc")]
+pub use front::{default_registry, from_dlpack, to_dlpack};
 #[cfg(feature = "alloc")]
 pub use info::TensorInfo;
 pub use layout::{ByteSpan, Contiguity, Layout};

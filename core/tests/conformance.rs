@@ -928,11 +928,11 @@ fn all_reached_errors() -> Vec<Error> {
         .allocate(Device::CPU, DataType::FLOAT32, &[4])
         .unwrap();
     {
-        let _reading = t.read().unwrap();
+        let _reading = t.view().unwrap();
         errors.push(t.release_ownership(true, Device::CPU).unwrap_err());
     }
     let released = t.release_ownership(true, Device::CPU).unwrap();
-    errors.push(t.read().err().unwrap());
+    errors.push(t.view().err().unwrap());
     drop(released);
     errors.push(
         CpuBackend

@@ -296,11 +296,11 @@ fn xpu_plugin_registered_at_run_time() {
             .resolve(Device::new(DeviceType::ONEAPI, 0))
             .is_err()
     );
-    let guard = t.read().unwrap();
-    assert_eq!(guard.view().shape(), &[3]);
+    let guard = t.view().unwrap();
+    assert_eq!(guard.shape(), &[3]);
     // Device memory is never read as host memory.
     assert_eq!(
-        guard.view().as_bytes().unwrap_err(),
+        guard.as_bytes().unwrap_err(),
         Error::NotHostAccessible {
             device: Device::new(DeviceType::ONEAPI, 10)
         }
@@ -327,8 +327,8 @@ fn release_ownership_makes_later_use_an_error() {
     let released = xpu.release_ownership(&t, true, t.device()).unwrap();
     assert_eq!(released.view().device(), Device::new(DeviceType::ONEAPI, 1));
     // Every later use through the plugin's handles is an error, not a dangling access.
-    assert_eq!(t.read().err(), Some(Error::BufferReleased));
-    assert_eq!(alias.read().err(), Some(Error::BufferReleased));
+    assert_eq!(t.view().err(), Some(Error::BufferReleased));
+    assert_eq!(alias.view().err(), Some(Error::BufferReleased));
     assert_eq!(
         xpu.acquire_external(&alias, true, alias.device())
             .unwrap_err(),

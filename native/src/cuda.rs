@@ -351,8 +351,7 @@ impl CudaBackend {
         if target.device_type == DeviceType::CUDA_HOST {
             return Ok(pinned.with_copied(true));
         }
-        let guard = pinned.read()?;
-        CpuBackend::compact(&guard.view())
+        CpuBackend::compact(&pinned.view()?)
     }
 }
 

@@ -1004,9 +1004,9 @@ pub unsafe extern "C" fn dlport_tensor_describe(
         // SAFETY: a live handle (contract).
         let t = unsafe { tensor.as_ref() }.ok_or_else(|| arg("tensor is NULL"))?;
         let out = out_ptr(json_out, "json_out")?;
-        let guard = t.0.read()?;
+        let guard = t.0.view()?;
         let d = HandleDescription {
-            tensor: Description::of(&guard.view()),
+            tensor: Description::of(&guard),
             backend: t.0.backend(),
             // The read guard is one user; count the others.
             users: t.0.buffer().users().saturating_sub(1),
@@ -1034,7 +1034,7 @@ pub unsafe extern "C" fn dlport_tensor_data(
         let t = unsafe { tensor.as_ref() }.ok_or_else(|| arg("tensor is NULL"))?;
         let d = out_ptr(data_out, "data_out")?;
         let o = out_ptr(byte_offset_out, "byte_offset_out")?;
-        let _live = t.0.read()?;
+        let _live = t.0.view()?;
         // SAFETY: writable (contract).
         unsafe {
             d.as_ptr().write(t.0.buffer().ptr());
@@ -1209,7 +1209,7 @@ pub unsafe extern "C" fn dlport_tensor_view(
         let t = unsafe { tensor.as_ref() }.ok_or_else(|| arg("tensor is NULL"))?;
         let out = out_ptr(out, "out")?;
         // Refuses a buffer whose memory was released to another owner.
-        let _live = t.0.read()?;
+        let _live = t.0.view()?;
         let shape = t.0.shape();
         let view = DLTensor {
             data: t.0.buffer().ptr(),

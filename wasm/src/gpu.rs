@@ -538,8 +538,7 @@ impl GpuDevice {
         } else {
             let c = self.compact_on_gpu(t)?;
             let (source, offset) = {
-                let guard = c.read()?;
-                let view = guard.view();
+                let view = c.view()?;
                 (self.source_of(&view)?.0, view.byte_offset())
             };
             (source, offset, Some(c))
@@ -657,8 +656,8 @@ impl GpuDevice {
         }
         if !src.contiguity().is_row_major() {
             let compact = self.compact_on_gpu(src)?;
-            let guard = compact.read()?;
-            return self.normalize(&guard.view(), options);
+            let guard = compact.view()?;
+            return self.normalize(&guard, options);
         }
         let elements = src.numel();
         let align = if kind == 3 { 1 } else { 4 };

@@ -216,8 +216,8 @@ impl Tensor {
                     });
                 }
                 let b = backend()?;
-                let guard = self.inner.read().map_err(js_err)?;
-                let t = b.gpu().upload(&guard.view(), 0).map_err(js_err)?;
+                let guard = self.inner.view().map_err(js_err)?;
+                let t = b.gpu().upload(&guard, 0).map_err(js_err)?;
                 Ok(Tensor { inner: t })
             }
             "cpu" => Err(JsError::new(
@@ -240,8 +240,7 @@ impl Tensor {
         }
         let b = backend()?;
         let bytes = {
-            let guard = self.inner.read().map_err(js_err)?;
-            let view = guard.view();
+            let view = self.inner.view().map_err(js_err)?;
             b.gpu().download(&view).await.map_err(js_err)?
         };
         let m = ExportBuilder::new(bytes, self.inner.dtype(), self.inner.shape())
@@ -392,11 +391,11 @@ impl Tensor {
         scale: Option<f32>,
     ) -> Result<Tensor, JsError> {
         let b = backend()?;
-        let guard = self.inner.read().map_err(js_err)?;
+        let guard = self.inner.view().map_err(js_err)?;
         let inner = b
             .gpu()
             .normalize(
-                &guard.view(),
+                &guard,
                 &Normalize {
                     mean: &mean,
                     std: &std,
@@ -449,8 +448,7 @@ impl Tensor {
     /// The bytes of a host tensor, in row-major order, as a new Uint8Array.
     #[wasm_bindgen(js_name = toBytes)]
     pub fn to_bytes(&self) -> Result<Vec<u8>, JsError> {
-        let guard = self.inner.read().map_err(js_err)?;
-        let view = guard.view();
+        let view = self.inner.view().map_err(js_err)?;
         let mut out = vec![
             0u8;
             dlport_core::device::compact_bytes(view.dtype(), view.shape())

@@ -24,7 +24,7 @@ async fn round_trips_and_byte_offsets() {
                 .build()
                 .unwrap();
             let t = b.gpu().upload(&host.view(), 0).unwrap();
-            let back = b.gpu().download(&t.read().unwrap().view()).await.unwrap();
+            let back = b.gpu().download(&t.view().unwrap()).await.unwrap();
             assert!(back == data, "{dtype} × {n}");
         }
     }
@@ -34,10 +34,7 @@ async fn round_trips_and_byte_offsets() {
             .build()
             .unwrap();
         let t = b.gpu().upload(&host.view(), offset).unwrap();
-        assert_eq!(
-            b.gpu().download(&t.read().unwrap().view()).await.unwrap(),
-            data
-        );
+        assert_eq!(b.gpu().download(&t.view().unwrap()).await.unwrap(), data);
     }
 }
 
@@ -88,11 +85,7 @@ async fn dlpack_references_keep_the_buffer_and_release_once() {
         .unwrap();
     drop(t);
     assert_eq!(b.gpu().live_buffers(), before + 1);
-    let back = b
-        .gpu()
-        .download(&imported.read().unwrap().view())
-        .await
-        .unwrap();
+    let back = b.gpu().download(&imported.view().unwrap()).await.unwrap();
     assert_eq!(back.len(), 256);
     drop(imported);
     assert_eq!(b.gpu().live_buffers(), before);

@@ -38,7 +38,7 @@ fn round_trips_from_4_bytes_to_64_mib() {
                 .unwrap();
             let t = b.gpu().upload(&host.view(), 0).unwrap();
             assert_eq!(t.device(), Device::webgpu(0));
-            let back = b.download_blocking(&t.read().unwrap().view()).unwrap();
+            let back = b.download_blocking(&t.view().unwrap()).unwrap();
             assert!(back == data, "{dtype} × {n}: round trip changed the data");
         }
     }
@@ -55,15 +55,12 @@ fn byte_offsets_are_honoured_even_when_not_word_aligned() {
                 .unwrap();
             let t = b.gpu().upload(&host.view(), offset).unwrap();
             assert_eq!(t.byte_offset(), offset);
-            let back = b.download_blocking(&t.read().unwrap().view()).unwrap();
+            let back = b.download_blocking(&t.view().unwrap()).unwrap();
             assert_eq!(back, data, "offset {offset}, {n} bytes");
             // A GPU-side copy honours the offset too.
-            let c = b.gpu().compact_on_gpu(&t.read().unwrap().view()).unwrap();
+            let c = b.gpu().compact_on_gpu(&t.view().unwrap()).unwrap();
             assert_eq!(c.byte_offset(), 0);
-            assert_eq!(
-                b.download_blocking(&c.read().unwrap().view()).unwrap(),
-                data
-            );
+            assert_eq!(b.download_blocking(&c.view().unwrap()).unwrap(), data);
         }
     }
 }
@@ -130,7 +127,7 @@ fn strided_tensors_are_compacted_on_the_gpu() {
         let view = unsafe { dlport_core::TensorRef::from_raw(&view_struct, None, 0) }.unwrap();
         let c = b.gpu().compact_on_gpu(&view).unwrap();
         assert!(c.is_copied() && c.contiguity().is_row_major());
-        let got = b.download_blocking(&c.read().unwrap().view()).unwrap();
+        let got = b.download_blocking(&c.view().unwrap()).unwrap();
         let want = cpu_reference(&data, esize, shape, strides, offset);
         assert_eq!(got, want, "{dtype} {shape:?} {strides:?} +{offset}");
         // Downloading the strided view directly compacts on the GPU too.
@@ -174,9 +171,7 @@ fn dlpack_export_and_import_release_the_slot_exactly_once() {
         before + 1,
         "the DLPack reference keeps the buffer"
     );
-    let back = b
-        .download_blocking(&imported.read().unwrap().view())
-        .unwrap();
+    let back = b.download_blocking(&imported.view().unwrap()).unwrap();
     assert_eq!(back.len(), 4000);
     // Copy to the host through the registry.
     let host = registry
@@ -207,7 +202,7 @@ fn allocation_and_errors() {
         .allocate(Device::webgpu(0), DataType::UINT32, &[3, 5])
         .unwrap();
     assert_eq!(
-        b.download_blocking(&t.read().unwrap().view()).unwrap(),
+        b.download_blocking(&t.view().unwrap()).unwrap(),
         vec![0u8; 60],
         "zeroed"
     );
@@ -276,10 +271,7 @@ fn uploads_from_pinned_and_strided_host_memory() {
         .unwrap();
     assert_eq!(pinned.view().device(), Device::cuda_host());
     let t = b.gpu().upload(&pinned.view(), 0).unwrap();
-    assert_eq!(
-        b.download_blocking(&t.read().unwrap().view()).unwrap(),
-        data
-    );
+    assert_eq!(b.download_blocking(&t.view().unwrap()).unwrap(), data);
     // A strided host view is compacted on the host side of the upload.
     let strided = ExportBuilder::new(data.clone(), DataType::UINT16, &[6, 8])
         .strides(&[1, 6])
@@ -293,12 +285,9 @@ fn uploads_from_pinned_and_strided_host_memory() {
         .flat_map(|x| x.to_ne_bytes())
         .collect();
     let t = b.gpu().upload(&strided.view(), 2).unwrap();
-    assert_eq!(
-        b.download_blocking(&t.read().unwrap().view()).unwrap(),
-        want
-    );
+    assert_eq!(b.download_blocking(&t.view().unwrap()).unwrap(), want);
     // Device memory is not a host source.
-    let err = b.gpu().upload(&t.read().unwrap().view(), 0).unwrap_err();
+    let err = b.gpu().upload(&t.view().unwrap(), 0).unwrap_err();
     assert_eq!(
         err,
         Error::NotHostAccessible {
@@ -390,10 +379,10 @@ fn normalize_matches_the_cpu_reference_for_every_input_type() {
                     std: s,
                     scale: 1.0 / 255.0,
                 };
-                let out = b.gpu().normalize(&t.read().unwrap().view(), &opts).unwrap();
+                let out = b.gpu().normalize(&t.view().unwrap(), &opts).unwrap();
                 assert_eq!(out.dtype(), DataType::FLOAT32);
                 assert_eq!(out.shape(), &shape);
-                let bytes = b.download_blocking(&out.read().unwrap().view()).unwrap();
+                let bytes = b.download_blocking(&out.view().unwrap()).unwrap();
                 let got: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
                 let want = normalize_reference(&x, c, m, s, 1.0 / 255.0);
                 assert_close(
@@ -426,7 +415,7 @@ fn normalize_matches_the_cpu_reference_for_every_input_type() {
     let out = b
         .gpu()
         .normalize(
-            &transposed.read().unwrap().view(),
+            &transposed.view().unwrap(),
             &dlport_wasm::Normalize {
                 mean: &mean,
                 std: &std,
@@ -435,7 +424,7 @@ fn normalize_matches_the_cpu_reference_for_every_input_type() {
         )
         .unwrap();
     let got: Vec<f32> =
-        bytemuck::pod_collect_to_vec(&b.download_blocking(&out.read().unwrap().view()).unwrap());
+        bytemuck::pod_collect_to_vec(&b.download_blocking(&out.view().unwrap()).unwrap());
     let hw = (h * w) as usize;
     let xt: Vec<f64> = (0..n).map(|i| values[(i % c) * hw + i / c]).collect();
     assert_close(
@@ -452,8 +441,7 @@ fn normalize_refuses_bad_arguments_by_name() {
         .build()
         .unwrap();
     let t = b.gpu().upload(&host.view(), 0).unwrap();
-    let view_guard = t.read().unwrap();
-    let v = view_guard.view();
+    let v = t.view().unwrap();
     let err = |m: &[f32], s: &[f32], scale: f32| {
         b.gpu()
             .normalize(
@@ -487,7 +475,7 @@ fn normalize_refuses_bad_arguments_by_name() {
     };
     let refuse = |t: &dlport_core::device::Tensor| {
         b.gpu()
-            .normalize(&t.read().unwrap().view(), &identity)
+            .normalize(&t.view().unwrap(), &identity)
             .unwrap_err()
     };
     let e = refuse(&h);
@@ -552,7 +540,7 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
     )
     .unwrap();
     assert_eq!(gpu.live_buffers(), live + 1);
-    let back = b.download_blocking(&t.read().unwrap().view()).unwrap();
+    let back = b.download_blocking(&t.view().unwrap()).unwrap();
     assert_eq!(
         bytemuck::pod_collect_to_vec::<u8, f32>(&back),
         values,
@@ -560,7 +548,7 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
     );
     let out = gpu
         .normalize(
-            &t.read().unwrap().view(),
+            &t.view().unwrap(),
             &dlport_wasm::Normalize {
                 mean: &[1.0, 2.0, 3.0],
                 std: &[2.0],
@@ -569,7 +557,7 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
         )
         .unwrap();
     let got: Vec<f32> =
-        bytemuck::pod_collect_to_vec(&b.download_blocking(&out.read().unwrap().view()).unwrap());
+        bytemuck::pod_collect_to_vec(&b.download_blocking(&out.view().unwrap()).unwrap());
     let x: Vec<f64> = values.iter().map(|&v| f64::from(v)).collect();
     assert_close(
         &got,

@@ -17,7 +17,7 @@ mod stream;
 #[cfg(feature = "alloc")]
 pub use backend::{Backend, BackendRef, LayoutNeed, ViewRequirements, platform_id};
 #[cfg(feature = "alloc")]
-pub use buffer::{Buffer, ReadGuard, Tensor};
+pub use buffer::{Buffer, Tensor, TensorView};
 #[cfg(feature = "alloc")]
 pub use cpu::{
     AlignedBuffer, CPU_ALIGN, CpuBackend, compact_bytes, compact_copy, compact_copy_aligned,

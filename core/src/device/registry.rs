@@ -351,8 +351,8 @@ impl Registry {
             }
         }
         crate::check_alloc(2 * bytes as u128, Some(limit))?;
-        let guard = copied.read()?;
-        let buf = super::cpu::compact_copy_aligned(&guard.view(), alignment, Some(u64::MAX))?;
+        let view = copied.view()?;
+        let buf = super::cpu::compact_copy_aligned(&view, alignment, Some(u64::MAX))?;
         let realigned = Tensor::new(
             super::buffer::Buffer::new(alloc::boxed::Box::new(buf)),
             copied.backend(),
@@ -404,9 +404,9 @@ impl Registry {
             return Err(Error::CopyRequired { reason });
         }
         let copy = {
-            let guard = tensor.read()?;
+            let view = tensor.view()?;
             self.copy_view(
-                &guard.view(),
+                &view,
                 tensor.buffer().device(),
                 wanted,
                 1,
