@@ -1,5 +1,8 @@
 #![doc = include_str!("../README.md")]
 #![no_std]
+// The README (the crate's front page) shows complete programs that compile when pasted into
+// `main.rs`, so its examples keep their `fn main`.
+#![allow(clippy::needless_doctest_main)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
