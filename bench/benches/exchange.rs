@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use dlport_core::Registry;
 use dlport_core::abi::{DLManagedTensorVersioned, DLTensor};
-use dlport_core::device::Registry;
 use dlport_core::{DLPackVersion, DataType, Device, DeviceType, ExportBuilder, ManagedTensor};
 
 static DELETED: AtomicUsize = AtomicUsize::new(0);

@@ -12,7 +12,7 @@ use alloc::boxed::Box;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
 
-use crate::device::{ExportOptions, ImportOptions, Registry, Tensor};
+use crate::dispatch::{ExportOptions, ImportOptions, Registry, Tensor};
 use crate::error::Error;
 use crate::managed::ManagedTensor;
 

@@ -13,7 +13,11 @@ extern crate alloc;
 extern crate std;
 
 pub mod abi;
-pub mod device;
+#[cfg(feature = "alloc")]
+pub mod backend;
+mod device;
+#[cfg(feature = "alloc")]
+mod dispatch;
 pub mod dtype;
 mod error;
 #[cfg(feature = "alloc")]
@@ -27,9 +31,12 @@ mod managed;
 mod tensor;
 
 pub use abi::{DLPackVersion, DeviceType, TypeCode};
+pub use device::{Device, MemoryClass, StreamRequest};
 #[cfg(feature = "alloc")]
-pub use device::{CopyPolicy, ExportOptions, ImportOptions, Registry, Tensor, TensorView};
-pub use device::{Device, MemoryClass};
+pub use dispatch::{
+    CopyPolicy, Decision, ExportOptions, ImportOptions, MAX_ALIGNMENT, Registry, Tensor,
+    TensorView, reconcile_device,
+};
 pub use dtype::{Bool8, Complex32, Complex64, DataType, Element, Fp4Convention};
 pub use error::{ByteCount, CopyReason, Error, ShortStr};
 #[cfg(feature = "alloc")]

@@ -898,16 +898,14 @@ fn all_reached_errors() -> Vec<Error> {
     errors.push(t.as_slice::<f32>().unwrap_err());
     // Dispatch: no backend for a device type.
     errors.push(
-        dlport_core::device::Registry::with_cpu()
+        dlport_core::Registry::with_cpu()
             .resolve(Device::new(DeviceType::ONEAPI, 0))
             .err()
             .unwrap(),
     );
     // Dispatch and backend tensors.
-    use dlport_core::device::{
-        AlignedBuffer, Backend, CopyPolicy, CpuBackend, ImportOptions, LayoutNeed, Registry,
-        ViewRequirements, reconcile_device,
-    };
+    use dlport_core::backend::{AlignedBuffer, Backend, CpuBackend, LayoutNeed, ViewRequirements};
+    use dlport_core::{CopyPolicy, ImportOptions, Registry, reconcile_device};
     use std::sync::Arc;
     errors.push(reconcile_device(Device::cuda(0), Some(Device::CPU)).unwrap_err());
     let registry = Registry::with_cpu();
@@ -929,9 +927,9 @@ fn all_reached_errors() -> Vec<Error> {
         .unwrap();
     {
         let _reading = t.view().unwrap();
-        errors.push(t.release_ownership(true, Device::CPU).unwrap_err());
+        errors.push(dlport_core::backend::release_ownership(&t, true, Device::CPU).unwrap_err());
     }
-    let released = t.release_ownership(true, Device::CPU).unwrap();
+    let released = dlport_core::backend::release_ownership(&t, true, Device::CPU).unwrap();
     errors.push(t.view().err().unwrap());
     drop(released);
     errors.push(
@@ -987,7 +985,7 @@ fn all_reached_errors() -> Vec<Error> {
     }
     r.register(Arc::new(OneDevice)).unwrap();
     // The DLPack stream argument.
-    errors.push(dlport_core::device::StreamRequest::parse(Some(0), DeviceType::CUDA).unwrap_err());
+    errors.push(dlport_core::StreamRequest::parse(Some(0), DeviceType::CUDA).unwrap_err());
     // Driver and OS failures, as a backend reports them.
     errors.push(
         OneDevice
@@ -1005,7 +1003,7 @@ fn all_reached_errors() -> Vec<Error> {
     errors.push(r.from_dlpack(ext, &ImportOptions::default()).unwrap_err());
     // Aliasing: a no-copy export of a backend tensor shares its buffer: no `&mut`.
     {
-        use dlport_core::device::{ExportOptions, ImportOptions};
+        use dlport_core::{ExportOptions, ImportOptions};
         let reg = dlport_core::Registry::with_cpu();
         let src = ExportBuilder::from_vec(vec![1.0f32; 4], &[4])
             .build()
@@ -1035,8 +1033,8 @@ fn all_reached_errors() -> Vec<Error> {
             .build()
             .unwrap();
         let opts = ImportOptions {
-            requirements: Some(dlport_core::device::ViewRequirements {
-                layout: dlport_core::device::LayoutNeed::Any,
+            requirements: Some(dlport_core::backend::ViewRequirements {
+                layout: dlport_core::backend::LayoutNeed::Any,
                 alignment: 3,
             }),
             ..ImportOptions::default()
@@ -1047,7 +1045,7 @@ fn all_reached_errors() -> Vec<Error> {
             .build()
             .unwrap();
         let mut dst = [0u8; 15];
-        errors.push(dlport_core::device::copy_to_compact(&src.view(), &mut dst).unwrap_err());
+        errors.push(dlport_core::backend::copy_to_compact(&src.view(), &mut dst).unwrap_err());
     }
     errors
 }

@@ -6,9 +6,8 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use dlport_core::device::{
-    CopyPolicy, ExportOptions, ImportOptions, LayoutNeed, Registry, ViewRequirements, platform_id,
-};
+use dlport_core::backend::{LayoutNeed, ViewRequirements, platform_id};
+use dlport_core::{CopyPolicy, ExportOptions, ImportOptions, Registry};
 use dlport_core::{
     CopyReason, DLPackVersion, DataType, Device, DeviceType, Error, ExportBuilder, ManagedTensor,
     TensorStorage,
@@ -172,8 +171,7 @@ fn a_true_contradiction_is_an_error_naming_both() {
         1,
         "the refused tensor is released"
     );
-    let err =
-        dlport_core::device::reconcile_device(Device::cuda(0), Some(Device::cuda(1))).unwrap_err();
+    let err = dlport_core::reconcile_device(Device::cuda(0), Some(Device::cuda(1))).unwrap_err();
     assert_eq!(
         err,
         Error::DeviceMismatch {
@@ -613,7 +611,7 @@ fn pinned_memory_is_shown_to_a_cpu_only_consumer_without_a_copy() {
 
 #[test]
 fn stream_argument_follows_the_dlpack_protocol() {
-    use dlport_core::device::StreamRequest as S;
+    use dlport_core::StreamRequest as S;
     let cuda = DeviceType::CUDA;
     assert_eq!(S::parse(None, cuda).unwrap(), S::LegacyDefault);
     assert_eq!(S::parse(Some(1), cuda).unwrap(), S::LegacyDefault);

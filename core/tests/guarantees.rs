@@ -5,13 +5,12 @@
 use std::sync::Arc;
 
 use dlport_core::abi::{FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
-use dlport_core::device::{
-    ExportOptions, ImportOptions, LayoutNeed, ViewRequirements, compact_bytes,
-};
+use dlport_core::backend::{LayoutNeed, ViewRequirements, compact_bytes};
 use dlport_core::{
     Access, CopyPolicy, CopyReason, DataType, Device, DeviceType, Error, ExportBuilder,
     ManagedTensor, Registry, TypeCode,
 };
+use dlport_core::{ExportOptions, ImportOptions};
 
 fn imported(reg: &Registry, data: Vec<f32>, shape: &[i64]) -> dlport_core::Tensor {
     let src = ExportBuilder::from_vec(data, shape).build().unwrap();
@@ -419,8 +418,8 @@ fn a_pinned_or_managed_import_is_that_device_everywhere() {
     let src = ExportBuilder::from_vec(vec![1.0f32; 4], &[4])
         .build()
         .unwrap();
-    let cpu = dlport_core::device::CpuBackend;
-    let err = dlport_core::device::Backend::view_external(&cpu, src, Device::cuda(0));
+    let cpu = dlport_core::backend::CpuBackend;
+    let err = dlport_core::backend::Backend::view_external(&cpu, src, Device::cuda(0));
     assert!(err.is_err());
 }
 

@@ -3,7 +3,7 @@
 //! byte for byte against a naive odometer reference written here:
 //! - `dlport_native::copy::copy_to_compact` (the native kernels: memcpy, rows, SSE/tiled
 //!   transposes, reversed rows, gathers),
-//! - `dlport_core::device::copy_to_compact` (the core's portable copy),
+//! - `dlport_core::backend::copy_to_compact` (the core's portable copy),
 //! - `dlport_native::cpu::CpuBackend::compact` (a backend tensor, read back through its view).
 //!
 //! Refusals must match the validator: the builder refuses exactly what `validate_metadata`
@@ -394,13 +394,13 @@ fuzz_target!(|data: &[u8]| {
         let mut short = vec![0u8; out_len + 1];
         let e = dlport_native::copy::copy_to_compact(&view, &mut short).unwrap_err();
         assert_eq!(e, Error::DestinationSize { needed: out_len as u64, available: out_len as u64 + 1 });
-        let e = dlport_core::device::copy_to_compact(&view, &mut short).unwrap_err();
+        let e = dlport_core::backend::copy_to_compact(&view, &mut short).unwrap_err();
         assert_eq!(e, Error::DestinationSize { needed: out_len as u64, available: out_len as u64 + 1 });
     }
 
     // 2. The core's portable copy (same destination size).
     let mut portable = vec![0x5au8; out_len];
-    match dlport_core::device::copy_to_compact(&view, &mut portable) {
+    match dlport_core::backend::copy_to_compact(&view, &mut portable) {
         Ok(()) => {
             assert!(same_elements(&portable, &native, numel, value_bits), "core and native copies differ: {dtype} {shape:?} {strides:?} padded {padded}");
         }

@@ -73,7 +73,7 @@ pub fn copy_to_compact(src: &TensorRef<'_>, dst: &mut [u8]) -> Result<(), Error>
     if src.dtype().is_sub_byte() {
         // Packed or padded sub-byte elements: the core's bit gather, which packs them (the
         // one definition of a compact sub-byte tensor).
-        return dlport_core::device::copy_to_compact(src, dst);
+        return dlport_core::backend::copy_to_compact(src, dst);
     }
     let needed = u128::from(src.numel()) * u128::from(src.dtype().storage_bits(false) / 8);
     if needed != dst.len() as u128 {

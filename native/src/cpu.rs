@@ -2,7 +2,8 @@
 //! [`crate::copy`]. It reads every host-accessible memory class without a copy; managed memory
 //! is synchronised first when a CUDA driver is present.
 
-use dlport_core::device::{AlignedBuffer, Backend, Buffer, CPU_ALIGN, Tensor, compact_bytes};
+use dlport_core::Tensor;
+use dlport_core::backend::{AlignedBuffer, Backend, Buffer, CPU_ALIGN, compact_bytes};
 use dlport_core::{DataType, Device, DeviceType, Error, ManagedTensor, MemoryClass, TensorRef};
 
 use crate::copy::copy_to_compact;
@@ -68,7 +69,7 @@ impl Backend for CpuBackend {
             // Unified memory is host-readable once the device is done with it.
             crate::sync_managed()?;
         }
-        dlport_core::device::CpuBackend.view_external(tensor, memory)
+        dlport_core::backend::CpuBackend.view_external(tensor, memory)
     }
 
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {

@@ -10,8 +10,9 @@ use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{CudaContext, DriverError, result, sys};
-use dlport_core::device::{Backend, Buffer, StreamRequest, Tensor, compact_bytes};
+use dlport_core::backend::{Backend, Buffer, compact_bytes};
 use dlport_core::{DataType, Device, DeviceType, Error, ManagedTensor, TensorRef, TensorStorage};
+use dlport_core::{StreamRequest, Tensor};
 
 use crate::cpu::CpuBackend;
 

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 pub use dlport_core;
 use dlport_core::Error;
-use dlport_core::device::Registry;
+use dlport_core::Registry;
 
 /// A registry with every backend available here: the CPU and pinned backends always, the CUDA
 /// backend when the `cuda` feature is on and a driver answers.
@@ -43,7 +43,7 @@ pub fn registry_with_report() -> (Registry, Vec<String>) {
              memory.max and RLIMIT_AS/RLIMIT_DATA)"
         ));
     }
-    let mut add = |r: &mut Registry, b: Arc<dyn dlport_core::device::Backend>, note: String| {
+    let mut add = |r: &mut Registry, b: Arc<dyn dlport_core::backend::Backend>, note: String| {
         let name = b.name();
         match r.register(b) {
             Ok(()) => report.push(format!("{name}: registered ({note})")),

@@ -8,7 +8,8 @@
 
 use std::ffi::c_void;
 
-use dlport_core::device::{AlignedBuffer, Backend, Buffer, Tensor, compact_bytes};
+use dlport_core::Tensor;
+use dlport_core::backend::{AlignedBuffer, Backend, Buffer, compact_bytes};
 use dlport_core::{DataType, Device, DeviceType, Error, TensorRef, TensorStorage};
 
 /// Page size used for locked allocations.

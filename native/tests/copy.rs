@@ -355,7 +355,7 @@ fn fuzz_finding_compact_2_empty_tensor_with_a_huge_extent_compacts() {
 }
 
 /// FINDING compact-3 (found reading the code for the fuzz target, which passes exact sizes):
-/// the core's portable `dlport_core::device::copy_to_compact` never checks `dst.len()`. A
+/// the core's portable `dlport_core::backend::copy_to_compact` never checks `dst.len()`. A
 /// row-major source with a destination too long panics (slice index out of range); a strided
 /// source with a destination too short returns `Ok` having copied only part of the tensor. The
 /// native copy returns `StorageTooSmall` for both (see `wrong_destination_size_is_an_error`).
@@ -365,13 +365,13 @@ fn fuzz_finding_compact_3_core_copy_checks_the_destination_size() {
         .build()
         .unwrap();
     let long = std::panic::catch_unwind(|| {
-        dlport_core::device::copy_to_compact(&contiguous.view(), &mut [0u8; 25]).is_err()
+        dlport_core::backend::copy_to_compact(&contiguous.view(), &mut [0u8; 25]).is_err()
     });
     let transposed = ExportBuilder::from_vec(vec![0u32; 6], &[2, 3])
         .strides(&[1, 2])
         .build()
         .unwrap();
-    let short = dlport_core::device::copy_to_compact(&transposed.view(), &mut [0u8; 23]);
+    let short = dlport_core::backend::copy_to_compact(&transposed.view(), &mut [0u8; 23]);
     assert!(
         long.as_ref().is_ok_and(|&refused| refused) && short.is_err(),
         "25 bytes for 24 (contiguous): {}; 23 bytes for 24 (strided): {short:?}",

@@ -4,8 +4,9 @@
 
 #[cfg(feature = "cuda")]
 mod gpu {
-    use dlport_core::device::{Backend, ExportOptions, ImportOptions, StreamRequest};
+    use dlport_core::backend::Backend;
     use dlport_core::{CopyPolicy, DataType, Device, DeviceType, ExportBuilder};
+    use dlport_core::{ExportOptions, ImportOptions, StreamRequest};
     use dlport_native::cuda::{self, CudaBackend};
 
     fn backend() -> CudaBackend {

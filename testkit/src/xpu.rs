@@ -9,8 +9,9 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use dlport_core::Tensor;
 use dlport_core::abi::DLTensor;
-use dlport_core::device::{AlignedBuffer, Backend, Buffer, CpuBackend, Tensor, compact_bytes};
+use dlport_core::backend::{AlignedBuffer, Backend, Buffer, CpuBackend, compact_bytes};
 use dlport_core::{DataType, Device, DeviceType, Error, TensorRef, TensorStorage};
 
 /// The plugin's name.

@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 
 use wgpu::util::DeviceExt;
 
-use dlport_core::device::{Backend, Buffer, Tensor, compact_bytes, copy_to_compact};
+use dlport_core::Tensor;
+use dlport_core::backend::{Backend, Buffer, compact_bytes, copy_to_compact};
 use dlport_core::{DataType, Device, DeviceType, Error, ManagedTensor, TensorRef, TensorStorage};
 
 /// The backend's name.
@@ -1088,7 +1089,7 @@ impl Backend for WebGpuBackend {
                 let exported = dlport_core::ExportBuilder::new(bytes, src.dtype(), src.shape())
                     .copied(true)
                     .build()?;
-                let cpu = dlport_core::device::CpuBackend;
+                let cpu = dlport_core::backend::CpuBackend;
                 return cpu
                     .view_external(exported, Device::CPU)
                     .map(|t| Some(t.with_copied(true)));

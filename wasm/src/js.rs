@@ -10,9 +10,10 @@
 
 use std::cell::RefCell;
 
-use dlport_core::device::{Backend, CpuBackend, Tensor as CoreTensor};
-use dlport_core::device::{ExportOptions, ImportOptions, Registry};
+use dlport_core::Tensor as CoreTensor;
+use dlport_core::backend::{Backend, CpuBackend};
 use dlport_core::{DataType, Device, ExportBuilder, ManagedTensor, RawManaged};
+use dlport_core::{ExportOptions, ImportOptions, Registry};
 use wasm_bindgen::prelude::*;
 
 use crate::WebGpuBackend;
@@ -369,7 +370,7 @@ impl Tensor {
             .adopt_webgpu(buffer.unchecked_into(), size, Some(Box::new(release)));
         // A refusal here drops the storage, which runs onRelease.
         let inner = CoreTensor::new(
-            dlport_core::device::Buffer::new(Box::new(storage)),
+            dlport_core::backend::Buffer::new(Box::new(storage)),
             WEBGPU,
             dtype,
             &shape,
@@ -451,10 +452,10 @@ impl Tensor {
         let view = self.inner.view().map_err(js_err)?;
         let mut out = vec![
             0u8;
-            dlport_core::device::compact_bytes(view.dtype(), view.shape())
+            dlport_core::backend::compact_bytes(view.dtype(), view.shape())
                 .map_err(js_err)?
         ];
-        dlport_core::device::copy_to_compact(&view, &mut out).map_err(js_err)?;
+        dlport_core::backend::copy_to_compact(&view, &mut out).map_err(js_err)?;
         Ok(out)
     }
 

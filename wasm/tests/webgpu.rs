@@ -6,8 +6,9 @@
 
 use std::sync::OnceLock;
 
-use dlport_core::device::{Backend, ExportOptions, ImportOptions, Registry};
+use dlport_core::backend::Backend;
 use dlport_core::{DataType, Device, Error, ExportBuilder};
+use dlport_core::{ExportOptions, ImportOptions, Registry};
 use dlport_wasm::WebGpuBackend;
 
 /// One backend for the whole test binary (creating devices is slow on lavapipe).
@@ -402,7 +403,7 @@ fn normalize_matches_the_cpu_reference_for_every_input_type() {
     .build()
     .unwrap();
     let g = b.gpu().upload(&host.view(), 0).unwrap();
-    let transposed = dlport_core::device::Tensor::new(
+    let transposed = dlport_core::Tensor::new(
         std::sync::Arc::clone(g.buffer()),
         "webgpu",
         DataType::FLOAT32,
@@ -473,7 +474,7 @@ fn normalize_refuses_bad_arguments_by_name() {
         std: &[1.0],
         scale: 1.0,
     };
-    let refuse = |t: &dlport_core::device::Tensor| {
+    let refuse = |t: &dlport_core::Tensor| {
         b.gpu()
             .normalize(&t.view().unwrap(), &identity)
             .unwrap_err()
@@ -529,8 +530,8 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
             })),
         )
         .unwrap();
-    let t = dlport_core::device::Tensor::new(
-        dlport_core::device::Buffer::new(Box::new(storage)),
+    let t = dlport_core::Tensor::new(
+        dlport_core::backend::Buffer::new(Box::new(storage)),
         "webgpu",
         DataType::FLOAT32,
         &[16, 3],
@@ -626,8 +627,8 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
             })),
         )
         .unwrap();
-    let err = dlport_core::device::Tensor::new(
-        dlport_core::device::Buffer::new(Box::new(storage)),
+    let err = dlport_core::Tensor::new(
+        dlport_core::backend::Buffer::new(Box::new(storage)),
         "webgpu",
         DataType::FLOAT32,
         &[17],

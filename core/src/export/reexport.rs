@@ -101,7 +101,7 @@ impl ManagedTensor {
             (Ok(()), CopyPolicy::Never | CopyPolicy::IfNeeded) => self.rewrap(Form::Legacy),
             (Err(e), CopyPolicy::Never) => Err(e),
             (_, _) => {
-                let copied = crate::device::compact_copy(&self.view(), None)?;
+                let copied = crate::backend::compact_copy(&self.view(), None)?;
                 ExportBuilder::new(copied, self.view().dtype(), self.view().shape()).build_legacy()
             }
         }

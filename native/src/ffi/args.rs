@@ -6,7 +6,8 @@ use std::ptr::NonNull;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use dlport_core::device::{CopyPolicy, ImportOptions, LayoutNeed, Registry, ViewRequirements};
+use dlport_core::backend::{LayoutNeed, ViewRequirements};
+use dlport_core::{CopyPolicy, ImportOptions, Registry};
 use dlport_core::{Device, DeviceType, ManagedTensor};
 
 use crate::cabi::{DlportCopy, DlportLayout};

@@ -4,7 +4,8 @@
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
 
-use dlport_core::device::{CopyPolicy, ExportOptions, ImportOptions, LayoutNeed, ViewRequirements};
+use dlport_core::backend::{LayoutNeed, ViewRequirements};
+use dlport_core::{CopyPolicy, ExportOptions, ImportOptions};
 use dlport_core::{DLPackVersion, Device, ManagedTensor};
 
 use crate::cabi::DlportCopy;
@@ -247,7 +248,7 @@ pub unsafe extern "C" fn dlport_compact(
             copy: copy_arg(copy)?,
             requirements: Some(ViewRequirements {
                 layout: LayoutNeed::RowMajor,
-                alignment: dlport_core::device::CPU_ALIGN,
+                alignment: dlport_core::backend::CPU_ALIGN,
             }),
             max_alloc: alloc_limit(0),
         };

@@ -2,8 +2,8 @@
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 
+use dlport_core::Tensor;
 use dlport_core::abi::DLTensor;
-use dlport_core::device::Tensor;
 use dlport_core::{DataType, Device, DeviceType, Error};
 
 use super::*;
@@ -61,7 +61,7 @@ pub unsafe extern "C" fn dlport_alloc(
             })?
         };
         let dtype = DataType::new(dlport_core::TypeCode(code), bits, lanes);
-        let bytes = dlport_core::device::compact_bytes(dtype, shape)?;
+        let bytes = dlport_core::backend::compact_bytes(dtype, shape)?;
         dlport_core::check_alloc(bytes as u128, Some(r.alloc_limit(alloc_limit(0))))?;
         let t = b.allocate(device, dtype, shape)?;
         // SAFETY: writable (contract).

@@ -5,10 +5,10 @@ use alloc::boxed::Box;
 use core::ffi::c_void;
 use core::ptr::NonNull;
 
-use super::backend::Backend;
-use super::buffer::{Buffer, Tensor};
+use super::api::Backend;
 use crate::abi::{DeviceType, FLAG_IS_COPIED};
 use crate::device::Device;
+use crate::dispatch::{Buffer, Tensor};
 use crate::dtype::DataType;
 use crate::error::Error;
 use crate::export::TensorStorage;

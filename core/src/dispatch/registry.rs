@@ -5,10 +5,10 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write as _;
 
-use super::backend::{BackendRef, ViewRequirements};
 use super::buffer::Tensor;
-use super::cpu::CpuBackend;
 use crate::abi::{DLPackVersion, DeviceType};
+use crate::backend::CpuBackend;
+use crate::backend::{BackendRef, ViewRequirements};
 use crate::device::{Device, MemoryClass};
 use crate::error::{CopyReason, Error, ShortWriter};
 use crate::managed::ManagedTensor;
@@ -316,7 +316,7 @@ impl Registry {
         max_alloc: Option<u64>,
     ) -> Result<Tensor, Error> {
         let limit = self.alloc_limit(max_alloc);
-        let bytes = super::cpu::compact_bytes(view.dtype(), view.shape())?;
+        let bytes = crate::backend::compact_bytes(view.dtype(), view.shape())?;
         crate::check_alloc(bytes as u128, Some(limit))?;
         let to = self.resolve(target)?;
         let copied = match to.copy(view, target)? {
@@ -352,7 +352,7 @@ impl Registry {
         }
         crate::check_alloc(2 * bytes as u128, Some(limit))?;
         let view = copied.view()?;
-        let buf = super::cpu::compact_copy_aligned(&view, alignment, Some(u64::MAX))?;
+        let buf = crate::backend::compact_copy_aligned(&view, alignment, Some(u64::MAX))?;
         let realigned = Tensor::new(
             super::buffer::Buffer::new(alloc::boxed::Box::new(buf)),
             copied.backend(),

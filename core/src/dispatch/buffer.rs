@@ -232,15 +232,15 @@ impl Tensor {
     ///
     /// `memory` is where the memory really is: the capsule's device, or the more specific
     /// host-accessible class the producer advertised (see
-    /// [`reconcile_device`](crate::device::reconcile_device)); anything that contradicts the
+    /// [`reconcile_device`](crate::dispatch::reconcile_device)); anything that contradicts the
     /// capsule is refused with [`Error::DeviceMismatch`] (and the tensor released). It becomes
     /// the buffer's device, the one source of truth for describe, device queries and export.
-    pub fn from_external(
+    pub(crate) fn from_external(
         managed: ManagedTensor,
         backend: &'static str,
         memory: Device,
     ) -> Result<Self, Error> {
-        let memory = crate::device::reconcile_device(managed.view().device(), Some(memory))?;
+        let memory = crate::dispatch::reconcile_device(managed.view().device(), Some(memory))?;
         let view = managed.view();
         // Read-only memory stays read-only in every later export, also when the import's own
         // form could not say so (a legacy wrapper of read-only storage).
@@ -391,7 +391,7 @@ impl Tensor {
     /// external reference). The buffer cannot be released while it exists. `form` picks a
     /// versioned (1.3) or legacy struct. `device` is the DLPack device to write (after any
     /// device-id translation by the backend).
-    pub fn acquire_external(
+    pub(crate) fn acquire_external(
         &self,
         versioned: bool,
         device: Device,
@@ -403,7 +403,7 @@ impl Tensor {
     /// Hands the memory itself to a DLPack consumer. Afterwards every handle onto this buffer
     /// gets [`Error::BufferReleased`]. Fails with [`Error::BufferInUse`] while views or external
     /// references exist.
-    pub fn release_ownership(
+    pub(crate) fn release_ownership(
         &self,
         versioned: bool,
         device: Device,
