@@ -38,6 +38,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod abi;
+pub mod copy;
 pub mod device;
 pub mod dtype;
 mod error;

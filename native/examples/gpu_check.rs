@@ -7,9 +7,8 @@
 use std::time::Instant;
 
 use cudarc::driver::{result, sys};
-use dlport_core::device::{Backend, StreamRequest};
+use dlport_core::device::{Backend, CpuBackend, StreamRequest};
 use dlport_core::{DataType, Device, Error};
-use dlport_native::cpu::CpuBackend;
 use dlport_native::cuda::{self, CudaBackend, DeviceMemory, HostPinned};
 use dlport_native::pinned::PinnedBackend;
 

@@ -10,10 +10,8 @@ use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{CudaContext, DriverError, result, sys};
-use dlport_core::device::{Backend, Buffer, StreamRequest, Tensor, compact_bytes};
+use dlport_core::device::{Backend, Buffer, CpuBackend, StreamRequest, Tensor, compact_bytes};
 use dlport_core::{DataType, Device, DeviceType, Error, ManagedTensor, TensorRef, TensorStorage};
-
-use crate::cpu::CpuBackend;
 
 /// The backend's name.
 pub const NAME: &str = "cuda";
@@ -317,7 +315,7 @@ impl CudaBackend {
             staging = HostPinned::new(&context(0)?, len)?;
             // SAFETY: the staging buffer holds `len` bytes that only we reach.
             let buf = unsafe { std::slice::from_raw_parts_mut(staging.ptr.cast::<u8>(), len) };
-            crate::copy::copy_to_compact(src, buf)?;
+            dlport_core::copy::copy_to_compact(src, buf)?;
             buf
         };
         bind(&*context(self.ordinal(target)?)?)?;
