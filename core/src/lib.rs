@@ -15,6 +15,7 @@ extern crate std;
 pub mod abi;
 #[cfg(feature = "alloc")]
 pub mod backend;
+mod copy;
 mod device;
 #[cfg(feature = "alloc")]
 mod dispatch;

@@ -8,9 +8,8 @@ use std::time::Instant;
 
 use cudarc::driver::{result, sys};
 use dlport_core::StreamRequest;
-use dlport_core::backend::Backend;
+use dlport_core::backend::{Backend, CpuBackend};
 use dlport_core::{DataType, Device, Error};
-use dlport_native::cpu::CpuBackend;
 use dlport_native::cuda::{self, CudaBackend, DeviceMemory, HostPinned};
 use dlport_native::pinned::PinnedBackend;
 

@@ -10,11 +10,9 @@ use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{CudaContext, DriverError, result, sys};
-use dlport_core::backend::{Backend, Buffer, compact_bytes};
+use dlport_core::backend::{Backend, Buffer, CpuBackend, compact_bytes};
 use dlport_core::{DataType, Device, DeviceType, Error, ManagedTensor, TensorRef, TensorStorage};
 use dlport_core::{StreamRequest, Tensor};
-
-use crate::cpu::CpuBackend;
 
 /// The backend's name.
 pub const NAME: &str = "cuda";
@@ -318,7 +316,7 @@ impl CudaBackend {
             staging = HostPinned::new(&context(0)?, len)?;
             // SAFETY: the staging buffer holds `len` bytes that only we reach.
             let buf = unsafe { std::slice::from_raw_parts_mut(staging.ptr.cast::<u8>(), len) };
-            crate::copy::copy_to_compact(src, buf)?;
+            dlport_core::backend::copy_to_compact(src, buf)?;
             buf
         };
         bind(&*context(self.ordinal(target)?)?)?;

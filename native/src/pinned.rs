@@ -230,7 +230,7 @@ impl Backend for PinnedBackend {
         if len != 0 {
             // SAFETY: a fresh pinned allocation of exactly `len` bytes, reachable only by us.
             let dst = unsafe { std::slice::from_raw_parts_mut(t.buffer().ptr().cast::<u8>(), len) };
-            crate::copy::copy_to_compact(src, dst)?;
+            dlport_core::backend::copy_to_compact(src, dst)?;
         }
         Ok(Some(t.with_copied(true)))
     }

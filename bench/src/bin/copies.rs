@@ -6,8 +6,8 @@
 
 use std::time::Instant;
 
+use dlport_core::backend::copy_to_compact;
 use dlport_core::{DataType, ExportBuilder, TensorRef};
-use dlport_native::copy::copy_to_compact;
 use dlport_native::pinned::PinnedBackend;
 
 /// Median and spread of repeated timings, in seconds.
