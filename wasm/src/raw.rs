@@ -4,7 +4,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use crate::gpu::Kernel;
+use crate::gpu::kernel::Kernel;
 use dlport_core::Error;
 
 #[wasm_bindgen(module = "/js/webgpu.js")]
@@ -35,12 +35,10 @@ extern "C" {
 }
 
 fn raw_error(operation: &'static str) -> Error {
-    Error::Backend {
-        backend: crate::gpu::NAME,
+    crate::gpu::error::backend(
         operation,
-        code: 0,
-        detail: "the browser's WebGPU API threw; is the buffer from dlport.device() and not destroyed?",
-    }
+        "the browser's WebGPU API threw; is the buffer from dlport.device() and not destroyed?",
+    )
 }
 
 fn js_device(device: &wgpu::Device) -> Result<JsValue, Error> {

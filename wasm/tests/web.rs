@@ -185,15 +185,15 @@ async fn js_api_tensors_from_typed_arrays_to_webgpu_and_back() {
     );
     assert!(t.to_device("metal").is_err());
     // DLPack within the wasm heap: out as an address, back in without a copy.
-    let address = g.to_dlpack().unwrap();
-    let again = Tensor::from_dlpack(address, None).unwrap();
+    let address = g.to_dlpack(None).unwrap();
+    let again = Tensor::from_dlpack(address.into(), None).unwrap();
     assert_eq!(again.device(), "webgpu:0");
     assert_eq!(numbers(again.shape()), vec![3.0, 4.0]);
-    let host_addr = h.to_dlpack().unwrap();
-    let host_again = Tensor::from_dlpack(host_addr, None).unwrap();
+    let host_addr = h.to_dlpack(None).unwrap();
+    let host_again = Tensor::from_dlpack(host_addr.into(), None).unwrap();
     assert_eq!(host_again.to_bytes().unwrap(), bytes);
     assert!(
-        Tensor::from_dlpack(0, None).is_err(),
+        Tensor::from_dlpack(0.into(), None).is_err(),
         "NULL is refused with a message"
     );
     let odd = Tensor::new(
@@ -279,10 +279,10 @@ async fn js_api_wraps_foreign_gpu_buffers_and_releases_them_once() {
     }
     assert_eq!(released(), 0.0);
     // A DLPack export keeps the buffer past the tensor; the importer's drop releases it once.
-    let address = t.to_dlpack().unwrap();
+    let address = t.to_dlpack(None).unwrap();
     drop(t);
     assert_eq!(released(), 0.0, "the export still holds it");
-    let again = Tensor::from_dlpack(address, None).unwrap();
+    let again = Tensor::from_dlpack(address.into(), None).unwrap();
     drop(again);
     assert_eq!(released(), 1.0, "released exactly once, through onRelease");
 
