@@ -42,9 +42,8 @@ cargo test --workspace --locked
 step "crates that publish: cargo publish --dry-run in order, doc tests of the packaged copies"
 bash scripts/package-check.sh
 
-step "miri (core, and the native copy kernels)"
+step "miri (core, the copy kernels included)"
 cargo +nightly miri test -p dlport-core --all-features --locked
-cargo +nightly miri test -p dlport-native --test copy --locked
 
 step "C ABI: the C test program against native/include/dlport.h"
 bash scripts/c-test.sh

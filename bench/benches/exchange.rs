@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use dlport_core::Registry;
 use dlport_core::abi::{DLManagedTensorVersioned, DLTensor};
-use dlport_core::device::Registry;
 use dlport_core::{DLPackVersion, DataType, Device, DeviceType, ExportBuilder, ManagedTensor};
 
 static DELETED: AtomicUsize = AtomicUsize::new(0);
@@ -227,19 +227,9 @@ fn convert_and_resolve(c: &mut Criterion) {
         },
     );
     let mut registry = Registry::with_cpu();
-    struct Plugin;
-    impl dlport_core::device::Backend for Plugin {
-        fn name(&self) -> &'static str {
-            "xpu"
-        }
-        fn device_types(&self) -> &[DeviceType] {
-            &[DeviceType::ONEAPI]
-        }
-        fn can_access(&self, memory: Device) -> bool {
-            memory.device_type == DeviceType::ONEAPI
-        }
-    }
-    registry.register(Arc::new(Plugin)).unwrap();
+    registry
+        .register(Arc::new(dlport_testkit::xpu::Xpu::new()))
+        .unwrap();
     g.bench_function("registry resolve (cpu, cuda_host, oneapi)", |b| {
         b.iter(|| {
             black_box(registry.resolve(black_box(Device::CPU)).unwrap());

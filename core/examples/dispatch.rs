@@ -3,57 +3,16 @@
 //!
 //! `cargo run -p dlport-core --example dispatch`
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
-use dlport_core::device::{AlignedBuffer, Backend, Buffer, ImportOptions, Registry, Tensor};
-use dlport_core::{DataType, Device, DeviceType, Error, ExportBuilder, TensorStorage};
-
-/// A plugin for kDLOneAPI (Intel XPU), registered at run time, numbering devices from 10.
-struct Xpu;
-
-impl Backend for Xpu {
-    fn name(&self) -> &'static str {
-        "xpu"
-    }
-    fn device_types(&self) -> &[DeviceType] {
-        &[DeviceType::ONEAPI]
-    }
-    fn can_access(&self, memory: Device) -> bool {
-        memory.device_type == DeviceType::ONEAPI
-    }
-    fn translate_device_id(&self, producer_id: i32) -> Result<i32, Error> {
-        Ok(producer_id + 10)
-    }
-    fn export_device_id(&self, local_id: i32) -> i32 {
-        local_id - 10
-    }
-    fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
-        let bytes = dlport_core::device::compact_bytes(dtype, shape)?;
-        let mem = XpuMemory(AlignedBuffer::zeroed(bytes, 64)?, device);
-        Tensor::new(Buffer::new(Box::new(mem)), "xpu", dtype, shape, None, 0, 0)
-    }
-}
-
-/// Stand-in device memory (host memory labelled kDLOneAPI).
-struct XpuMemory(AlignedBuffer, Device);
-
-// SAFETY: the aligned allocation is stable and owned alone.
-unsafe impl TensorStorage for XpuMemory {
-    fn data_ptr(&mut self) -> *mut c_void {
-        self.0.as_ptr().cast()
-    }
-    fn byte_len(&self) -> usize {
-        self.0.len()
-    }
-    fn device(&self) -> Device {
-        self.1
-    }
-}
+use dlport_core::{DataType, Device, DeviceType, Error, ExportBuilder};
+use dlport_core::{ImportOptions, Registry};
+use dlport_testkit::xpu::Xpu;
 
 fn main() -> Result<(), Error> {
     let mut registry = Registry::with_cpu();
-    registry.register(Arc::new(Xpu))?;
+    // The "xpu" plugin of dlport-testkit, written as the backend guide says.
+    registry.register(Arc::new(Xpu::new()))?;
     println!("registered: {:?}", registry.names().collect::<Vec<_>>());
 
     let cpu = ExportBuilder::from_vec(vec![1.0f32; 4], &[4]).build()?;

@@ -1,33 +1,8 @@
-//! # dlport-core
-//!
-//! The portable core of dlport: the DLPack ABI (legacy and versioned 1.x), validation of
-//! untrusted tensors, safe ownership, and export of Rust storage. `#![no_std]`; the `alloc`
-//! feature (default) adds owners and export, `serde` adds a serialisable [`TensorInfo`].
-//!
-//! - [`abi`]: `#[repr(C)]` mirrors of `dlpack.h` 1.3, layouts asserted at compile time for 64-
-//!   and 32-bit targets. Device types and type codes are open newtypes.
-//! - [`dtype`]: [`DataType`] names (`"float32"`, `"float8_e4m3fn"`, `"float4_e2m1fn_x2"`), byte
-//!   sizes with sub-byte packing, and the sealed [`Element`] trait.
-//! - [`layout`]: pure validation over raw fields (checked arithmetic everywhere), contiguity and
-//!   byte spans.
-//! - [`TensorRef`]: a validated, borrowed view with safe typed access.
-//! - [`ManagedTensor`]: the one owner of an imported tensor; the deleter runs exactly once.
-//! - [`ExportBuilder`]: `Vec<T>`, `Box<[T]>`, `Arc<[T]>` or a backend allocation become a
-//!   DLPack tensor whose deleter drops them.
-//!
-//! ```
-//! use dlport_core::{ExportBuilder, ManagedTensor};
-//!
-//! // Export: a Vec becomes a DLManagedTensorVersioned …
-//! let raw = ExportBuilder::from_vec(vec![1i32, 2, 3, 4, 5, 6], &[2, 3]).build()?.into_raw();
-//! // … that any DLPack consumer can take. Import it back, validated:
-//! let t = unsafe { ManagedTensor::from_raw(raw) }?;
-//! assert_eq!(t.view().shape(), &[2, 3]);
-//! assert_eq!(t.as_slice::<i32>()?, &[1, 2, 3, 4, 5, 6]);
-//! // Dropping `t` calls the deleter, which frees the Vec.
-//! # Ok::<(), dlport_core::Error>(())
-//! ```
+#![doc = include_str!("../README.md")]
 #![no_std]
+// The README (the crate's front page) shows complete programs that compile when pasted into
+// `main.rs`, so its examples keep their `fn main`.
+#![allow(clippy::needless_doctest_main)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -38,11 +13,18 @@ extern crate alloc;
 extern crate std;
 
 pub mod abi;
-pub mod device;
+#[cfg(feature = "alloc")]
+pub mod backend;
+mod copy;
+mod device;
+#[cfg(feature = "alloc")]
+mod dispatch;
 pub mod dtype;
 mod error;
 #[cfg(feature = "alloc")]
 mod export;
+#[cfg(feature = "alloc")]
+mod front;
 #[cfg(feature = "alloc")]
 mod info;
 pub mod layout;
@@ -50,18 +32,24 @@ mod managed;
 mod tensor;
 
 pub use abi::{DLPackVersion, DeviceType, TypeCode};
+pub use device::{Device, MemoryClass, StreamRequest};
 #[cfg(feature = "alloc")]
-pub use device::{CopyPolicy, Registry, Tensor};
-pub use device::{Device, MemoryClass};
+pub use dispatch::{
+    CopyPolicy, Decision, ExportOptions, ImportOptions, MAX_ALIGNMENT, Registry, Tensor,
+    TensorView, reconcile_device,
+};
 pub use dtype::{Bool8, Complex32, Complex64, DataType, Element, Fp4Convention};
 #[cfg(feature = "alloc")]
 pub use error::BackendNames;
 pub use error::{
-    AccessError, Address, AddressRange, BackendError, ByteCount, CopyReason, DispatchError, Driver,
-    Error, Failure, Flag, LayoutError, NameKind, OptionRule, ShortStr, StreamReason,
+    AccessError, Address, AddressRange, BackendError, BackendReport, ByteCount, CopyReason,
+    DispatchError, Driver, Error, Flag, LayoutError, NameKind, OptionRule, ShortStr, StaticReport,
+    StreamReason,
 };
 #[cfg(feature = "alloc")]
 pub use export::{ExportBuilder, TensorStorage};
+#[cfg(feature = "alloc")]
+pub use front::{default_registry, from_dlpack, to_dlpack};
 #[cfg(feature = "alloc")]
 pub use info::TensorInfo;
 pub use layout::{ByteSpan, Contiguity, Layout};
@@ -99,9 +87,3 @@ pub fn check_alloc(bytes: u128, limit: Option<u64>) -> Result<(), Error> {
     }
     Ok(())
 }
-
-/// The crate README's Rust examples (`core/README.md`, packaged with the crate), compiled and
-/// run as doc tests. The repository README's examples are doc tests of `dlport-bench`.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct ReadmeDoctests;

@@ -15,8 +15,8 @@ use dlport_core::layout::{self, RawFields};
 use dlport_core::{
     AccessError, Address, AddressRange, BackendError, BackendNames, ByteSpan, Contiguity,
     CopyReason, DLPackVersion, DataType, Device, DeviceType, DispatchError, Driver, Error,
-    ExportBuilder, Failure, Flag, LayoutError, ManagedTensor, NameKind, OptionRule, ShortStr,
-    StreamReason, TensorRef, TypeCode,
+    ExportBuilder, Flag, LayoutError, ManagedTensor, NameKind, OptionRule, ShortStr, StreamReason,
+    TensorRef, TypeCode,
 };
 
 /// (numel, contiguity, span, strides) of an accepted tensor.
@@ -883,16 +883,14 @@ fn all_reached_errors() -> Vec<Error> {
     errors.push(t.as_slice::<f32>().unwrap_err());
     // Dispatch: no backend for a device type.
     errors.push(
-        dlport_core::device::Registry::with_cpu()
+        dlport_core::Registry::with_cpu()
             .resolve(Device::new(DeviceType::ONEAPI, 0))
             .err()
             .unwrap(),
     );
     // Dispatch and backend tensors.
-    use dlport_core::device::{
-        AlignedBuffer, Backend, CopyPolicy, CpuBackend, ImportOptions, LayoutNeed, Registry,
-        ViewRequirements, reconcile_device,
-    };
+    use dlport_core::backend::{AlignedBuffer, Backend, CpuBackend, LayoutNeed, ViewRequirements};
+    use dlport_core::{CopyPolicy, ImportOptions, Registry, reconcile_device};
     use std::sync::Arc;
     errors.push(reconcile_device(Device::cuda(0), Some(Device::CPU)).unwrap_err());
     let registry = Registry::with_cpu();
@@ -913,11 +911,11 @@ fn all_reached_errors() -> Vec<Error> {
         .allocate(Device::CPU, DataType::FLOAT32, &[4])
         .unwrap();
     {
-        let _reading = t.read().unwrap();
-        errors.push(t.release_ownership(true, Device::CPU).unwrap_err());
+        let _reading = t.view().unwrap();
+        errors.push(dlport_core::backend::release_ownership(&t, true, Device::CPU).unwrap_err());
     }
-    let released = t.release_ownership(true, Device::CPU).unwrap();
-    errors.push(t.read().err().unwrap());
+    let released = dlport_core::backend::release_ownership(&t, true, Device::CPU).unwrap();
+    errors.push(t.view().err().unwrap());
     drop(released);
     errors.push(
         CpuBackend
@@ -946,15 +944,12 @@ fn all_reached_errors() -> Vec<Error> {
         ) -> Result<dlport_core::Tensor, Error> {
             // A stand-in driver: device 0 has no memory left, device 1 has no driver at all.
             if device.device_id == 0 {
-                Err(Error::Backend(BackendError::Failed {
-                    operation: "oneMalloc",
-                    code: 2,
-                    failure: &Failure {
-                        backend: "one",
-                        detail: "out of device memory; free tensors or use a smaller batch",
-                        source: None,
-                    },
-                }))
+                Err(Error::Backend(BackendError::failed(
+                    "one",
+                    "oneMalloc",
+                    2,
+                    "out of device memory; free tensors or use a smaller batch",
+                )))
             } else {
                 Err(Error::Backend(BackendError::DriverNotFound {
                     driver: &Driver {
@@ -977,7 +972,7 @@ fn all_reached_errors() -> Vec<Error> {
     }
     r.register(Arc::new(OneDevice)).unwrap();
     // The DLPack stream argument.
-    errors.push(dlport_core::device::StreamRequest::parse(Some(0), DeviceType::CUDA).unwrap_err());
+    errors.push(dlport_core::StreamRequest::parse(Some(0), DeviceType::CUDA).unwrap_err());
     // Driver and OS failures, as a backend reports them.
     errors.push(
         OneDevice
@@ -995,7 +990,7 @@ fn all_reached_errors() -> Vec<Error> {
     errors.push(r.from_dlpack(ext, &ImportOptions::default()).unwrap_err());
     // Aliasing: a no-copy export of a backend tensor shares its buffer: no `&mut`.
     {
-        use dlport_core::device::{ExportOptions, ImportOptions};
+        use dlport_core::{ExportOptions, ImportOptions};
         let reg = dlport_core::Registry::with_cpu();
         let src = ExportBuilder::from_vec(vec![1.0f32; 4], &[4])
             .build()
@@ -1025,8 +1020,8 @@ fn all_reached_errors() -> Vec<Error> {
             .build()
             .unwrap();
         let opts = ImportOptions {
-            requirements: Some(dlport_core::device::ViewRequirements {
-                layout: dlport_core::device::LayoutNeed::Any,
+            requirements: Some(dlport_core::backend::ViewRequirements {
+                layout: dlport_core::backend::LayoutNeed::Any,
                 alignment: 3,
             }),
             ..ImportOptions::default()
@@ -1037,7 +1032,7 @@ fn all_reached_errors() -> Vec<Error> {
             .build()
             .unwrap();
         let mut dst = [0u8; 15];
-        errors.push(dlport_core::device::copy_to_compact(&src.view(), &mut dst).unwrap_err());
+        errors.push(dlport_core::backend::copy_to_compact(&src.view(), &mut dst).unwrap_err());
     }
     errors
 }
@@ -1206,10 +1201,10 @@ fn error_messages_name_the_field_and_value() {
             "device 1; registered: cpu, pinned, a_backend_with_a_long_name",
         ),
         (
-            Error::Backend(BackendError::Unsupported {
-                backend: "cpu",
-                operation: &"allocation on a device other than cpu",
-            }),
+            Error::Backend(BackendError::unsupported(
+                "cpu",
+                "allocation on a device other than cpu",
+            )),
             "backend \"cpu\" does not support allocation on a device other than cpu",
         ),
         (

@@ -6,14 +6,13 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use dlport_core::device::{
-    AlignedBuffer, Backend, Buffer, CopyPolicy, ExportOptions, ImportOptions, LayoutNeed, Registry,
-    Tensor, ViewRequirements, copy_to_compact, platform_id,
-};
+use dlport_core::backend::{LayoutNeed, ViewRequirements, platform_id};
+use dlport_core::{AccessError, CopyPolicy, DispatchError, ExportOptions, ImportOptions, Registry};
 use dlport_core::{
-    AccessError, CopyReason, DLPackVersion, DataType, Device, DeviceType, DispatchError, Error,
-    ExportBuilder, ManagedTensor, TensorRef, TensorStorage,
+    CopyReason, DLPackVersion, DataType, Device, DeviceType, Error, ExportBuilder, ManagedTensor,
+    TensorStorage,
 };
+use dlport_testkit::xpu::Xpu;
 
 #[test]
 fn every_device_type_resolves_to_the_expected_backend_or_error() {
@@ -172,8 +171,7 @@ fn a_true_contradiction_is_an_error_naming_both() {
         1,
         "the refused tensor is released"
     );
-    let err =
-        dlport_core::device::reconcile_device(Device::cuda(0), Some(Device::cuda(1))).unwrap_err();
+    let err = dlport_core::reconcile_device(Device::cuda(0), Some(Device::cuda(1))).unwrap_err();
     assert_eq!(
         err,
         Error::Dispatch(DispatchError::DeviceMismatch {
@@ -183,124 +181,13 @@ fn a_true_contradiction_is_an_error_naming_both() {
     );
 }
 
-// ── the xpu plugin ──
-
-/// Host memory standing in for XPU memory, counting frees.
-struct XpuMemory {
-    buf: AlignedBuffer,
-    device: Device,
-    freed: Arc<AtomicUsize>,
-}
-
-impl Drop for XpuMemory {
-    fn drop(&mut self) {
-        self.freed.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-// SAFETY: the aligned allocation is stable, `len` bytes, owned alone.
-unsafe impl TensorStorage for XpuMemory {
-    fn data_ptr(&mut self) -> *mut c_void {
-        self.buf.as_ptr().cast()
-    }
-    fn byte_len(&self) -> usize {
-        self.buf.len()
-    }
-    fn device(&self) -> Device {
-        self.device
-    }
-}
-
-/// A plugin for kDLOneAPI whose devices are numbered from 10 (producer id 0 = local 10).
-struct Xpu {
-    freed: Arc<AtomicUsize>,
-}
-
-const XPU_OFFSET: i32 = 10;
-
-impl Backend for Xpu {
-    fn name(&self) -> &'static str {
-        "xpu"
-    }
-    fn device_types(&self) -> &[DeviceType] {
-        &[DeviceType::ONEAPI]
-    }
-    fn can_access(&self, memory: Device) -> bool {
-        memory.device_type == DeviceType::ONEAPI
-    }
-    fn translate_device_id(&self, producer_id: i32) -> Result<i32, Error> {
-        if (0..4).contains(&producer_id) {
-            Ok(producer_id + XPU_OFFSET)
-        } else {
-            Err(Error::Dispatch(DispatchError::InvalidDeviceId {
-                backend: "xpu",
-                device_id: producer_id,
-            }))
-        }
-    }
-    fn export_device_id(&self, local_id: i32) -> i32 {
-        local_id - XPU_OFFSET
-    }
-    fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
-        let bytes = dlport_core::device::compact_bytes(dtype, shape)?;
-        let mut buf = AlignedBuffer::zeroed(bytes, 64)?;
-        for (i, b) in buf.as_mut_slice().iter_mut().enumerate() {
-            *b = i as u8;
-        }
-        let mem = XpuMemory {
-            buf,
-            device,
-            freed: Arc::clone(&self.freed),
-        };
-        Tensor::new(Buffer::new(Box::new(mem)), "xpu", dtype, shape, None, 0, 0)
-    }
-    fn copy(&self, src: &TensorRef<'_>, target: Device) -> Result<Option<Tensor>, Error> {
-        // Download to the CPU ("XPU memory" is host memory in this test).
-        if src.device().device_type != DeviceType::ONEAPI || target != Device::CPU {
-            return Ok(None);
-        }
-        let cpu = dlport_core::device::CpuBackend;
-        let out = cpu.allocate(Device::CPU, src.dtype(), src.shape())?;
-        let len = dlport_core::device::compact_bytes(src.dtype(), src.shape())?;
-        let host = TensorRefOnHost(src);
-        let dst_ptr = out.buffer().ptr().cast::<u8>();
-        // SAFETY: `out` is a fresh compact allocation of `len` bytes that only we reach.
-        let dst = unsafe { std::slice::from_raw_parts_mut(dst_ptr, len) };
-        host.copy_into(dst)?;
-        Ok(Some(out))
-    }
-}
-
-/// Reads a OneAPI view as host memory (true in this test only).
-struct TensorRefOnHost<'a, 'b>(&'a TensorRef<'b>);
-
-impl TensorRefOnHost<'_, '_> {
-    fn copy_into(&self, dst: &mut [u8]) -> Result<(), Error> {
-        let v = self.0;
-        let fields = dlport_core::abi::DLTensor {
-            data: v.data(),
-            device: Device::CPU,
-            ndim: v.ndim() as i32,
-            dtype: v.dtype(),
-            shape: v.shape().as_ptr() as *mut i64,
-            strides: v
-                .raw_strides()
-                .map_or(std::ptr::null_mut(), |s| s.as_ptr() as *mut i64),
-            byte_offset: v.byte_offset(),
-        };
-        // SAFETY: the "device" memory is host memory here, alive while `v` is.
-        let host = unsafe { TensorRef::from_raw(&fields, v.version(), v.flags()) }?;
-        copy_to_compact(&host, dst)
-    }
-}
+// ── the xpu plugin (dlport-testkit) ──
 
 fn xpu_registry() -> (Registry, Arc<AtomicUsize>) {
-    let freed = Arc::new(AtomicUsize::new(0));
+    let xpu = Xpu::new();
+    let freed = xpu.freed();
     let mut r = Registry::with_cpu();
-    r.register(Arc::new(Xpu {
-        freed: Arc::clone(&freed),
-    }))
-    .unwrap();
+    r.register(Arc::new(xpu)).unwrap();
     (r, freed)
 }
 
@@ -407,11 +294,11 @@ fn xpu_plugin_registered_at_run_time() {
             .resolve(Device::new(DeviceType::ONEAPI, 0))
             .is_err()
     );
-    let guard = t.read().unwrap();
-    assert_eq!(guard.view().shape(), &[3]);
+    let guard = t.view().unwrap();
+    assert_eq!(guard.shape(), &[3]);
     // Device memory is never read as host memory.
     assert_eq!(
-        guard.view().as_bytes().unwrap_err(),
+        guard.as_bytes().unwrap_err(),
         Error::Access(AccessError::NotHostAccessible {
             device: Device::new(DeviceType::ONEAPI, 10)
         })
@@ -439,11 +326,11 @@ fn release_ownership_makes_later_use_an_error() {
     assert_eq!(released.view().device(), Device::new(DeviceType::ONEAPI, 1));
     // Every later use through the plugin's handles is an error, not a dangling access.
     assert_eq!(
-        t.read().err(),
+        t.view().err(),
         Some(Error::Access(AccessError::BufferReleased))
     );
     assert_eq!(
-        alias.read().err(),
+        alias.view().err(),
         Some(Error::Access(AccessError::BufferReleased))
     );
     assert_eq!(
@@ -734,7 +621,7 @@ fn pinned_memory_is_shown_to_a_cpu_only_consumer_without_a_copy() {
 
 #[test]
 fn stream_argument_follows_the_dlpack_protocol() {
-    use dlport_core::device::StreamRequest as S;
+    use dlport_core::StreamRequest as S;
     let cuda = DeviceType::CUDA;
     assert_eq!(S::parse(None, cuda).unwrap(), S::LegacyDefault);
     assert_eq!(S::parse(Some(1), cuda).unwrap(), S::LegacyDefault);

@@ -5,13 +5,12 @@
 use std::sync::Arc;
 
 use dlport_core::abi::{FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
-use dlport_core::device::{
-    ExportOptions, ImportOptions, LayoutNeed, ViewRequirements, compact_bytes,
-};
+use dlport_core::backend::{LayoutNeed, ViewRequirements, compact_bytes};
 use dlport_core::{
     Access, AccessError, CopyPolicy, CopyReason, DataType, Device, DeviceType, DispatchError,
     Error, ExportBuilder, Flag, ManagedTensor, OptionRule, Registry, TypeCode,
 };
+use dlport_core::{ExportOptions, ImportOptions};
 
 fn imported(reg: &Registry, data: Vec<f32>, shape: &[i64]) -> dlport_core::Tensor {
     let src = ExportBuilder::from_vec(data, shape).build().unwrap();
@@ -409,11 +408,7 @@ fn a_pinned_or_managed_import_is_that_device_everywhere() {
             .unwrap();
         assert_eq!(t.device(), advertised);
         assert_eq!(t.buffer().device(), advertised);
-        assert_eq!(
-            t.read().unwrap().view().device(),
-            advertised,
-            "describe's view"
-        );
+        assert_eq!(t.view().unwrap().device(), advertised, "describe's view");
         let out = reg.to_dlpack(&t, &ExportOptions::versioned()).unwrap();
         assert_eq!(
             out.view().device(),
@@ -437,8 +432,8 @@ fn a_pinned_or_managed_import_is_that_device_everywhere() {
     let src = ExportBuilder::from_vec(vec![1.0f32; 4], &[4])
         .build()
         .unwrap();
-    let cpu = dlport_core::device::CpuBackend;
-    let err = dlport_core::device::Backend::view_external(&cpu, src, Device::cuda(0));
+    let cpu = dlport_core::backend::CpuBackend;
+    let err = dlport_core::backend::Backend::view_external(&cpu, src, Device::cuda(0));
     assert!(err.is_err());
 }
 
@@ -469,7 +464,7 @@ fn what_import_accepts_a_copy_handles() {
     .unwrap();
     assert_ne!(padded.flags() & FLAG_IS_SUBBYTE_TYPE_PADDED, 0);
     let t = reg.from_dlpack(padded, &always).unwrap();
-    assert_eq!(t.read().unwrap().view().as_bytes().unwrap(), &[0x21, 0x43]);
+    assert_eq!(t.view().unwrap().as_bytes().unwrap(), &[0x21, 0x43]);
     assert_eq!(t.flags() & FLAG_IS_SUBBYTE_TYPE_PADDED, 0);
     let transposed = ExportBuilder::new(
         vec![0x21u8, 0x43],
@@ -480,5 +475,5 @@ fn what_import_accepts_a_copy_handles() {
     .build()
     .unwrap();
     let t = reg.from_dlpack(transposed, &always).unwrap();
-    assert_eq!(t.read().unwrap().view().as_bytes().unwrap(), &[0x31, 0x42]);
+    assert_eq!(t.view().unwrap().as_bytes().unwrap(), &[0x31, 0x42]);
 }

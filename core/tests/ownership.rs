@@ -465,7 +465,7 @@ fn a_huge_broadcast_tensor_is_an_error_not_an_abort() {
     );
     let copy = dlport_core::Registry::with_cpu().from_dlpack(
         t,
-        &dlport_core::device::ImportOptions {
+        &dlport_core::ImportOptions {
             copy: dlport_core::CopyPolicy::Always,
             ..Default::default()
         },

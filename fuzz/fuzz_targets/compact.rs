@@ -1,10 +1,9 @@
 //! Compact copies: structure-aware random tensors (shapes, strides, offsets, dtypes built from
 //! the input, not raw struct bytes) over a real buffer, then EVERY compact-copy path checked
 //! byte for byte against a naive odometer reference written here:
-//! - `dlport_native::copy::copy_to_compact` (the native kernels: memcpy, rows, SSE/tiled
-//!   transposes, reversed rows, gathers),
-//! - `dlport_core::device::copy_to_compact` (the core's portable copy),
-//! - `dlport_native::cpu::CpuBackend::compact` (a backend tensor, read back through its view).
+//! - `dlport_core::backend::copy_to_compact` (the one copy: memcpy, rows, SIMD/tiled transposes,
+//!   reversed rows, gathers, the sub-byte bit gather),
+//! - `dlport_core::backend::CpuBackend::compact` (a backend tensor, read back through its view).
 //!
 //! Refusals must match the validator: the builder refuses exactly what `validate_metadata`
 //! refuses (same error) plus spans outside the buffer (`StorageTooSmall`); `TensorRef::from_raw`
@@ -381,43 +380,35 @@ fuzz_target!(|data: &[u8]| {
     let want = reference(keep, byte_offset, &shape, &strides, bits, value_bits);
     assert_eq!(want.len(), out_len);
 
-    // 1. The native kernels.
-    let mut native = vec![0xa5u8; out_len];
-    match dlport_native::copy::copy_to_compact(&view, &mut native) {
+    // 1. The copy.
+    let mut copied = vec![0xa5u8; out_len];
+    match dlport_core::backend::copy_to_compact(&view, &mut copied) {
         Ok(()) => {
-            assert!(same_elements(&native, &want, numel, value_bits), "native copy differs from the reference: {dtype} {shape:?} {strides:?} +{byte_offset} padded {padded}\n got {native:?}\nwant {want:?}");
+            assert!(same_elements(&copied, &want, numel, value_bits), "copy differs from the reference: {dtype} {shape:?} {strides:?} +{byte_offset} padded {padded}\n got {copied:?}\nwant {want:?}");
         }
-        Err(e) => panic!("native copy refused a valid tensor: {e} ({dtype} {shape:?} {strides:?} +{byte_offset} padded {padded})"),
+        Err(e) => panic!("copy refused a valid tensor: {e} ({dtype} {shape:?} {strides:?} +{byte_offset} padded {padded})"),
+    }
+    if numel == 0 {
+        assert!(copied.is_empty());
     }
     // A destination of the wrong size is refused, never written past.
     if inp.u8() % 16 == 0 {
-        let mut short = vec![0u8; out_len + 1];
-        let e = dlport_native::copy::copy_to_compact(&view, &mut short).unwrap_err();
+        let mut long = vec![0u8; out_len + 1];
+        let e = dlport_core::backend::copy_to_compact(&view, &mut long).unwrap_err();
         assert_eq!(e, Error::Dispatch(DispatchError::DestinationSize { needed: out_len as u64, available: out_len as u64 + 1 }));
-        let e = dlport_core::device::copy_to_compact(&view, &mut short).unwrap_err();
-        assert_eq!(e, Error::Dispatch(DispatchError::DestinationSize { needed: out_len as u64, available: out_len as u64 + 1 }));
-    }
-
-    // 2. The core's portable copy (same destination size).
-    let mut portable = vec![0x5au8; out_len];
-    match dlport_core::device::copy_to_compact(&view, &mut portable) {
-        Ok(()) => {
-            assert!(same_elements(&portable, &native, numel, value_bits), "core and native copies differ: {dtype} {shape:?} {strides:?} padded {padded}");
+        if out_len > 0 {
+            let e = dlport_core::backend::copy_to_compact(&view, &mut long[..out_len - 1]).unwrap_err();
+            assert_eq!(e, Error::Dispatch(DispatchError::DestinationSize { needed: out_len as u64, available: out_len as u64 - 1 }));
         }
-        Err(e) => panic!("core copy refused a valid tensor: {e} ({dtype} {shape:?} {strides:?} padded {padded})"),
-    }
-    if numel == 0 {
-        assert!(portable.is_empty() && native.is_empty());
     }
 
-    // 3. The native backend: a new compact tensor (packed, IS_COPIED).
+    // 2. The CPU backend: a new compact tensor (packed, IS_COPIED).
     let packed_len = dtype.bytes_for(numel, false).unwrap() as usize;
-    match dlport_native::cpu::CpuBackend::compact(&view) {
+    match dlport_core::backend::CpuBackend::compact(&view) {
         Ok(c) => {
             assert!(c.is_copied() && c.flags() & FLAG_IS_SUBBYTE_TYPE_PADDED == 0);
             assert_eq!((c.dtype(), c.shape()), (dtype, &shape[..]));
-            let guard = c.read().expect("a fresh tensor is readable");
-            let cv = guard.view();
+            let cv = c.view().expect("a fresh tensor is readable");
             assert!(numel == 0 || cv.contiguity().is_row_major());
             let got = cv.as_bytes().unwrap();
             assert_eq!(got.len(), packed_len);

@@ -7,9 +7,9 @@
 use std::time::Instant;
 
 use cudarc::driver::{result, sys};
-use dlport_core::device::{Backend, StreamRequest};
+use dlport_core::StreamRequest;
+use dlport_core::backend::{Backend, CpuBackend};
 use dlport_core::{DataType, Device, Error};
-use dlport_native::cpu::CpuBackend;
 use dlport_native::cuda::{self, CudaBackend, DeviceMemory, HostPinned};
 use dlport_native::pinned::PinnedBackend;
 
@@ -37,19 +37,18 @@ fn main() -> Result<(), Error> {
             .for_each(|(i, b)| *b = pattern(i, seed));
         let t0 = Instant::now();
         let p1 = pinned
-            .copy(&cpu.read()?.view(), pinned.device())?
+            .copy(&*cpu.view()?, pinned.device())?
             .expect("host → pinned");
         let dev = cuda
-            .copy(&p1.read()?.view(), Device::cuda(0))?
+            .copy(&*p1.view()?, Device::cuda(0))?
             .expect("pinned → cuda");
         let p2 = cuda
-            .copy(&dev.read()?.view(), Device::cuda_host())?
+            .copy(&*dev.view()?, Device::cuda_host())?
             .expect("cuda → pinned");
-        let back = CpuBackend::compact(&p2.read()?.view())?;
+        let back = CpuBackend::compact(&*p2.view()?)?;
         let dt = t0.elapsed();
-        let out = back.read()?;
+        let out = back.view()?;
         let ok = out
-            .view()
             .as_bytes()?
             .iter()
             .enumerate()

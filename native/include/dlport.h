@@ -303,11 +303,6 @@ typedef struct {
   uint64_t max_alloc_bytes;
 } DlportImportOptions;
 
-// The release callback of `dlport_wrap`: called exactly once, with the `ctx` given to
-// `dlport_wrap`, when nobody uses the memory any more (or at once when `dlport_wrap` fails). It
-// may run on any thread and must not unwind.
-typedef void (*DlportReleaseFn)(void *ctx);
-
 #if !defined(DLPACK_DLPACK_H_)
 // A device: a `DLDeviceType` and an id.
 typedef struct {
@@ -351,6 +346,11 @@ typedef struct {
 } DLTensor;
 #endif
 
+// The release callback of `dlport_wrap`: called exactly once, with the `ctx` given to
+// `dlport_wrap`, when nobody uses the memory any more (or at once when `dlport_wrap` fails). It
+// may run on any thread and must not unwind.
+typedef void (*DlportReleaseFn)(void *ctx);
+
 #if !defined(DLPACK_DLPACK_H_)
 // The DLPack version of a versioned tensor.
 typedef struct {
@@ -393,20 +393,6 @@ typedef struct DLManagedTensorVersioned {
 extern "C" {
 #endif // __cplusplus
 
-// Sets the most bytes any copy or allocation made by this ABI may take. 0 restores the
-// default: the machine's memory as the native registry measures it (the smallest of physical
-// memory, the cgroup's memory.max and RLIMIT_AS / RLIMIT_DATA). Above the limit a call fails
-// with `DLPORT_ERR_ALLOCATION_LIMIT`, naming the size and the limit, before anything is
-// allocated.
-//
-// Ownership: nothing is transferred.
-void dlport_set_alloc_limit(uint64_t bytes);
-
-// The allocation limit in force for calls that give none of their own.
-//
-// Ownership: nothing is transferred.
-uint64_t dlport_alloc_limit(void);
-
 // The library version (the crate's, e.g. "0.1.0"), a static NUL-terminated string.
 //
 // Ownership: the string is dlport's, static; never free it.
@@ -428,6 +414,29 @@ const char *dlport_last_error(void);
 // # Safety
 // `s` is NULL or a string from a dlport function, not freed before.
 void dlport_string_free(char *s);
+
+// Sets the most bytes any copy or allocation made by this ABI may take. 0 restores the
+// default: the machine's memory as the native registry measures it (the smallest of physical
+// memory, the cgroup's memory.max and RLIMIT_AS / RLIMIT_DATA). Above the limit a call fails
+// with `DLPORT_ERR_ALLOCATION_LIMIT`, naming the size and the limit, before anything is
+// allocated.
+//
+// Ownership: nothing is transferred.
+void dlport_set_alloc_limit(uint64_t bytes);
+
+// The allocation limit in force for calls that give none of their own.
+//
+// Ownership: nothing is transferred.
+uint64_t dlport_alloc_limit(void);
+
+// How many DLPack tensors this C ABI has handed out, and how many of them consumers released
+// (their deleter ran). Either pointer may be NULL.
+//
+// Ownership: nothing is transferred.
+//
+// # Safety
+// Non-NULL pointers are writable.
+void dlport_export_counts(uint64_t *exported, uint64_t *released);
 
 // Validates a managed tensor WITHOUT taking ownership and describes it as JSON, one object
 // with exactly these keys:
@@ -591,6 +600,28 @@ int dlport_tensor_describe(const DlportTensor *tensor, char **json_out);
 // `tensor` is a live handle; the out pointers are writable.
 int dlport_tensor_data(const DlportTensor *tensor, void **data_out, uint64_t *byte_offset_out);
 
+// Lends a backend tensor to C as a plain `DLTensor` view (no copy, no ownership): `data`,
+// `device`, `ndim`, `dtype`, `shape`, `strides` (always filled in) and `byte_offset`.
+//
+// Ownership: nothing is transferred. On success `*out`'s `data` and its `shape` and `strides`
+// arrays belong to the handle and stay valid until `dlport_tensor_free(tensor)` (other handles
+// and DLPack exports of the same memory may keep the data alive longer, but not these arrays);
+// never free or write the arrays. Do not write the data when the tensor is read-only
+// (`"read_only": true` in `dlport_tensor_describe`). On error `*out` is untouched.
+//
+// # Safety
+// `tensor` is a live handle; `out` is writable.
+int dlport_tensor_view(const DlportTensor *tensor, DLTensor *out);
+
+// Frees a backend tensor handle (NULL is ignored). DLPack tensors exported from it stay valid.
+//
+// Ownership: takes `tensor`, which must not be used again; views lent by
+// `dlport_tensor_view` end here.
+//
+// # Safety
+// `tensor` is NULL or a handle from dlport, not freed before.
+void dlport_tensor_free(DlportTensor *tensor);
+
 // Wraps caller-owned memory as a DLPack managed tensor (versioned when `to_versioned` is
 // non-zero, legacy otherwise), without a copy: DLPack's "external reference". `data`,
 // `device_*`, `code`/`bits`/`lanes`, `ndim`, `shape`, `strides` (NULL: compact row-major),
@@ -626,37 +657,6 @@ int dlport_wrap(void *data,
                 DlportReleaseFn release,
                 void *ctx,
                 void **out);
-
-// Lends a backend tensor to C as a plain `DLTensor` view (no copy, no ownership): `data`,
-// `device`, `ndim`, `dtype`, `shape`, `strides` (always filled in) and `byte_offset`.
-//
-// Ownership: nothing is transferred. On success `*out`'s `data` and its `shape` and `strides`
-// arrays belong to the handle and stay valid until `dlport_tensor_free(tensor)` (other handles
-// and DLPack exports of the same memory may keep the data alive longer, but not these arrays);
-// never free or write the arrays. Do not write the data when the tensor is read-only
-// (`"read_only": true` in `dlport_tensor_describe`). On error `*out` is untouched.
-//
-// # Safety
-// `tensor` is a live handle; `out` is writable.
-int dlport_tensor_view(const DlportTensor *tensor, DLTensor *out);
-
-// Frees a backend tensor handle (NULL is ignored). DLPack tensors exported from it stay valid.
-//
-// Ownership: takes `tensor`, which must not be used again; views lent by
-// `dlport_tensor_view` end here.
-//
-// # Safety
-// `tensor` is NULL or a handle from dlport, not freed before.
-void dlport_tensor_free(DlportTensor *tensor);
-
-// How many DLPack tensors this C ABI has handed out, and how many of them consumers released
-// (their deleter ran). Either pointer may be NULL.
-//
-// Ownership: nothing is transferred.
-//
-// # Safety
-// Non-NULL pointers are writable.
-void dlport_export_counts(uint64_t *exported, uint64_t *released);
 
 // A `PyCapsule_Destructor` for DLPack capsules, safe to run while an exception is set: it
 // calls the tensor's deleter only while the capsule still bears its unconsumed name

@@ -10,13 +10,12 @@ use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{CudaContext, DriverError, result, sys};
-use dlport_core::device::{Backend, Buffer, StreamRequest, Tensor, compact_bytes};
+use dlport_core::backend::{Backend, Buffer, CpuBackend, compact_bytes};
 use dlport_core::{
-    BackendError, DataType, Device, DeviceType, DispatchError, Driver, Error, Failure,
+    BackendError, BackendReport, DataType, Device, DeviceType, DispatchError, Driver, Error,
     ManagedTensor, TensorRef, TensorStorage,
 };
-
-use crate::cpu::CpuBackend;
+use dlport_core::{StreamRequest, Tensor};
 
 /// The backend's name.
 pub const NAME: &str = "cuda";
@@ -24,49 +23,18 @@ pub const NAME: &str = "cuda";
 /// Turns a driver error into a dlport error naming the call.
 pub fn driver_error(operation: &'static str, e: DriverError) -> Error {
     use sys::CUresult as R;
-    // Each known code has its description and cudarc's error value (the error's source).
-    macro_rules! known {
-        ($code:ident, $detail:literal) => {{
-            static SOURCE: DriverError = DriverError(R::$code);
-            static FAILURE: Failure = Failure {
-                backend: NAME,
-                detail: $detail,
-                source: Some(&SOURCE),
-            };
-            &FAILURE
-        }};
-    }
-    let failure: &'static Failure = match e.0 {
-        R::CUDA_ERROR_OUT_OF_MEMORY => known!(
-            CUDA_ERROR_OUT_OF_MEMORY,
-            "out of memory: free tensors or allocate less"
-        ),
-        R::CUDA_ERROR_NO_DEVICE => known!(
-            CUDA_ERROR_NO_DEVICE,
-            "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)"
-        ),
-        R::CUDA_ERROR_INVALID_DEVICE => known!(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
-        R::CUDA_ERROR_INVALID_VALUE => known!(
-            CUDA_ERROR_INVALID_VALUE,
-            "an argument is invalid (pointer, size or stream)"
-        ),
-        R::CUDA_ERROR_INVALID_HANDLE => known!(
-            CUDA_ERROR_INVALID_HANDLE,
-            "the stream or event handle is invalid"
-        ),
-        R::CUDA_ERROR_NOT_INITIALIZED => {
-            known!(CUDA_ERROR_NOT_INITIALIZED, "the driver is not initialised")
-        }
-        _ => &Failure {
-            backend: NAME,
-            detail: "the CUDA driver reported an error",
-            source: None,
-        },
+    let detail = match e.0 {
+        R::CUDA_ERROR_OUT_OF_MEMORY => "out of memory: free tensors or allocate less",
+        R::CUDA_ERROR_NO_DEVICE => "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)",
+        R::CUDA_ERROR_INVALID_DEVICE => "invalid device ordinal",
+        R::CUDA_ERROR_INVALID_VALUE => "an argument is invalid (pointer, size or stream)",
+        R::CUDA_ERROR_INVALID_HANDLE => "the stream or event handle is invalid",
+        R::CUDA_ERROR_NOT_INITIALIZED => "the driver is not initialised",
+        _ => "the CUDA driver reported an error",
     };
     Error::Backend(BackendError::Failed {
-        operation,
         code: e.0 as i32,
-        failure,
+        report: BackendReport::new(NAME, operation, detail).with_source(e),
     })
 }
 
@@ -112,15 +80,12 @@ pub fn context(ordinal: usize) -> Result<Arc<CudaContext>, Error> {
     let all = contexts()?;
     all.get(ordinal)
         .cloned()
-        .ok_or(Error::Backend(BackendError::Failed {
-            operation: "cuDeviceGet",
-            code: i32::try_from(ordinal).unwrap_or(i32::MAX),
-            failure: &Failure {
-                backend: NAME,
-                detail: "no CUDA device with this ordinal",
-                source: None,
-            },
-        }))
+        .ok_or(Error::Backend(BackendError::failed(
+            NAME,
+            "cuDeviceGet",
+            i32::try_from(ordinal).unwrap_or(i32::MAX),
+            "no CUDA device with this ordinal",
+        )))
 }
 
 /// Waits for all work on every device (managed memory is then host-readable).
@@ -356,7 +321,7 @@ impl CudaBackend {
             staging = HostPinned::new(&context(0)?, len)?;
             // SAFETY: the staging buffer holds `len` bytes that only we reach.
             let buf = unsafe { std::slice::from_raw_parts_mut(staging.ptr.cast::<u8>(), len) };
-            crate::copy::copy_to_compact(src, buf)?;
+            dlport_core::backend::copy_to_compact(src, buf)?;
             buf
         };
         bind(&*context(self.ordinal(target)?)?)?;
@@ -370,10 +335,10 @@ impl CudaBackend {
     /// `cpu` target, a copy into a 64-byte-aligned host buffer.
     fn download(&self, src: &TensorRef<'_>, target: Device) -> Result<Tensor, Error> {
         if !src.contiguity().is_row_major() {
-            return Err(Error::Backend(BackendError::Unsupported {
-                backend: NAME,
-                operation: &"downloading a strided device tensor (compact it on the device first)",
-            }));
+            return Err(Error::Backend(BackendError::unsupported(
+                NAME,
+                "downloading a strided device tensor (compact it on the device first)",
+            )));
         }
         let len = compact_bytes(src.dtype(), src.shape())?;
         let pinned = self.pinned_zeros(src.dtype(), src.shape())?;
@@ -390,8 +355,7 @@ impl CudaBackend {
         if target.device_type == DeviceType::CUDA_HOST {
             return Ok(pinned.with_copied(true));
         }
-        let guard = pinned.read()?;
-        CpuBackend::compact(&guard.view())
+        CpuBackend::compact(&*pinned.view()?)
     }
 }
 
@@ -416,10 +380,10 @@ impl Backend for CudaBackend {
         match device.device_type {
             DeviceType::CUDA => self.zeros(device, dtype, shape),
             DeviceType::CUDA_HOST => self.pinned_zeros(dtype, shape),
-            _ => Err(Error::Backend(BackendError::Unsupported {
-                backend: NAME,
-                operation: &"allocation outside cuda and cuda_host",
-            })),
+            _ => Err(Error::Backend(BackendError::unsupported(
+                NAME,
+                "allocation outside cuda and cuda_host",
+            ))),
         }
     }
 

@@ -1,7 +1,8 @@
 //! # dlport-native
 //!
 //! dlport's native backends, registered into the core [`Registry`]:
-//! - [`cpu::CpuBackend`]: 64-byte-aligned host memory and fast strided → compact copies;
+//! - the core's [`CpuBackend`](dlport_core::backend::CpuBackend): 64-byte-aligned host memory and
+//!   the strided → compact copies of [`dlport_core::copy`] (SIMD kernels included);
 //! - [`pinned::PinnedBackend`]: page-locked host memory (CUDA-pinned with a driver, `mlock`
 //!   otherwise);
 //! - `cuda::CudaBackend` (feature `cuda`): device memory, H2D/D2H through pinned staging, the
@@ -13,8 +14,6 @@
 #![warn(missing_docs)]
 
 pub mod cabi;
-pub mod copy;
-pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod ffi;
@@ -24,7 +23,8 @@ use std::sync::Arc;
 
 pub use dlport_core;
 use dlport_core::Error;
-use dlport_core::device::Registry;
+use dlport_core::Registry;
+use dlport_core::backend::CpuBackend;
 
 /// A registry with every backend available here: the CPU and pinned backends always, the CUDA
 /// backend when the `cuda` feature is on and a driver answers.
@@ -43,7 +43,7 @@ pub fn registry_with_report() -> (Registry, Vec<String>) {
              memory.max and RLIMIT_AS/RLIMIT_DATA)"
         ));
     }
-    let mut add = |r: &mut Registry, b: Arc<dyn dlport_core::device::Backend>, note: String| {
+    let mut add = |r: &mut Registry, b: Arc<dyn dlport_core::backend::Backend>, note: String| {
         let name = b.name();
         match r.register(b) {
             Ok(()) => report.push(format!("{name}: registered ({note})")),
@@ -52,7 +52,7 @@ pub fn registry_with_report() -> (Registry, Vec<String>) {
     };
     add(
         &mut r,
-        Arc::new(cpu::CpuBackend),
+        Arc::new(CpuBackend),
         "64-byte-aligned host memory".into(),
     );
     let pinned = pinned::PinnedBackend::new();
@@ -133,7 +133,9 @@ pub fn machine_memory() -> Option<u64> {
 }
 
 /// Makes managed (unified) memory host-readable: synchronises every CUDA device when a driver
-/// is present; a no-op otherwise (no device can be writing it).
+/// is present; a no-op otherwise (no device can be writing it). With a driver, [`registry()`]
+/// hands `kDLCUDAManaged` imports to the CUDA backend; a caller reading managed memory from the
+/// host calls this first.
 pub fn sync_managed() -> Result<(), Error> {
     #[cfg(feature = "cuda")]
     match cuda::probe() {

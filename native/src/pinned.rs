@@ -8,10 +8,9 @@
 
 use std::ffi::c_void;
 
-use dlport_core::device::{AlignedBuffer, Backend, Buffer, Tensor, compact_bytes};
-use dlport_core::{
-    BackendError, DataType, Device, DeviceType, Error, Failure, TensorRef, TensorStorage,
-};
+use dlport_core::Tensor;
+use dlport_core::backend::{AlignedBuffer, Backend, Buffer, compact_bytes};
+use dlport_core::{BackendError, DataType, Device, DeviceType, Error, TensorRef, TensorStorage};
 
 /// Page size used for locked allocations.
 const PAGE: usize = 4096;
@@ -79,61 +78,41 @@ fn errno() -> i32 {
 #[cfg(windows)]
 pub fn lock_error(code: i32) -> Error {
     // ERROR_WORKING_SET_QUOTA (1453) and ERROR_NO_SYSTEM_RESOURCES (1450).
-    let failure: &'static Failure = match code {
-        1453 => &Failure {
-            backend: PinnedBackend::NAME,
-            detail: "ERROR_WORKING_SET_QUOTA: the process's minimum working set is too small to \
-                     lock this much; raise it with SetProcessWorkingSetSize or lock less",
-            source: None,
-        },
-        1450 => &Failure {
-            backend: PinnedBackend::NAME,
-            detail: "ERROR_NO_SYSTEM_RESOURCES: the system could not lock the pages; lock less",
-            source: None,
-        },
-        _ => &Failure {
-            backend: PinnedBackend::NAME,
-            detail: "the operating system refused to lock the pages",
-            source: None,
-        },
+    let detail = match code {
+        1453 => {
+            "ERROR_WORKING_SET_QUOTA: the process's minimum working set is too small to lock \
+             this much; raise it with SetProcessWorkingSetSize or lock less"
+        }
+        1450 => "ERROR_NO_SYSTEM_RESOURCES: the system could not lock the pages; lock less",
+        _ => "the operating system refused to lock the pages",
     };
-    Error::Backend(BackendError::Failed {
-        operation: "VirtualLock",
+    Error::Backend(BackendError::failed(
+        PinnedBackend::NAME,
+        "VirtualLock",
         code,
-        failure,
-    })
+        detail,
+    ))
 }
 
 /// The error for a failed `mlock` (`errno`).
 #[cfg(not(windows))]
 pub fn lock_error(errno: i32) -> Error {
-    let failure: &'static Failure = match errno {
-        libc::ENOMEM => &Failure {
-            backend: PinnedBackend::NAME,
-            detail: "ENOMEM: the locked-memory limit (RLIMIT_MEMLOCK) is too low; raise it with `ulimit -l` or lock less",
-            source: None,
-        },
-        libc::EPERM => &Failure {
-            backend: PinnedBackend::NAME,
-            detail: "EPERM: this process may not lock memory; grant CAP_IPC_LOCK or raise RLIMIT_MEMLOCK",
-            source: None,
-        },
-        libc::EAGAIN => &Failure {
-            backend: PinnedBackend::NAME,
-            detail: "EAGAIN: some pages could not be locked; retry with less memory",
-            source: None,
-        },
-        _ => &Failure {
-            backend: PinnedBackend::NAME,
-            detail: "the operating system refused to lock the pages",
-            source: None,
-        },
+    let detail = match errno {
+        libc::ENOMEM => {
+            "ENOMEM: the locked-memory limit (RLIMIT_MEMLOCK) is too low; raise it with `ulimit -l` or lock less"
+        }
+        libc::EPERM => {
+            "EPERM: this process may not lock memory; grant CAP_IPC_LOCK or raise RLIMIT_MEMLOCK"
+        }
+        libc::EAGAIN => "EAGAIN: some pages could not be locked; retry with less memory",
+        _ => "the operating system refused to lock the pages",
     };
-    Error::Backend(BackendError::Failed {
-        operation: "mlock",
-        code: errno,
-        failure,
-    })
+    Error::Backend(BackendError::failed(
+        PinnedBackend::NAME,
+        "mlock",
+        errno,
+        detail,
+    ))
 }
 
 impl Default for PinnedBackend {
@@ -234,10 +213,10 @@ impl Backend for PinnedBackend {
 
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         if device.device_type != self.device().device_type {
-            return Err(Error::Backend(BackendError::Unsupported {
-                backend: Self::NAME,
-                operation: &"allocation on this device (pinned memory is cuda_host:0 with CUDA, cpu with mlock)",
-            }));
+            return Err(Error::Backend(BackendError::unsupported(
+                Self::NAME,
+                "allocation on this device (pinned memory is cuda_host:0 with CUDA, cpu with mlock)",
+            )));
         }
         self.zeros(dtype, shape)
     }
@@ -251,7 +230,7 @@ impl Backend for PinnedBackend {
         if len != 0 {
             // SAFETY: a fresh pinned allocation of exactly `len` bytes, reachable only by us.
             let dst = unsafe { std::slice::from_raw_parts_mut(t.buffer().ptr().cast::<u8>(), len) };
-            crate::copy::copy_to_compact(src, dst)?;
+            dlport_core::backend::copy_to_compact(src, dst)?;
         }
         Ok(Some(t.with_copied(true)))
     }

@@ -4,8 +4,9 @@
 
 #[cfg(feature = "cuda")]
 mod gpu {
-    use dlport_core::device::{Backend, ExportOptions, ImportOptions, StreamRequest};
+    use dlport_core::backend::Backend;
     use dlport_core::{CopyPolicy, DataType, Device, DeviceType, ExportBuilder};
+    use dlport_core::{ExportOptions, ImportOptions, StreamRequest};
     use dlport_native::cuda::{self, CudaBackend};
 
     fn backend() -> CudaBackend {
@@ -18,7 +19,7 @@ mod gpu {
             .zeros(Device::cuda(0), DataType::FLOAT32, &[1024])
             .map_err(|e| e.to_string())?;
         let host = b
-            .copy(&t.read().unwrap().view(), Device::CPU)
+            .copy(&t.view().unwrap(), Device::CPU)
             .map_err(|e| e.to_string())?
             .unwrap();
         if host.to_vec::<f32>().unwrap().iter().any(|&x| x != 0.0) {
@@ -33,7 +34,7 @@ mod gpu {
             .map_err(|e| e.to_string())?
             .unwrap();
         let back = b
-            .copy(&dev.read().unwrap().view(), Device::CPU)
+            .copy(&dev.view().unwrap(), Device::CPU)
             .map_err(|e| e.to_string())?
             .unwrap();
         if back.to_vec::<f32>().unwrap() != src.view().to_vec::<f32>().unwrap() {
@@ -53,7 +54,7 @@ mod gpu {
             .map_err(|e| e.to_string())?
             .unwrap();
         let back = b
-            .copy(&dev.read().unwrap().view(), Device::CPU)
+            .copy(&dev.view().unwrap(), Device::CPU)
             .map_err(|e| e.to_string())?
             .unwrap();
         let v = back.to_vec::<i32>().unwrap();

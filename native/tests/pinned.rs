@@ -3,8 +3,9 @@
 
 use std::sync::Mutex;
 
-use dlport_core::device::{Backend, ExportOptions, ImportOptions};
+use dlport_core::backend::Backend;
 use dlport_core::{BackendError, CopyPolicy, DataType, Device, DeviceType, Error};
+use dlport_core::{ExportOptions, ImportOptions};
 use dlport_native::pinned::{LockedBuffer, PinnedBackend, lock_error};
 
 /// Tests that lock memory run one at a time, so VmLck readings are theirs.

@@ -1,7 +1,7 @@
 //! `dlport_native::registry()` holds exactly the backends that work here, and says why the
 //! others are missing.
 
-use dlport_core::device::{CopyPolicy, ImportOptions};
+use dlport_core::{CopyPolicy, ImportOptions};
 use dlport_core::{Device, DeviceType, ExportBuilder};
 
 #[test]

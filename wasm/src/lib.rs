@@ -1,7 +1,7 @@
 //! # dlport-wasm
 //!
 //! dlport's WebGPU device: `kDLWebGPU` (15) tensors in wgpu buffers, behind the core
-//! [`Backend`](dlport_core::device::Backend) trait. The same code runs natively (Vulkan or GL,
+//! [`Backend`](dlport_core::backend::Backend) trait. The same code runs natively (Vulkan or GL,
 //! lavapipe in CI) and in the browser (the WebGPU API).
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]

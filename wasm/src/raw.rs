@@ -4,8 +4,8 @@
 
 use wasm_bindgen::prelude::*;
 
-use crate::gpu::Kernel;
-use dlport_core::{BackendError, Error, Failure};
+use crate::gpu::kernel::Kernel;
+use dlport_core::Error;
 
 #[wasm_bindgen(module = "/js/webgpu.js")]
 extern "C" {
@@ -35,15 +35,10 @@ extern "C" {
 }
 
 fn raw_error(operation: &'static str) -> Error {
-    Error::Backend(BackendError::Failed {
+    crate::gpu::error::backend(
         operation,
-        code: 0,
-        failure: &Failure {
-            backend: crate::gpu::NAME,
-            detail: "the browser's WebGPU API threw; is the buffer from dlport.device() and not destroyed?",
-            source: None,
-        },
-    })
+        "the browser's WebGPU API threw; is the buffer from dlport.device() and not destroyed?",
+    )
 }
 
 fn js_device(device: &wgpu::Device) -> Result<JsValue, Error> {

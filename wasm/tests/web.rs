@@ -2,8 +2,8 @@
 //! behaviours as the native tests, on Chromium's WebGPU (SwiftShader, no GPU needed).
 #![cfg(target_arch = "wasm32")]
 
-use dlport_core::device::{ExportOptions, ImportOptions, Registry};
 use dlport_core::{DataType, Device, ExportBuilder};
+use dlport_core::{ExportOptions, ImportOptions, Registry};
 use dlport_wasm::WebGpuBackend;
 use wasm_bindgen_test::*;
 
@@ -24,7 +24,7 @@ async fn round_trips_and_byte_offsets() {
                 .build()
                 .unwrap();
             let t = b.gpu().upload(&host.view(), 0).unwrap();
-            let back = b.gpu().download(&t.read().unwrap().view()).await.unwrap();
+            let back = b.gpu().download(&t.view().unwrap()).await.unwrap();
             assert!(back == data, "{dtype} × {n}");
         }
     }
@@ -34,10 +34,7 @@ async fn round_trips_and_byte_offsets() {
             .build()
             .unwrap();
         let t = b.gpu().upload(&host.view(), offset).unwrap();
-        assert_eq!(
-            b.gpu().download(&t.read().unwrap().view()).await.unwrap(),
-            data
-        );
+        assert_eq!(b.gpu().download(&t.view().unwrap()).await.unwrap(), data);
     }
 }
 
@@ -88,11 +85,7 @@ async fn dlpack_references_keep_the_buffer_and_release_once() {
         .unwrap();
     drop(t);
     assert_eq!(b.gpu().live_buffers(), before + 1);
-    let back = b
-        .gpu()
-        .download(&imported.read().unwrap().view())
-        .await
-        .unwrap();
+    let back = b.gpu().download(&imported.view().unwrap()).await.unwrap();
     assert_eq!(back.len(), 256);
     drop(imported);
     assert_eq!(b.gpu().live_buffers(), before);
@@ -192,15 +185,15 @@ async fn js_api_tensors_from_typed_arrays_to_webgpu_and_back() {
     );
     assert!(t.to_device("metal").is_err());
     // DLPack within the wasm heap: out as an address, back in without a copy.
-    let address = g.to_dlpack().unwrap();
-    let again = Tensor::from_dlpack(address, None).unwrap();
+    let address = g.to_dlpack(None).unwrap();
+    let again = Tensor::from_dlpack(address.into(), None).unwrap();
     assert_eq!(again.device(), "webgpu:0");
     assert_eq!(numbers(again.shape()), vec![3.0, 4.0]);
-    let host_addr = h.to_dlpack().unwrap();
-    let host_again = Tensor::from_dlpack(host_addr, None).unwrap();
+    let host_addr = h.to_dlpack(None).unwrap();
+    let host_again = Tensor::from_dlpack(host_addr.into(), None).unwrap();
     assert_eq!(host_again.to_bytes().unwrap(), bytes);
     assert!(
-        Tensor::from_dlpack(0, None).is_err(),
+        Tensor::from_dlpack(0.into(), None).is_err(),
         "NULL is refused with a message"
     );
     let odd = Tensor::new(
@@ -286,10 +279,10 @@ async fn js_api_wraps_foreign_gpu_buffers_and_releases_them_once() {
     }
     assert_eq!(released(), 0.0);
     // A DLPack export keeps the buffer past the tensor; the importer's drop releases it once.
-    let address = t.to_dlpack().unwrap();
+    let address = t.to_dlpack(None).unwrap();
     drop(t);
     assert_eq!(released(), 0.0, "the export still holds it");
-    let again = Tensor::from_dlpack(address, None).unwrap();
+    let again = Tensor::from_dlpack(address.into(), None).unwrap();
     drop(again);
     assert_eq!(released(), 1.0, "released exactly once, through onRelease");
 

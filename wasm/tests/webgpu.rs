@@ -6,10 +6,11 @@
 
 use std::sync::OnceLock;
 
-use dlport_core::device::{Backend, ExportOptions, ImportOptions, Registry};
+use dlport_core::backend::Backend;
 use dlport_core::{
     AccessError, DataType, Device, DispatchError, Error, ExportBuilder, LayoutError,
 };
+use dlport_core::{ExportOptions, ImportOptions, Registry};
 use dlport_wasm::WebGpuBackend;
 
 /// One backend for the whole test binary (creating devices is slow on lavapipe).
@@ -40,7 +41,7 @@ fn round_trips_from_4_bytes_to_64_mib() {
                 .unwrap();
             let t = b.gpu().upload(&host.view(), 0).unwrap();
             assert_eq!(t.device(), Device::webgpu(0));
-            let back = b.download_blocking(&t.read().unwrap().view()).unwrap();
+            let back = b.download_blocking(&t.view().unwrap()).unwrap();
             assert!(back == data, "{dtype} × {n}: round trip changed the data");
         }
     }
@@ -57,15 +58,12 @@ fn byte_offsets_are_honoured_even_when_not_word_aligned() {
                 .unwrap();
             let t = b.gpu().upload(&host.view(), offset).unwrap();
             assert_eq!(t.byte_offset(), offset);
-            let back = b.download_blocking(&t.read().unwrap().view()).unwrap();
+            let back = b.download_blocking(&t.view().unwrap()).unwrap();
             assert_eq!(back, data, "offset {offset}, {n} bytes");
             // A GPU-side copy honours the offset too.
-            let c = b.gpu().compact_on_gpu(&t.read().unwrap().view()).unwrap();
+            let c = b.gpu().compact_on_gpu(&t.view().unwrap()).unwrap();
             assert_eq!(c.byte_offset(), 0);
-            assert_eq!(
-                b.download_blocking(&c.read().unwrap().view()).unwrap(),
-                data
-            );
+            assert_eq!(b.download_blocking(&c.view().unwrap()).unwrap(), data);
         }
     }
 }
@@ -132,7 +130,7 @@ fn strided_tensors_are_compacted_on_the_gpu() {
         let view = unsafe { dlport_core::TensorRef::from_raw(&view_struct, None, 0) }.unwrap();
         let c = b.gpu().compact_on_gpu(&view).unwrap();
         assert!(c.is_copied() && c.contiguity().is_row_major());
-        let got = b.download_blocking(&c.read().unwrap().view()).unwrap();
+        let got = b.download_blocking(&c.view().unwrap()).unwrap();
         let want = cpu_reference(&data, esize, shape, strides, offset);
         assert_eq!(got, want, "{dtype} {shape:?} {strides:?} +{offset}");
         // Downloading the strided view directly compacts on the GPU too.
@@ -176,9 +174,7 @@ fn dlpack_export_and_import_release_the_slot_exactly_once() {
         before + 1,
         "the DLPack reference keeps the buffer"
     );
-    let back = b
-        .download_blocking(&imported.read().unwrap().view())
-        .unwrap();
+    let back = b.download_blocking(&imported.view().unwrap()).unwrap();
     assert_eq!(back.len(), 4000);
     // Copy to the host through the registry.
     let host = registry
@@ -209,7 +205,7 @@ fn allocation_and_errors() {
         .allocate(Device::webgpu(0), DataType::UINT32, &[3, 5])
         .unwrap();
     assert_eq!(
-        b.download_blocking(&t.read().unwrap().view()).unwrap(),
+        b.download_blocking(&t.view().unwrap()).unwrap(),
         vec![0u8; 60],
         "zeroed"
     );
@@ -278,10 +274,7 @@ fn uploads_from_pinned_and_strided_host_memory() {
         .unwrap();
     assert_eq!(pinned.view().device(), Device::cuda_host());
     let t = b.gpu().upload(&pinned.view(), 0).unwrap();
-    assert_eq!(
-        b.download_blocking(&t.read().unwrap().view()).unwrap(),
-        data
-    );
+    assert_eq!(b.download_blocking(&t.view().unwrap()).unwrap(), data);
     // A strided host view is compacted on the host side of the upload.
     let strided = ExportBuilder::new(data.clone(), DataType::UINT16, &[6, 8])
         .strides(&[1, 6])
@@ -295,12 +288,9 @@ fn uploads_from_pinned_and_strided_host_memory() {
         .flat_map(|x| x.to_ne_bytes())
         .collect();
     let t = b.gpu().upload(&strided.view(), 2).unwrap();
-    assert_eq!(
-        b.download_blocking(&t.read().unwrap().view()).unwrap(),
-        want
-    );
+    assert_eq!(b.download_blocking(&t.view().unwrap()).unwrap(), want);
     // Device memory is not a host source.
-    let err = b.gpu().upload(&t.read().unwrap().view(), 0).unwrap_err();
+    let err = b.gpu().upload(&t.view().unwrap(), 0).unwrap_err();
     assert_eq!(
         err,
         Error::Access(AccessError::NotHostAccessible {
@@ -392,10 +382,10 @@ fn normalize_matches_the_cpu_reference_for_every_input_type() {
                     std: s,
                     scale: 1.0 / 255.0,
                 };
-                let out = b.gpu().normalize(&t.read().unwrap().view(), &opts).unwrap();
+                let out = b.gpu().normalize(&t.view().unwrap(), &opts).unwrap();
                 assert_eq!(out.dtype(), DataType::FLOAT32);
                 assert_eq!(out.shape(), &shape);
-                let bytes = b.download_blocking(&out.read().unwrap().view()).unwrap();
+                let bytes = b.download_blocking(&out.view().unwrap()).unwrap();
                 let got: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
                 let want = normalize_reference(&x, c, m, s, 1.0 / 255.0);
                 assert_close(
@@ -415,7 +405,7 @@ fn normalize_matches_the_cpu_reference_for_every_input_type() {
     .build()
     .unwrap();
     let g = b.gpu().upload(&host.view(), 0).unwrap();
-    let transposed = dlport_core::device::Tensor::new(
+    let transposed = dlport_core::Tensor::new(
         std::sync::Arc::clone(g.buffer()),
         "webgpu",
         DataType::FLOAT32,
@@ -428,7 +418,7 @@ fn normalize_matches_the_cpu_reference_for_every_input_type() {
     let out = b
         .gpu()
         .normalize(
-            &transposed.read().unwrap().view(),
+            &transposed.view().unwrap(),
             &dlport_wasm::Normalize {
                 mean: &mean,
                 std: &std,
@@ -437,7 +427,7 @@ fn normalize_matches_the_cpu_reference_for_every_input_type() {
         )
         .unwrap();
     let got: Vec<f32> =
-        bytemuck::pod_collect_to_vec(&b.download_blocking(&out.read().unwrap().view()).unwrap());
+        bytemuck::pod_collect_to_vec(&b.download_blocking(&out.view().unwrap()).unwrap());
     let hw = (h * w) as usize;
     let xt: Vec<f64> = (0..n).map(|i| values[(i % c) * hw + i / c]).collect();
     assert_close(
@@ -454,8 +444,7 @@ fn normalize_refuses_bad_arguments_by_name() {
         .build()
         .unwrap();
     let t = b.gpu().upload(&host.view(), 0).unwrap();
-    let view_guard = t.read().unwrap();
-    let v = view_guard.view();
+    let v = t.view().unwrap();
     let err = |m: &[f32], s: &[f32], scale: f32| {
         b.gpu()
             .normalize(
@@ -487,9 +476,9 @@ fn normalize_refuses_bad_arguments_by_name() {
         std: &[1.0],
         scale: 1.0,
     };
-    let refuse = |t: &dlport_core::device::Tensor| {
+    let refuse = |t: &dlport_core::Tensor| {
         b.gpu()
-            .normalize(&t.read().unwrap().view(), &identity)
+            .normalize(&t.view().unwrap(), &identity)
             .unwrap_err()
     };
     let e = refuse(&h);
@@ -543,8 +532,8 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
             })),
         )
         .unwrap();
-    let t = dlport_core::device::Tensor::new(
-        dlport_core::device::Buffer::new(Box::new(storage)),
+    let t = dlport_core::Tensor::new(
+        dlport_core::backend::Buffer::new(Box::new(storage)),
         "webgpu",
         DataType::FLOAT32,
         &[16, 3],
@@ -554,7 +543,7 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
     )
     .unwrap();
     assert_eq!(gpu.live_buffers(), live + 1);
-    let back = b.download_blocking(&t.read().unwrap().view()).unwrap();
+    let back = b.download_blocking(&t.view().unwrap()).unwrap();
     assert_eq!(
         bytemuck::pod_collect_to_vec::<u8, f32>(&back),
         values,
@@ -562,7 +551,7 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
     );
     let out = gpu
         .normalize(
-            &t.read().unwrap().view(),
+            &t.view().unwrap(),
             &dlport_wasm::Normalize {
                 mean: &[1.0, 2.0, 3.0],
                 std: &[2.0],
@@ -571,7 +560,7 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
         )
         .unwrap();
     let got: Vec<f32> =
-        bytemuck::pod_collect_to_vec(&b.download_blocking(&out.read().unwrap().view()).unwrap());
+        bytemuck::pod_collect_to_vec(&b.download_blocking(&out.view().unwrap()).unwrap());
     let x: Vec<f64> = values.iter().map(|&v| f64::from(v)).collect();
     assert_close(
         &got,
@@ -640,8 +629,8 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
             })),
         )
         .unwrap();
-    let err = dlport_core::device::Tensor::new(
-        dlport_core::device::Buffer::new(Box::new(storage)),
+    let err = dlport_core::Tensor::new(
+        dlport_core::backend::Buffer::new(Box::new(storage)),
         "webgpu",
         DataType::FLOAT32,
         &[17],

@@ -6,8 +6,8 @@
 
 use std::time::Instant;
 
+use dlport_core::backend::copy_to_compact;
 use dlport_core::{DataType, ExportBuilder, TensorRef};
-use dlport_native::copy::copy_to_compact;
 use dlport_native::pinned::PinnedBackend;
 
 /// Median and spread of repeated timings, in seconds.
@@ -69,7 +69,7 @@ fn main() {
         let src_bytes: Vec<u8> = src.iter().flat_map(|x| x.to_ne_bytes()).collect();
         // The destination dlport's CPU backend would allocate: 64-byte aligned (CPU_ALIGN).
         let mut dst_buf =
-            dlport_core::device::AlignedBuffer::zeroed(bytes, dlport_core::device::CPU_ALIGN)
+            dlport_core::backend::AlignedBuffer::zeroed(bytes, dlport_core::backend::CPU_ALIGN)
                 .unwrap();
         let dst = dst_buf.as_mut_slice();
         let m = measure(reps, || memcpy(&src_bytes, dst));

@@ -2,31 +2,11 @@
 //!
 //! [`Device`] is `DLDevice` with names: it displays as `cpu`, `cuda:0`, `cuda_host:0`,
 //! `webgpu:0`, or `device_type(99):0` for a type DLPack does not name, and parses back.
-//! [`MemoryClass`] says whether the host can read a device's memory without a copy.
+//! [`MemoryClass`] says whether the host can read a device's memory without a copy. Plain
+//! data: dispatch (registry, backends, buffers) lives elsewhere.
 
-#[cfg(feature = "alloc")]
-mod backend;
-#[cfg(feature = "alloc")]
-mod buffer;
-#[cfg(feature = "alloc")]
-mod cpu;
-#[cfg(feature = "alloc")]
-mod registry;
 mod stream;
 
-#[cfg(feature = "alloc")]
-pub use backend::{Backend, BackendRef, LayoutNeed, ViewRequirements, platform_id};
-#[cfg(feature = "alloc")]
-pub use buffer::{Buffer, ReadGuard, Tensor};
-#[cfg(feature = "alloc")]
-pub use cpu::{
-    AlignedBuffer, CPU_ALIGN, CpuBackend, compact_bytes, compact_copy, compact_copy_aligned,
-    copy_to_compact,
-};
-#[cfg(feature = "alloc")]
-pub use registry::{
-    CopyPolicy, Decision, ExportOptions, ImportOptions, MAX_ALIGNMENT, Registry, reconcile_device,
-};
 pub use stream::StreamRequest;
 
 use core::fmt;

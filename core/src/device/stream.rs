@@ -13,7 +13,7 @@ use crate::error::{DispatchError, Error, StreamReason};
 /// Host memory: only `None` (or -1).
 ///
 /// ```
-/// use dlport_core::device::StreamRequest;
+/// use dlport_core::StreamRequest;
 /// use dlport_core::DeviceType;
 /// assert_eq!(StreamRequest::parse(Some(2), DeviceType::CUDA).unwrap(), StreamRequest::PerThreadDefault);
 /// assert!(StreamRequest::parse(Some(0), DeviceType::CUDA).is_err());

@@ -6,19 +6,16 @@ use core::fmt;
 /// allocate, a failed driver or OS call (which may carry the backend's own error as its
 /// [`source`](core::error::Error::source)), or a driver that is not installed.
 ///
-/// Texts a backend supplies are `&'static`. Where a variant needs more than one besides the
-/// backend's name, they live in a `static` descriptor ([`Failure`], [`Driver`]) so that the
-/// error holds one pointer for them: a constant `&Failure { .. }` is promoted to a `&'static`
-/// by the compiler.
+/// What a backend says (its name, the operation, what it means) is a [`BackendReport`]: one
+/// `static` [`StaticReport`] (no allocation, `no_std`), or with `alloc` one made at run time
+/// from any `&'static str`s, with the backend's own error attached if it has one.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BackendError {
     /// A backend does not support an operation.
     Unsupported {
-        /// The backend's name.
-        backend: &'static str,
-        /// The operation, in words: one pointer to a `&'static str` (write `&"allocation"`).
-        operation: &'static &'static str,
+        /// The backend and the operation (and, if not empty, what to do instead).
+        report: BackendReport,
     },
     /// Memory could not be allocated.
     AllocationFailed {
@@ -29,13 +26,12 @@ pub enum BackendError {
     },
     /// A backend's driver or operating system refused an operation.
     Failed {
-        /// The call that failed ("mlock", "cuMemAlloc", …).
-        operation: &'static str,
-        /// The code it returned (errno, `CUresult`, `GetLastError`, …: every such code is a
-        /// 32-bit value).
+        /// The code the call returned (errno, `CUresult`, `GetLastError`, …: every such code
+        /// is a 32-bit value).
         code: i32,
-        /// The backend, what the code means and what to do, and the backend's own error.
-        failure: &'static Failure,
+        /// The backend, the call, what the code means and what to do, and the backend's own
+        /// error.
+        report: BackendReport,
     },
     /// A driver library is not installed on this machine.
     DriverNotFound {
@@ -54,13 +50,44 @@ impl BackendError {
             Self::DriverNotFound { .. } => 33,
         }
     }
+
+    /// `backend` does not support `operation`.
+    #[cfg(feature = "alloc")]
+    pub fn unsupported(backend: &'static str, operation: &'static str) -> Self {
+        Self::Unsupported {
+            report: BackendReport::new(backend, operation, ""),
+        }
+    }
+
+    /// `backend`'s call `operation` failed with `code`, which means `detail`.
+    #[cfg(feature = "alloc")]
+    pub fn failed(
+        backend: &'static str,
+        operation: &'static str,
+        code: i32,
+        detail: &'static str,
+    ) -> Self {
+        Self::Failed {
+            code,
+            report: BackendReport::new(backend, operation, detail),
+        }
+    }
 }
 
 impl fmt::Display for BackendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Unsupported { backend, operation } => {
-                write!(f, "backend \"{backend}\" does not support {operation}")
+            Self::Unsupported { report } => {
+                write!(
+                    f,
+                    "backend \"{}\" does not support {}",
+                    report.backend(),
+                    report.operation()
+                )?;
+                match report.detail() {
+                    "" => Ok(()),
+                    detail => write!(f, ": {detail}"),
+                }
             }
             Self::AllocationFailed { bytes, align } => {
                 write!(
@@ -68,14 +95,12 @@ impl fmt::Display for BackendError {
                     "allocating {bytes} bytes aligned to {align} failed: out of memory"
                 )
             }
-            Self::Failed {
-                operation,
-                code,
-                failure,
-            } => write!(
+            Self::Failed { code, report } => write!(
                 f,
-                "backend \"{}\": {operation} failed with code {code}: {}",
-                failure.backend, failure.detail
+                "backend \"{}\": {} failed with code {code}: {}",
+                report.backend(),
+                report.operation(),
+                report.detail()
             ),
             Self::DriverNotFound { driver } => write!(
                 f,
@@ -89,40 +114,137 @@ impl fmt::Display for BackendError {
 impl core::error::Error for BackendError {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
-            Self::Failed { failure, .. } => match failure.source {
-                Some(source) => Some(source),
-                None => None,
-            },
+            Self::Unsupported { report } | Self::Failed { report, .. } => report
+                .source()
+                .map(|source| source as &(dyn core::error::Error + 'static)),
             _ => None,
         }
     }
 }
 
-/// What a failed backend call means, described once: the backend, what the code means and
-/// what to do, and optionally the backend's own error for it (a `static` value of the
-/// backend's error type, which [`source`](core::error::Error::source) returns and callers can
-/// downcast). [`BackendError::Failed`] holds a `&'static Failure`: write
-/// `&Failure { backend: NAME, detail: "…", source: None }` with constant fields (the compiler
-/// promotes it to a static), or declare a `static` (needed when `source` refers to a
-/// `static`). The dynamic part of a failure is its `code`.
+/// What a backend says about an operation, written as a `static` (or a constant
+/// `&StaticReport { .. }`, which the compiler promotes to one): no allocation, usable without
+/// `alloc`. Turn it into a [`BackendReport`] with [`BackendReport::from_static`].
 #[derive(Clone, Copy)]
-pub struct Failure {
+pub struct StaticReport {
     /// The backend's name.
     pub backend: &'static str,
-    /// What the code means and what to do.
+    /// The operation or call ("allocation", "mlock", "cuMemAlloc", …).
+    pub operation: &'static str,
+    /// What the code means and what to do ("" when there is nothing to add).
     pub detail: &'static str,
-    /// The backend's own error for this failure, if it has a type for it (a `static`, so
-    /// that equal errors have the same source: a promoted constant has no unique address).
+    /// The backend's own error, if it has a type for it: a `static`, so that equal errors
+    /// have the same source (a promoted constant has no unique address).
     pub source: Option<&'static (dyn core::error::Error + Send + Sync)>,
 }
 
-/// Descriptors are equal when their texts are, and their sources are the same object (an
-/// error value has no equality of its own).
-impl PartialEq for Failure {
+impl fmt::Debug for StaticReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StaticReport")
+            .field("backend", &self.backend)
+            .field("operation", &self.operation)
+            .field("detail", &self.detail)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+/// What a backend says about an operation it does not support or that failed: its name, the
+/// operation, what it means and what to do, and optionally the backend's own error (the
+/// [`source`](core::error::Error::source) of the error that carries it).
+///
+/// 16 bytes: a `&'static StaticReport`, or with `alloc` a shared allocation made by
+/// [`new`](Self::new) (so that a backend can pass any `&'static str` at run time, and attach
+/// an owned error with [`with_source`](Self::with_source)). Reports are equal when their texts
+/// are and their sources are the same object.
+#[derive(Clone)]
+pub struct BackendReport(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Static(&'static StaticReport),
+    #[cfg(feature = "alloc")]
+    Shared(alloc::sync::Arc<Owned>),
+}
+
+#[cfg(feature = "alloc")]
+struct Owned {
+    text: StaticReport,
+    source: Option<alloc::boxed::Box<dyn core::error::Error + Send + Sync>>,
+}
+
+impl BackendReport {
+    /// A report that lives in a `static`.
+    pub const fn from_static(report: &'static StaticReport) -> Self {
+        Self(Repr::Static(report))
+    }
+
+    /// A report made at run time (allocated once, shared by the clones of the error).
+    #[cfg(feature = "alloc")]
+    pub fn new(backend: &'static str, operation: &'static str, detail: &'static str) -> Self {
+        Self(Repr::Shared(alloc::sync::Arc::new(Owned {
+            text: StaticReport {
+                backend,
+                operation,
+                detail,
+                source: None,
+            },
+            source: None,
+        })))
+    }
+
+    /// The same report with the backend's own error attached as its source.
+    #[cfg(feature = "alloc")]
+    pub fn with_source(self, source: impl core::error::Error + Send + Sync + 'static) -> Self {
+        let text = *self.text();
+        Self(Repr::Shared(alloc::sync::Arc::new(Owned {
+            text,
+            source: Some(alloc::boxed::Box::new(source)),
+        })))
+    }
+
+    fn text(&self) -> &StaticReport {
+        match &self.0 {
+            Repr::Static(report) => report,
+            #[cfg(feature = "alloc")]
+            Repr::Shared(owned) => &owned.text,
+        }
+    }
+
+    /// The backend's name.
+    pub fn backend(&self) -> &'static str {
+        self.text().backend
+    }
+
+    /// The operation or call.
+    pub fn operation(&self) -> &'static str {
+        self.text().operation
+    }
+
+    /// What the code means and what to do ("" when there is nothing to add).
+    pub fn detail(&self) -> &'static str {
+        self.text().detail
+    }
+
+    /// The backend's own error, if it attached one (downcast it with `downcast_ref`).
+    pub fn source(&self) -> Option<&(dyn core::error::Error + Send + Sync + 'static)> {
+        #[cfg(feature = "alloc")]
+        if let Repr::Shared(owned) = &self.0 {
+            if let Some(source) = &owned.source {
+                return Some(&**source);
+            }
+        }
+        self.text().source
+    }
+}
+
+impl PartialEq for BackendReport {
     fn eq(&self, other: &Self) -> bool {
-        self.backend == other.backend
-            && self.detail == other.detail
-            && match (self.source, other.source) {
+        let (a, b) = (self.text(), other.text());
+        a.backend == b.backend
+            && a.operation == b.operation
+            && a.detail == b.detail
+            && match (self.source(), other.source()) {
                 (None, None) => true,
                 (Some(a), Some(b)) => core::ptr::addr_eq(a, b),
                 _ => false,
@@ -130,14 +252,15 @@ impl PartialEq for Failure {
     }
 }
 
-impl Eq for Failure {}
+impl Eq for BackendReport {}
 
-impl fmt::Debug for Failure {
+impl fmt::Debug for BackendReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Failure")
-            .field("backend", &self.backend)
-            .field("detail", &self.detail)
-            .field("source", &self.source)
+        f.debug_struct("BackendReport")
+            .field("backend", &self.backend())
+            .field("operation", &self.operation())
+            .field("detail", &self.detail())
+            .field("source", &self.source())
             .finish()
     }
 }

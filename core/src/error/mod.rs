@@ -16,13 +16,12 @@
 //!
 //! # Size
 //! `size_of::<Error>() <= 32` is asserted at compile time, on 32- and 64-bit targets, so a
-//! `Result<_, Error>` stays small on the import hot path. Each sub-error fits in 24 bytes
-//! (the one word left is the tag), except [`BackendError`], which takes 32 and lends its own
-//! tag's spare values to `Error` (the compiler places the other sub-errors after that tag).
-//! Two texts never sit side by side in a variant: pairs live in `static` descriptors
-//! ([`Failure`], [`Driver`]), names are small enums ([`Flag`], [`NameKind`], [`OptionRule`],
-//! [`StreamReason`]), and the two payloads that are large or of variable length are boxed
-//! under `alloc` ([`AddressRange`], [`BackendNames`]).
+//! `Result<_, Error>` stays small on the import hot path: each sub-error fits in 24 bytes and
+//! the word left is the tag. No two texts sit side by side in a variant: names are one-byte
+//! enums ([`Flag`], [`NameKind`], [`OptionRule`], [`StreamReason`]); a backend's texts are one
+//! [`BackendReport`] (a `&'static` [`StaticReport`], or with `alloc` a shared allocation made
+//! at run time) and a driver a `&'static` [`Driver`]; the two payloads that are large or of
+//! variable length are boxed under `alloc` ([`AddressRange`], [`BackendNames`]).
 
 mod access;
 mod backend;
@@ -33,7 +32,7 @@ mod values;
 use core::fmt;
 
 pub use access::{AccessError, Flag};
-pub use backend::{BackendError, Driver, Failure};
+pub use backend::{BackendError, BackendReport, Driver, StaticReport};
 #[cfg(feature = "alloc")]
 pub use dispatch::BackendNames;
 pub use dispatch::{CopyReason, DispatchError, NameKind, OptionRule, StreamReason};
@@ -75,7 +74,7 @@ const _: () = {
     assert!(size_of::<LayoutError>() <= 24);
     assert!(size_of::<AccessError>() <= 24);
     assert!(size_of::<DispatchError>() <= 24);
-    assert!(size_of::<BackendError>() <= 32);
+    assert!(size_of::<BackendError>() <= 24);
 };
 
 const _: () = {
@@ -167,46 +166,77 @@ mod tests {
     /// A source is compared by address: a `static` has one (a promoted constant need not).
     static OUT_OF_MEMORY: DriverSaid = DriverSaid(2);
 
-    static WITH_SOURCE: Failure = Failure {
+    static WITH_SOURCE: StaticReport = StaticReport {
         backend: "xpu",
+        operation: "xpuMalloc",
         detail: "out of device memory",
         source: Some(&OUT_OF_MEMORY),
     };
 
-    fn out_of_memory(source: bool) -> Error {
-        let failure: &'static Failure = if source {
-            &WITH_SOURCE
-        } else {
-            &Failure {
-                backend: "xpu",
-                detail: "out of device memory",
-                source: None,
-            }
-        };
-        BackendError::Failed {
-            operation: "xpuMalloc",
-            code: 2,
-            failure,
-        }
-        .into()
+    fn failed(report: BackendReport) -> Error {
+        BackendError::Failed { code: 2, report }.into()
     }
 
     #[test]
     fn a_backend_source_is_the_source_and_the_message_is_not_repeated() {
-        let plain = out_of_memory(false);
+        let plain = failed(BackendReport::new(
+            "xpu",
+            "xpuMalloc",
+            "out of device memory",
+        ));
         assert!(plain.source().is_none());
-        let err = out_of_memory(true);
-        assert_eq!(err.code(), 32);
+        let from_static = failed(BackendReport::from_static(&WITH_SOURCE));
+        let owned = failed(
+            BackendReport::new("xpu", "xpuMalloc", "out of device memory")
+                .with_source(DriverSaid(2)),
+        );
+        for err in [&from_static, &owned] {
+            assert_eq!(err.code(), 32);
+            assert_eq!(
+                err.to_string(),
+                "backend \"xpu\": xpuMalloc failed with code 2: out of device memory"
+            );
+            let source = err.source().expect("the backend's error");
+            assert_eq!(source.downcast_ref::<DriverSaid>(), Some(&DriverSaid(2)));
+            assert!(source.source().is_none());
+            assert_eq!(err.clone(), *err, "a clone shares the source");
+            assert_ne!(*err, plain, "a source makes another report");
+        }
+        assert_eq!(
+            failed(BackendReport::from_static(&WITH_SOURCE)),
+            from_static,
+            "one static, one source"
+        );
+        assert_ne!(from_static, owned, "two sources, two objects");
+        assert_eq!(
+            plain,
+            BackendError::failed("xpu", "xpuMalloc", 2, "out of device memory").into(),
+            "reports without a source compare by text"
+        );
+    }
+
+    #[test]
+    fn an_unsupported_operation_may_say_what_to_do_instead() {
+        let err: Error = BackendError::unsupported("cpu", "allocation on cuda:0").into();
         assert_eq!(
             err.to_string(),
-            "backend \"xpu\": xpuMalloc failed with code 2: out of device memory"
+            "backend \"cpu\" does not support allocation on cuda:0"
         );
-        let source = err.source().expect("the backend's error");
-        assert_eq!(source.downcast_ref::<DriverSaid>(), Some(&DriverSaid(2)));
-        assert!(source.source().is_none());
-        assert_eq!(err.clone(), err);
-        assert_eq!(out_of_memory(true), err, "one static, one source");
-        assert_ne!(err, plain, "a source makes another failure");
+        static HINT: StaticReport = StaticReport {
+            backend: "webgpu",
+            operation: "synchronous readback",
+            detail: "await download",
+            source: None,
+        };
+        let err: Error = BackendError::Unsupported {
+            report: BackendReport::from_static(&HINT),
+        }
+        .into();
+        assert_eq!(
+            err.to_string(),
+            "backend \"webgpu\" does not support synchronous readback: await download"
+        );
+        assert_eq!(err.code(), 28);
     }
 
     #[test]
@@ -215,14 +245,10 @@ mod tests {
             LayoutError::NullManagedTensor.into(),
             AccessError::ReadOnly.into(),
             DispatchError::DuplicateBackend { name: "cpu" }.into(),
-            BackendError::Unsupported {
-                backend: "cpu",
-                operation: &"allocation",
-            }
-            .into(),
+            BackendError::AllocationFailed { bytes: 8, align: 8 }.into(),
         ];
         let codes = errors.each_ref().map(Error::code);
-        assert_eq!(codes, [1, 19, 30, 28]);
+        assert_eq!(codes, [1, 19, 30, 29]);
         for e in &errors {
             assert!(e.source().is_none());
             assert_eq!(e.to_string(), e.inner().to_string());

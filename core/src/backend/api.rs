@@ -2,9 +2,9 @@
 
 use alloc::sync::Arc;
 
-use super::buffer::Tensor;
 use crate::abi::DeviceType;
 use crate::device::Device;
+use crate::dispatch::Tensor;
 use crate::dtype::DataType;
 use crate::error::{BackendError, CopyReason, DispatchError, Error};
 use crate::layout::Contiguity;
@@ -18,10 +18,10 @@ use crate::tensor::TensorRef;
 /// compared across processes (as PJRT's platform ids are).
 ///
 /// ```
-/// use dlport_core::device::platform_id;
+/// use dlport_core::backend::platform_id;
 /// assert_eq!(platform_id(""), 0xcbf2_9ce4_8422_2325); // the FNV-1a test vectors
 /// assert_eq!(platform_id("a"), 0xaf63_dc4c_8601_ec8c);
-/// assert_ne!(dlport_core::device::platform_id("cuda"), dlport_core::device::platform_id("cpu"));
+/// assert_ne!(dlport_core::backend::platform_id("cuda"), dlport_core::backend::platform_id("cpu"));
 /// ```
 pub const fn platform_id(name: &str) -> u64 {
     let bytes = name.as_bytes();
@@ -195,10 +195,10 @@ pub trait Backend: Send + Sync + 'static {
     /// Allocates a compact tensor (zeroed where the backend can) on `device`.
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         let _ = (device, dtype, shape);
-        Err(Error::Backend(BackendError::Unsupported {
-            backend: self.name(),
-            operation: &"allocation",
-        }))
+        Err(Error::Backend(BackendError::unsupported(
+            self.name(),
+            "allocation",
+        )))
     }
 
     /// Copies `src` into a new compact tensor on `target`, if this backend can perform that

@@ -212,20 +212,35 @@ impl Tensor {
         })
     }
 
+    /// A compact row-major CPU tensor over `data`, without a copy (the CPU backend's tensor;
+    /// the vector is freed when the last handle and the last DLPack reference are gone).
+    /// `shape` must fit in `data` ([`LayoutError::StorageTooSmall`] otherwise).
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[i64]) -> Result<Self, Error> {
+        Self::new(
+            Buffer::new(Box::new(data)),
+            "cpu",
+            T::DTYPE,
+            shape,
+            None,
+            0,
+            0,
+        )
+    }
+
     /// Imports a DLPack tensor as a view of its memory (no copy). The DLPack deleter runs when
     /// the last handle onto the view, and the last reference re-exported from it, are dropped.
     ///
     /// `memory` is where the memory really is: the capsule's device, or the more specific
     /// host-accessible class the producer advertised (see
-    /// [`reconcile_device`](crate::device::reconcile_device)); anything that contradicts the
-    /// capsule is refused with [`DispatchError::DeviceMismatch`](crate::DispatchError::DeviceMismatch) (and the tensor released). It becomes
+    /// [`reconcile_device`](crate::dispatch::reconcile_device)); anything that contradicts the
+    /// capsule is refused with [`DispatchError::DeviceMismatch`] (and the tensor released). It becomes
     /// the buffer's device, the one source of truth for describe, device queries and export.
-    pub fn from_external(
+    pub(crate) fn from_external(
         managed: ManagedTensor,
         backend: &'static str,
         memory: Device,
     ) -> Result<Self, Error> {
-        let memory = crate::device::reconcile_device(managed.view().device(), Some(memory))?;
+        let memory = crate::dispatch::reconcile_device(managed.view().device(), Some(memory))?;
         let view = managed.view();
         // Read-only memory stays read-only in every later export, also when the import's own
         // form could not say so (a legacy wrapper of read-only storage).
@@ -342,26 +357,41 @@ impl Tensor {
         Some((self.buffer.ptr as usize).wrapping_add(self.byte_offset as usize))
     }
 
-    /// Takes a counted read of the memory: a validated view for as long as the guard lives.
-    /// Fails with [`AccessError::BufferReleased`] once the memory was released to a consumer.
-    pub fn read(&self) -> Result<ReadGuard<'_>, Error> {
+    /// A validated view of the tensor, like [`ManagedTensor::view`]: shape, strides, dtype,
+    /// and typed access (`as_slice`, `to_vec`) where the host can read the memory. The view
+    /// holds a counted use of the buffer, so the memory cannot be released to a consumer while
+    /// it lives. Fails with [`AccessError::BufferReleased`] once it was.
+    pub fn view(&self) -> Result<TensorView<'_>, Error> {
         let guard = self.buffer.try_use()?;
-        Ok(ReadGuard {
-            tensor: self,
-            _use: guard,
-        })
+        let ndim = self.dims.len() / 2;
+        // SAFETY: the tensor's layout was validated against the buffer (or came from a
+        // validated import), and the counted use held by the returned value keeps the buffer
+        // unreleased and alive for as long as the view (which borrows `self`) lives.
+        let view = unsafe {
+            TensorRef::from_parts(
+                self.buffer.ptr,
+                self.buffer.device,
+                self.dtype,
+                self.byte_offset,
+                &self.dims[..ndim],
+                &self.dims[ndim..],
+                self.flags,
+                self.layout,
+            )
+        };
+        Ok(TensorView { view, _use: guard })
     }
 
     /// Copies the elements out in row-major order (host-accessible memory only).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, Error> {
-        self.read()?.view().to_vec()
+        self.view()?.to_vec()
     }
 
     /// Exports a DLPack tensor that keeps the buffer alive by a counted reference (XLA's
     /// external reference). The buffer cannot be released while it exists. `form` picks a
     /// versioned (1.3) or legacy struct. `device` is the DLPack device to write (after any
     /// device-id translation by the backend).
-    pub fn acquire_external(
+    pub(crate) fn acquire_external(
         &self,
         versioned: bool,
         device: Device,
@@ -373,7 +403,7 @@ impl Tensor {
     /// Hands the memory itself to a DLPack consumer. Afterwards every handle onto this buffer
     /// gets [`AccessError::BufferReleased`]. Fails with [`AccessError::BufferInUse`] while views or external
     /// references exist.
-    pub fn release_ownership(
+    pub(crate) fn release_ownership(
         &self,
         versioned: bool,
         device: Device,
@@ -415,32 +445,24 @@ impl Tensor {
     }
 }
 
-/// A counted read of a [`Tensor`]'s memory.
-pub struct ReadGuard<'a> {
-    tensor: &'a Tensor,
+/// A validated view of a [`Tensor`] that keeps its memory from being released while it lives;
+/// it dereferences to [`TensorRef`].
+pub struct TensorView<'a> {
+    view: TensorRef<'a>,
     _use: Use,
 }
 
-impl ReadGuard<'_> {
-    /// The validated view (host-accessible memory can be read through it).
-    pub fn view(&self) -> TensorRef<'_> {
-        let t = self.tensor;
-        let ndim = t.dims.len() / 2;
-        // SAFETY: the tensor's layout was validated against the buffer (or came from a
-        // validated import), and the counted use keeps the buffer unreleased and alive for the
-        // guard's lifetime.
-        unsafe {
-            TensorRef::from_parts(
-                t.buffer.ptr,
-                t.buffer.device,
-                t.dtype,
-                t.byte_offset,
-                &t.dims[..ndim],
-                &t.dims[ndim..],
-                t.flags,
-                t.layout,
-            )
-        }
+impl<'a> core::ops::Deref for TensorView<'a> {
+    type Target = TensorRef<'a>;
+
+    fn deref(&self) -> &TensorRef<'a> {
+        &self.view
+    }
+}
+
+impl core::fmt::Debug for TensorView<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(&self.view, f)
     }
 }
 

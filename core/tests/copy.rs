@@ -1,8 +1,8 @@
 //! Strided → compact copies, checked element by element against the core's reference reader
 //! for every stride pattern (negative, zero, permuted, gaps) and many element sizes.
 
+use dlport_core::backend::copy_to_compact;
 use dlport_core::{DataType, ExportBuilder, TypeCode};
-use dlport_native::copy::copy_to_compact;
 
 /// A small deterministic generator (no dependency needed).
 struct Lcg(u64);
@@ -327,9 +327,9 @@ fn fuzz_finding_compact_1_padded_sub_byte_tensor_compacts() {
     let mut out = vec![0u8; 2];
     copy_to_compact(&t.view(), &mut out).unwrap();
     assert_eq!(out, [0x21, 0x03]);
-    let c = dlport_native::cpu::CpuBackend::compact(&t.view())
+    let c = dlport_core::backend::CpuBackend::compact(&t.view())
         .unwrap_or_else(|e| panic!("a valid padded int4 tensor must compact: {e}"));
-    let bytes = c.read().unwrap().view().as_bytes().unwrap().to_vec();
+    let bytes = c.view().unwrap().as_bytes().unwrap().to_vec();
     assert_eq!((bytes[0], bytes[1] & 0x0f), (0x21, 0x03));
 }
 
@@ -347,7 +347,7 @@ fn fuzz_finding_compact_2_empty_tensor_with_a_huge_extent_compacts() {
         .build()
         .unwrap();
     copy_to_compact(&t.view(), &mut []).unwrap();
-    dlport_native::cpu::CpuBackend::compact(&t.view())
+    dlport_core::backend::CpuBackend::compact(&t.view())
         .unwrap_or_else(|e| panic!("an empty tensor must compact: {e}"));
     ExportBuilder::new(Vec::<u8>::new(), DataType::FLOAT32, &shape)
         .build()
@@ -355,23 +355,24 @@ fn fuzz_finding_compact_2_empty_tensor_with_a_huge_extent_compacts() {
 }
 
 /// FINDING compact-3 (found reading the code for the fuzz target, which passes exact sizes):
-/// the core's portable `dlport_core::device::copy_to_compact` never checks `dst.len()`. A
+/// the core's portable `dlport_core::backend::copy_to_compact` never checks `dst.len()`. A
 /// row-major source with a destination too long panics (slice index out of range); a strided
 /// source with a destination too short returns `Ok` having copied only part of the tensor. The
-/// native copy returns `StorageTooSmall` for both (see `wrong_destination_size_is_an_error`).
+/// native copy returned `DestinationSize` for both (see `wrong_destination_size_is_an_error`);
+/// the two are now one implementation (`dlport_core::copy`).
 #[test]
 fn fuzz_finding_compact_3_core_copy_checks_the_destination_size() {
     let contiguous = ExportBuilder::from_vec(vec![0u32; 6], &[2, 3])
         .build()
         .unwrap();
     let long = std::panic::catch_unwind(|| {
-        dlport_core::device::copy_to_compact(&contiguous.view(), &mut [0u8; 25]).is_err()
+        dlport_core::backend::copy_to_compact(&contiguous.view(), &mut [0u8; 25]).is_err()
     });
     let transposed = ExportBuilder::from_vec(vec![0u32; 6], &[2, 3])
         .strides(&[1, 2])
         .build()
         .unwrap();
-    let short = dlport_core::device::copy_to_compact(&transposed.view(), &mut [0u8; 23]);
+    let short = dlport_core::backend::copy_to_compact(&transposed.view(), &mut [0u8; 23]);
     assert!(
         long.as_ref().is_ok_and(|&refused| refused) && short.is_err(),
         "25 bytes for 24 (contiguous): {}; 23 bytes for 24 (strided): {short:?}",
@@ -381,4 +382,109 @@ fn fuzz_finding_compact_3_core_copy_checks_the_destination_size() {
             "not refused"
         }
     );
+}
+
+/// Sub-byte elements have ONE compact form, packed (little bit-endian, element i at bit
+/// `i × bits`): the same values given packed, or padded (IS_SUBBYTE_TYPE_PADDED: one element per
+/// byte, in its low bits, with garbage in the high bits), under the same strides (transposed,
+/// reversed, broadcast), compact to the same packed bytes, through `copy_to_compact` and through
+/// the CPU backend's copy (whose result carries no padded flag).
+#[test]
+fn sub_byte_tensors_packed_or_padded_compact_to_the_same_packed_bytes() {
+    use dlport_core::backend::CpuBackend;
+    let mut rng = Lcg(7);
+    let mut dtypes: Vec<DataType> = (1..8)
+        .flat_map(|b| {
+            [
+                DataType::new(TypeCode::INT, b, 1),
+                DataType::new(TypeCode::UINT, b, 1),
+            ]
+        })
+        .collect();
+    dtypes.extend([
+        DataType::FLOAT4_E2M1FN,
+        DataType::FLOAT6_E2M3FN,
+        DataType::FLOAT6_E3M2FN,
+    ]);
+    // (shape, strides, first physical element): a 3 × 5 transpose of a 5 × 3 buffer, a reversed
+    // row, a broadcast row.
+    let layouts: [(&[i64], &[i64], u64); 3] = [
+        (&[3, 5], &[1, 3], 0),
+        (&[15], &[-1], 14),
+        (&[4, 5], &[0, 1], 0),
+    ];
+    for dtype in dtypes {
+        let bits = dtype.storage_bits(false) as usize;
+        assert!(bits < 8, "{dtype} is sub-byte");
+        let mask = (1u8 << bits) - 1;
+        let physical: Vec<u8> = (0..15).map(|_| rng.below(256) as u8 & mask).collect();
+        let mut packed = vec![0u8; (15 * bits).div_ceil(8)];
+        for (k, &v) in physical.iter().enumerate() {
+            let bit = k * bits;
+            let wide = u16::from(v) << (bit % 8);
+            packed[bit / 8] |= wide as u8;
+            if bit % 8 + bits > 8 {
+                packed[bit / 8 + 1] |= (wide >> 8) as u8;
+            }
+        }
+        // Padded: the value in the low bits, garbage above it (never read).
+        let padded: Vec<u8> = physical
+            .iter()
+            .map(|&v| v | (rng.below(256) as u8 & !mask))
+            .collect();
+        for &(shape, strides, first) in &layouts {
+            let numel: usize = shape.iter().product::<i64>() as usize;
+            // The expected packed bytes, element by element in row-major order.
+            let mut want = vec![0u8; (numel * bits).div_ceil(8)];
+            let mut index = vec![0i64; shape.len()];
+            for i in 0..numel {
+                let k = first as i64 + index.iter().zip(strides).map(|(a, s)| a * s).sum::<i64>();
+                let wide = u16::from(physical[k as usize]) << (i * bits % 8);
+                want[i * bits / 8] |= wide as u8;
+                if i * bits % 8 + bits > 8 {
+                    want[i * bits / 8 + 1] |= (wide >> 8) as u8;
+                }
+                for axis in (0..shape.len()).rev() {
+                    index[axis] += 1;
+                    if index[axis] < shape[axis] {
+                        break;
+                    }
+                    index[axis] = 0;
+                }
+            }
+            for is_padded in [false, true] {
+                let (bytes, offset_bits) = if is_padded {
+                    (padded.clone(), first * 8)
+                } else {
+                    (packed.clone(), first * bits as u64)
+                };
+                // byte_offset counts bytes: a packed tensor's first element has to start on
+                // one (the reversed row does for 4-bit types).
+                if offset_bits % 8 != 0 {
+                    continue;
+                }
+                let t = ExportBuilder::new(bytes, dtype, shape)
+                    .strides(strides)
+                    .byte_offset(offset_bits / 8)
+                    .subbyte_padded(is_padded)
+                    .build()
+                    .unwrap_or_else(|e| {
+                        panic!("{dtype} {shape:?} {strides:?} padded {is_padded}: {e}")
+                    });
+                let what = format!("{dtype} {shape:?} {strides:?} padded {is_padded}");
+                let mut out = vec![0xa5u8; want.len()];
+                copy_to_compact(&t.view(), &mut out).unwrap();
+                assert_eq!(out, want, "copy_to_compact: {what}");
+                let c = CpuBackend::compact(&t.view()).unwrap();
+                assert!(c.flags() & dlport_core::abi::FLAG_IS_SUBBYTE_TYPE_PADDED == 0);
+                let guard = c.view().unwrap();
+                assert_eq!(guard.as_bytes().unwrap(), &want[..], "CpuBackend: {what}");
+                // The padded size is refused as a destination: the compact form is packed.
+                if is_padded && numel != want.len() {
+                    let mut wrong = vec![0u8; numel];
+                    assert!(copy_to_compact(&t.view(), &mut wrong).is_err(), "{what}");
+                }
+            }
+        }
+    }
 }

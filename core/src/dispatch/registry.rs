@@ -4,10 +4,10 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use super::backend::{BackendRef, ViewRequirements};
 use super::buffer::Tensor;
-use super::cpu::CpuBackend;
 use crate::abi::{DLPackVersion, DeviceType};
+use crate::backend::CpuBackend;
+use crate::backend::{BackendRef, ViewRequirements};
 use crate::device::{Device, MemoryClass};
 use crate::error::{
     AccessError, BackendError, BackendNames, CopyReason, DispatchError, Error, OptionRule,
@@ -311,7 +311,7 @@ impl Registry {
         max_alloc: Option<u64>,
     ) -> Result<Tensor, Error> {
         let limit = self.alloc_limit(max_alloc);
-        let bytes = super::cpu::compact_bytes(view.dtype(), view.shape())?;
+        let bytes = crate::backend::compact_bytes(view.dtype(), view.shape())?;
         crate::check_alloc(bytes as u128, Some(limit))?;
         let to = self.resolve(target)?;
         let copied = match to.copy(view, target)? {
@@ -324,10 +324,10 @@ impl Registry {
                 Some(Ok(Some(t))) => t,
                 Some(Err(e)) => return Err(e),
                 _ => {
-                    return Err(Error::Backend(BackendError::Unsupported {
-                        backend: to.name(),
-                        operation: &"a copy between these devices",
-                    }));
+                    return Err(Error::Backend(BackendError::unsupported(
+                        to.name(),
+                        "a copy between these devices",
+                    )));
                 }
             },
         };
@@ -345,8 +345,8 @@ impl Registry {
             }
         }
         crate::check_alloc(2 * bytes as u128, Some(limit))?;
-        let guard = copied.read()?;
-        let buf = super::cpu::compact_copy_aligned(&guard.view(), alignment, Some(u64::MAX))?;
+        let view = copied.view()?;
+        let buf = crate::backend::compact_copy_aligned(&view, alignment, Some(u64::MAX))?;
         let realigned = Tensor::new(
             super::buffer::Buffer::new(alloc::boxed::Box::new(buf)),
             copied.backend(),
@@ -400,9 +400,9 @@ impl Registry {
             return Err(Error::Dispatch(DispatchError::CopyRequired { reason }));
         }
         let copy = {
-            let guard = tensor.read()?;
+            let view = tensor.view()?;
             self.copy_view(
-                &guard.view(),
+                &view,
                 tensor.buffer().device(),
                 wanted,
                 1,

@@ -1,19 +1,22 @@
-//! The CPU backend of the core (alloc only): aligned host allocations, zero-copy views of every
-//! host-accessible memory class, and strided → compact copies.
+//! The CPU backend (alloc only), the only one in dlport: aligned host allocations, zero-copy
+//! views of every host-accessible memory class, and strided → compact copies through
+//! [`crate::copy`] (the SIMD kernels of every target).
 
 use alloc::boxed::Box;
 use core::ffi::c_void;
 use core::ptr::NonNull;
 
-use super::backend::Backend;
-use super::buffer::{Buffer, Tensor};
+use super::api::Backend;
 use crate::abi::{DeviceType, FLAG_IS_COPIED};
 use crate::device::Device;
+use crate::dispatch::{Buffer, Tensor};
 use crate::dtype::DataType;
 use crate::error::{AccessError, BackendError, DispatchError, Error};
 use crate::export::TensorStorage;
-use crate::layout::{self, MAX_NDIM};
+use crate::layout;
 use crate::tensor::TensorRef;
+
+pub use crate::copy::copy_to_compact;
 
 /// The alignment of CPU allocations: 64 bytes, what JAX/XLA needs to view host memory without
 /// copying it.
@@ -167,131 +170,44 @@ pub fn compact_copy_aligned(
     Ok(buf)
 }
 
-/// Copies the elements of a host-accessible tensor, in row-major order, into `dst`, which must
-/// hold exactly the compact size ([`compact_bytes`]). Any strides (negative, zero, permuted)
-/// and any element size. Sub-byte elements, packed or padded (IS_SUBBYTE_TYPE_PADDED), come
-/// out packed: the compact form every consumer reads, legacy ones included.
-pub fn copy_to_compact(src: &TensorRef<'_>, dst: &mut [u8]) -> Result<(), Error> {
-    if !src.device().is_host_accessible() {
-        return Err(Error::Access(AccessError::NotHostAccessible {
-            device: src.device(),
-        }));
-    }
-    let needed = u128::from(src.numel()) * u128::from(src.dtype().storage_bits(false));
-    if needed.div_ceil(8) != dst.len() as u128 {
-        return Err(Error::Dispatch(DispatchError::DestinationSize {
-            needed: u64::try_from(needed.div_ceil(8)).unwrap_or(u64::MAX),
-            available: dst.len() as u64,
-        }));
-    }
-    if src.numel() == 0 {
-        return Ok(());
-    }
-    if src.dtype().is_sub_byte() {
-        copy_subbyte(src, dst);
-        return Ok(());
-    }
-    if src.contiguity().is_row_major() {
-        let bytes = src.as_bytes()?;
-        dst.copy_from_slice(&bytes[..dst.len()]);
-        return Ok(());
-    }
-    let elem = (src.layout().element_bits / 8) as usize;
-    let ndim = src.ndim();
-    let base = src.first_element_ptr().cast_const();
-    let mut strides = [0isize; MAX_NDIM];
-    for (axis, s) in src.strides().enumerate() {
-        // Within the validated span, so the byte stride fits.
-        strides[axis] = (s as isize).wrapping_mul(elem as isize);
-    }
-    let shape = src.shape();
-    let mut out = dst.chunks_exact_mut(elem);
-    for_each_offset(shape, &strides[..ndim], |at| {
-        let chunk = out.next().unwrap_or_default();
-        // SAFETY: the index is in bounds, so `base + at .. + elem` lies inside the span that
-        // validation checked and the caller's view keeps readable; `chunk` is a distinct
-        // `elem`-byte piece of `dst`, which cannot overlap foreign memory we only read.
-        unsafe { core::ptr::copy_nonoverlapping(base.offset(at), chunk.as_mut_ptr(), chunk.len()) };
-    });
-    Ok(())
-}
-
-/// Calls `f` with the offset (in `strides`' unit) of every index of `shape`, in row-major
-/// order. `shape` has no zero extent.
-fn for_each_offset(shape: &[i64], strides: &[isize], mut f: impl FnMut(isize)) {
-    let ndim = shape.len();
-    if ndim == 0 {
-        f(0);
-        return;
-    }
-    let (inner_extent, inner_stride) = (shape[ndim - 1] as usize, strides[ndim - 1]);
-    let rows: usize = shape[..ndim - 1].iter().map(|&e| e as usize).product();
-    let mut index = [0usize; MAX_NDIM];
-    for _ in 0..rows {
-        let mut offset: isize = 0;
-        for axis in 0..ndim - 1 {
-            offset += index[axis] as isize * strides[axis];
-        }
-        for i in 0..inner_extent {
-            f(offset + i as isize * inner_stride);
-        }
-        for axis in (0..ndim - 1).rev() {
-            index[axis] += 1;
-            if (index[axis] as i64) < shape[axis] {
-                break;
-            }
-            index[axis] = 0;
-        }
-    }
-}
-
-/// The sub-byte gather: reads each element's `bits × lanes` bits (packed: at bit
-/// `offset × bits` past the first element, little bit-endian; padded: the low bits of its own
-/// byte) and packs them into `dst` (exactly the packed size, overwritten).
-fn copy_subbyte(src: &TensorRef<'_>, dst: &mut [u8]) {
-    let value_bits = src.dtype().storage_bits(false) as usize;
-    let storage_bits = src.layout().element_bits as isize;
-    let mask: u16 = (1u16 << value_bits) - 1;
-    let base = src.first_element_ptr().cast_const();
-    let ndim = src.ndim();
-    let mut strides = [0isize; MAX_NDIM];
-    for (axis, s) in src.strides().enumerate() {
-        // Within the validated span (computed in bits), so the bit stride fits.
-        strides[axis] = (s as isize).wrapping_mul(storage_bits);
-    }
-    dst.fill(0);
-    let mut out_bit = 0usize;
-    for_each_offset(src.shape(), &strides[..ndim], |bit| {
-        let (byte, shift) = (bit.div_euclid(8), bit.rem_euclid(8) as u32);
-        let last = (bit + value_bits as isize - 1).div_euclid(8);
-        // SAFETY: the element's bits lie inside the validated span, rounded outwards to whole
-        // bytes, which the view keeps readable: both `byte` and `last` are inside it.
-        let lo = u16::from(unsafe { *base.offset(byte) });
-        let hi = if last != byte {
-            // SAFETY: as above.
-            u16::from(unsafe { *base.offset(last) })
-        } else {
-            0
-        };
-        let value = (((hi << 8) | lo) >> shift) & mask;
-        let (at, sh) = (out_bit / 8, out_bit % 8);
-        let placed = value << sh;
-        dst[at] |= placed as u8;
-        if sh + value_bits > 8 {
-            dst[at + 1] |= (placed >> 8) as u8;
-        }
-        out_bit += value_bits;
-    });
-}
-
 impl CpuBackend {
-    fn new_tensor(dtype: DataType, shape: &[i64], flags: u64) -> Result<(Tensor, *mut u8), Error> {
+    /// Allocates a zeroed, compact, 64-byte-aligned host tensor.
+    pub fn zeros(dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
+        Self::zeros_aligned(dtype, shape, CPU_ALIGN)
+    }
+
+    /// Allocates a zeroed, compact host tensor with a chosen power-of-two alignment (at least
+    /// [`CPU_ALIGN`]).
+    pub fn zeros_aligned(dtype: DataType, shape: &[i64], align: usize) -> Result<Tensor, Error> {
         let bytes = compact_bytes(dtype, shape)?;
-        let buf = AlignedBuffer::zeroed(bytes, CPU_ALIGN)?;
-        let ptr = buf.as_ptr();
-        let buffer = Buffer::new(Box::new(buf));
-        let tensor = Tensor::new(buffer, Self::NAME, dtype, shape, None, 0, flags)?;
-        Ok((tensor, ptr))
+        let buf = AlignedBuffer::zeroed(bytes, align.max(CPU_ALIGN))?;
+        Tensor::new(
+            Buffer::new(Box::new(buf)),
+            Self::NAME,
+            dtype,
+            shape,
+            None,
+            0,
+            0,
+        )
+    }
+
+    /// Copies any host-accessible tensor into a new compact, 64-byte-aligned one marked
+    /// IS_COPIED (sub-byte elements packed, whether the source was packed or padded).
+    ///
+    /// Not checked against an allocation limit (the registry checks the limit in force before
+    /// it asks a backend for a copy); [`compact_copy`] checks one.
+    pub fn compact(src: &TensorRef<'_>) -> Result<Tensor, Error> {
+        let buf = compact_copy(src, Some(u64::MAX))?;
+        Tensor::new(
+            Buffer::new(Box::new(buf)),
+            Self::NAME,
+            src.dtype(),
+            src.shape(),
+            None,
+            0,
+            FLAG_IS_COPIED,
+        )
     }
 }
 
@@ -310,12 +226,12 @@ impl Backend for CpuBackend {
 
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         if device.device_type != DeviceType::CPU {
-            return Err(Error::Backend(BackendError::Unsupported {
-                backend: Self::NAME,
-                operation: &"allocation on a device other than cpu",
-            }));
+            return Err(Error::Backend(BackendError::unsupported(
+                Self::NAME,
+                "allocation on a device other than cpu",
+            )));
         }
-        Ok(Self::new_tensor(dtype, shape, 0)?.0)
+        Self::zeros(dtype, shape)
     }
 
     fn copy(&self, src: &TensorRef<'_>, target: Device) -> Result<Option<Tensor>, Error> {
@@ -327,16 +243,6 @@ impl Backend for CpuBackend {
             return Ok(None);
         }
         // The registry checked the size against the caller's limit before asking for the copy.
-        let buf = compact_copy(src, Some(u64::MAX))?;
-        let tensor = Tensor::new(
-            Buffer::new(Box::new(buf)),
-            Self::NAME,
-            src.dtype(),
-            src.shape(),
-            None,
-            0,
-            FLAG_IS_COPIED,
-        )?;
-        Ok(Some(tensor))
+        Self::compact(src).map(Some)
     }
 }

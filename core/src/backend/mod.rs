@@ -1,0 +1,52 @@
+//! The room for backend authors: what a device backend or plugin implements, and the building
+//! blocks it uses. Users of dlport need none of it; they call [`crate::from_dlpack`] and
+//! [`crate::to_dlpack`].
+//!
+//! # Writing a backend
+//!
+//! A backend makes one kind of memory reachable through the [`Registry`](crate::Registry). The
+//! "xpu" plugin in `dlport-testkit` (`testkit/src/xpu.rs`, shared by dlport's tests, its
+//! `dispatch` example and its bench) follows these steps:
+//!
+//! 1. **Own the memory.** Implement [`TensorStorage`](crate::TensorStorage) for the type that
+//!    owns an allocation: `data_ptr` (a pointer, or an opaque handle where the device has no
+//!    pointers, as WebGPU's buffer table does), `byte_len`, `device`, and `access` (who else may
+//!    touch it). Dropping the value frees the memory; dlport drops it exactly once, when the last
+//!    [`Tensor`](crate::Tensor) handle and the last DLPack reference are gone.
+//! 2. **Say what you serve.** Implement [`Backend`]: a stable `name`, the `device_types` you
+//!    serve, and `can_access` (which memory you reach without a copy). Renumber devices with
+//!    `translate_device_id` / `export_device_id` if your numbering differs from the producers'.
+//!    State what you need to view foreign memory in `view_requirements` (alignment, layout).
+//! 3. **Allocate and copy.** `allocate` makes a compact tensor over a [`Buffer`]
+//!    (`Tensor::new(Buffer::new(Box::new(storage)), name, dtype, shape, None, 0, 0)`); `copy`
+//!    moves a validated view to another device, or returns `Ok(None)` for a pair of devices you
+//!    do not handle (the registry then asks the other side). Host-side copies reuse the CPU
+//!    kernels ([`copy_to_compact`], [`compact_copy`]).
+//! 4. **Import and export.** The defaults are usually right:
+//!    - [`view_external`]: a DLPack tensor becomes a [`Tensor`](crate::Tensor) viewing its memory
+//!      (XLA's *view of external memory*); the producer's deleter runs when the last user lets
+//!      go.
+//!    - [`acquire_external`]: a DLPack tensor that keeps the buffer alive by a counted
+//!      reference (XLA's *external reference*).
+//!    - [`release_ownership`]: hands the memory itself to the consumer; later use of the
+//!      backend's handles is [`AccessError::BufferReleased`](crate::AccessError::BufferReleased), never a dangling read.
+//! 5. **Register.** `registry.register(Arc::new(MyBackend))?` on a registry of your own, or
+//!    build the process default with it before the first use
+//!    ([`Registry::install_default`](crate::Registry::install_default)).
+//!
+//! Where each device type is handled: [`CpuBackend`] (here) serves `kDLCPU` and reads every
+//! host-accessible class (`kDLCUDAHost`, `kDLROCMHost`, `kDLTPUHost`, `kDLCUDAManaged`)
+//! without a copy; `dlport-native` adds page-locked host memory and CUDA; `dlport-wasm` adds
+//! WebGPU (`kDLWebGPU`), whose `data` is a buffer-table handle, never a pointer.
+
+mod api;
+mod cpu;
+mod external;
+
+pub use crate::dispatch::Buffer;
+pub use api::{Backend, BackendRef, LayoutNeed, ViewRequirements, platform_id};
+pub use cpu::{
+    AlignedBuffer, CPU_ALIGN, CpuBackend, compact_bytes, compact_copy, compact_copy_aligned,
+    copy_to_compact,
+};
+pub use external::{acquire_external, release_ownership, view_external};

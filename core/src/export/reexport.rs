@@ -1,0 +1,166 @@
+//! Re-exports of an imported tensor: legacy ↔ versioned, and with a guard attached.
+
+use core::ffi::c_void;
+
+use crate::device::Device;
+use crate::error::{AccessError, Error, Flag};
+use crate::managed::{Access, ManagedTensor};
+
+use super::*;
+
+/// A re-export with a guard value dropped along with it.
+pub(crate) struct Guarded<G> {
+    inner: Reexport,
+    _guard: G,
+}
+
+// SAFETY: forwards to the inner re-export; the guard does not touch the memory.
+unsafe impl<G: Send + 'static> TensorStorage for Guarded<G> {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.inner.data_ptr()
+    }
+    fn byte_len(&self) -> usize {
+        self.inner.byte_len()
+    }
+    fn device(&self) -> Device {
+        self.inner.device()
+    }
+    fn access(&self) -> Access {
+        self.inner.access()
+    }
+}
+
+/// An imported tensor kept alive as the storage of a re-export (legacy ↔ versioned, or a
+/// backend's view of external memory).
+pub(crate) struct Reexport(ManagedTensor);
+
+impl Reexport {
+    pub(crate) fn new(managed: ManagedTensor) -> Self {
+        Self(managed)
+    }
+}
+
+// SAFETY: `data_ptr` returns the imported tensor's own `data`, which its producer keeps valid
+// until the inner deleter runs, i.e. until this value drops. The access is the import's own
+// (read-only, shared or exclusive), so a re-export never promises more than its source.
+unsafe impl TensorStorage for Reexport {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.0.view().data()
+    }
+    fn byte_len(&self) -> usize {
+        // Bytes from `data` to the end of the validated span (informational: re-exports reuse
+        // the validated layout).
+        let view = self.0.view();
+        let end = i128::from(view.byte_offset()) + i128::from(view.byte_span().hi);
+        usize::try_from(end.max(0)).unwrap_or(usize::MAX)
+    }
+    fn device(&self) -> Device {
+        self.0.view().device()
+    }
+    fn access(&self) -> Access {
+        if self.0.is_read_only() {
+            Access::ReadOnly
+        } else {
+            self.0.access()
+        }
+    }
+}
+
+impl ManagedTensor {
+    /// Re-exports as a DLPack 1.3 `DLManagedTensorVersioned` (a no-op if it already is one).
+    /// A legacy tensor is wrapped: the new deleter drops it, calling the original deleter once.
+    pub fn into_versioned(self) -> Result<ManagedTensor, Error> {
+        if self.is_versioned() {
+            return Ok(self);
+        }
+        self.rewrap(Form::Versioned)
+    }
+
+    /// Re-exports as a legacy `DLManagedTensor` (a no-op if it already is one), following
+    /// `copy`. The legacy form has no flags: a read-only tensor (READ_ONLY, or read-only
+    /// storage) or a padded sub-byte one (IS_SUBBYTE_TYPE_PADDED) reaches a legacy consumer
+    /// only as a compact, packed host copy ([`CopyPolicy::IfNeeded`] or
+    /// [`CopyPolicy::Always`]), never by dropping the flag: with [`CopyPolicy::Never`] it is
+    /// refused with [`AccessError::FlagNotRepresentable`]. IS_COPIED is dropped (it only grants
+    /// rights). The original is released on every path.
+    ///
+    /// [`CopyPolicy::IfNeeded`]: crate::CopyPolicy::IfNeeded
+    /// [`CopyPolicy::Always`]: crate::CopyPolicy::Always
+    /// [`CopyPolicy::Never`]: crate::CopyPolicy::Never
+    pub fn into_legacy(self, copy: crate::CopyPolicy) -> Result<ManagedTensor, Error> {
+        use crate::CopyPolicy;
+        let carried = legacy_representable(self.flags()).and_then(|()| {
+            if self.is_read_only() {
+                Err(Error::Access(AccessError::FlagNotRepresentable {
+                    flag: Flag::ReadOnly,
+                }))
+            } else {
+                Ok(())
+            }
+        });
+        match (carried, copy) {
+            (Ok(()), CopyPolicy::Never | CopyPolicy::IfNeeded) if !self.is_versioned() => Ok(self),
+            (Ok(()), CopyPolicy::Never | CopyPolicy::IfNeeded) => self.rewrap(Form::Legacy),
+            (Err(e), CopyPolicy::Never) => Err(e),
+            (_, _) => {
+                let copied = crate::backend::compact_copy(&self.view(), None)?;
+                ExportBuilder::new(copied, self.view().dtype(), self.view().shape()).build_legacy()
+            }
+        }
+    }
+
+    /// Re-exports this tensor (no copy) with `guard` attached: the new deleter drops the guard,
+    /// then this tensor (calling its deleter once). Useful to keep a foreign object, a stream
+    /// event or a counter alive exactly as long as the consumer holds the tensor.
+    ///
+    /// A legacy re-export of a tensor whose flags the legacy form cannot carry is refused with
+    /// [`AccessError::FlagNotRepresentable`] (see [`into_legacy`](Self::into_legacy)).
+    pub fn reexport_with<G: Send + 'static>(
+        self,
+        guard: G,
+        versioned: bool,
+    ) -> Result<ManagedTensor, Error> {
+        let form = if versioned {
+            Form::Versioned
+        } else {
+            legacy_representable(self.flags())?;
+            if self.is_read_only() {
+                return Err(Error::Access(AccessError::FlagNotRepresentable {
+                    flag: Flag::ReadOnly,
+                }));
+            }
+            Form::Legacy
+        };
+        let access = self.access();
+        let parts = self.parts();
+        let raw = assemble(
+            Guarded {
+                inner: Reexport(self),
+                _guard: guard,
+            },
+            parts,
+            form,
+        );
+        // SAFETY: a fresh, owned export of an already validated tensor.
+        Ok(unsafe { ManagedTensor::from_raw(raw) }?.with_access(access))
+    }
+
+    fn parts(&self) -> Parts {
+        let view = self.view();
+        Parts {
+            device: view.device(),
+            dtype: view.dtype(),
+            byte_offset: view.byte_offset(),
+            flags: view.flags(),
+            dims: Dims::of_view(&view),
+        }
+    }
+
+    fn rewrap(self, form: Form) -> Result<ManagedTensor, Error> {
+        let access = self.access();
+        let parts = self.parts();
+        let raw = assemble(Reexport(self), parts, form);
+        // SAFETY: a fresh, owned export of an already validated tensor.
+        Ok(unsafe { ManagedTensor::from_raw(raw) }?.with_access(access))
+    }
+}

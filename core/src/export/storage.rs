@@ -1,0 +1,92 @@
+//! [`TensorStorage`]: the memory behind an export, and its implementations for Rust's owned
+//! buffers.
+
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::ffi::c_void;
+
+use crate::device::Device;
+use crate::dtype::Element;
+use crate::managed::Access;
+
+/// Memory that can back an exported tensor: a host buffer or a backend allocation.
+///
+/// # Safety
+/// Implementors promise, for as long as the value lives (it is moved into the export and
+/// dropped by the deleter):
+/// - [`data_ptr`](Self::data_ptr) returns the same pointer (or opaque handle, on devices where
+///   `data` is one) every time, and moving the value does not move the memory behind it;
+/// - at least [`byte_len`](Self::byte_len) bytes are valid behind it on [`device`](Self::device);
+/// - [`access`](Self::access) tells the truth: [`Access::Exclusive`] only if nothing else reads
+///   or writes those bytes while the value lives (whoever holds the export may take `&mut`),
+///   [`Access::ReadOnly`] if others may read them (nobody may write), [`Access::Shared`] if
+///   others may read and write them.
+pub unsafe trait TensorStorage: Send + 'static {
+    /// The pointer or handle that becomes `data`. Called once, after the value is in its final
+    /// place, with exclusive access.
+    fn data_ptr(&mut self) -> *mut c_void;
+    /// Bytes valid behind [`data_ptr`](Self::data_ptr).
+    fn byte_len(&self) -> usize;
+    /// Where the memory lives; host memory by default.
+    fn device(&self) -> Device {
+        Device::CPU
+    }
+    /// Who else may touch the memory (see [`Access`]). Exclusive by default; a read-only
+    /// storage makes the export READ_ONLY whatever the builder says.
+    fn access(&self) -> Access {
+        Access::Exclusive
+    }
+}
+
+// SAFETY: a Vec's heap buffer does not move when the Vec moves; `as_mut_ptr` from `&mut self`
+// grants write access; len * size_of::<T>() bytes are initialised; the Vec is owned by the
+// export alone, so nobody else touches the elements.
+unsafe impl<T: Element> TensorStorage for Vec<T> {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.as_mut_ptr().cast()
+    }
+    fn byte_len(&self) -> usize {
+        core::mem::size_of_val(self.as_slice())
+    }
+}
+
+// SAFETY: as for Vec: a boxed slice's buffer does not move with the box, and it is owned alone.
+unsafe impl<T: Element> TensorStorage for Box<[T]> {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.as_mut_ptr().cast()
+    }
+    fn byte_len(&self) -> usize {
+        core::mem::size_of_val(&**self)
+    }
+}
+
+// SAFETY: the Arc's slice does not move; other clones may read it concurrently, so the storage
+// reports read-only and nobody gets write access through the export.
+unsafe impl<T: Element> TensorStorage for Arc<[T]> {
+    fn data_ptr(&mut self) -> *mut c_void {
+        Arc::as_ptr(self) as *const T as *mut c_void
+    }
+    fn byte_len(&self) -> usize {
+        core::mem::size_of_val(&**self)
+    }
+    fn access(&self) -> Access {
+        Access::ReadOnly
+    }
+}
+
+// SAFETY: forwards to the boxed storage, which upholds the contract itself.
+unsafe impl TensorStorage for Box<dyn TensorStorage> {
+    fn data_ptr(&mut self) -> *mut c_void {
+        (**self).data_ptr()
+    }
+    fn byte_len(&self) -> usize {
+        (**self).byte_len()
+    }
+    fn device(&self) -> Device {
+        (**self).device()
+    }
+    fn access(&self) -> Access {
+        (**self).access()
+    }
+}

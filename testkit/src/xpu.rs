@@ -1,0 +1,145 @@
+//! An "xpu" plugin for `kDLOneAPI`, registered at run time.
+//!
+//! It follows the backend guide (`dlport_core::backend`): a storage type that owns the memory
+//! (here host memory standing in for device memory, so tests can look at it), a [`Backend`]
+//! with its own device numbering (producer id `n` is local id `n + 10`, as the XPU device
+//! selector renumbers devices), allocation, and a download to the CPU.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use dlport_core::Tensor;
+use dlport_core::abi::DLTensor;
+use dlport_core::backend::{AlignedBuffer, Backend, Buffer, CpuBackend, compact_bytes};
+use dlport_core::{DataType, Device, DeviceType, DispatchError, Error, TensorRef, TensorStorage};
+
+/// The plugin's name.
+pub const NAME: &str = "xpu";
+/// Local id of producer device 0.
+pub const ID_OFFSET: i32 = 10;
+/// How many devices the plugin says it has (producer ids `0..DEVICES`).
+pub const DEVICES: i32 = 4;
+
+/// The plugin. `freed` counts the device allocations it has freed.
+#[derive(Debug, Default)]
+pub struct Xpu {
+    freed: Arc<AtomicUsize>,
+}
+
+impl Xpu {
+    /// A plugin with a fresh free counter.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A shared handle on the number of allocations freed so far.
+    pub fn freed(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.freed)
+    }
+
+    /// The device a producer calls `oneapi:producer_id`, in the plugin's numbering.
+    pub fn local(producer_id: i32) -> Device {
+        Device::new(DeviceType::ONEAPI, producer_id + ID_OFFSET)
+    }
+}
+
+/// Host memory standing in for XPU memory; counts its free.
+struct XpuMemory {
+    buf: AlignedBuffer,
+    device: Device,
+    freed: Arc<AtomicUsize>,
+}
+
+impl Drop for XpuMemory {
+    fn drop(&mut self) {
+        self.freed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+// SAFETY: the aligned allocation is stable, `len` bytes long and owned by this value alone.
+unsafe impl TensorStorage for XpuMemory {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.buf.as_ptr().cast()
+    }
+    fn byte_len(&self) -> usize {
+        self.buf.len()
+    }
+    fn device(&self) -> Device {
+        self.device
+    }
+}
+
+impl Backend for Xpu {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn device_types(&self) -> &[DeviceType] {
+        &[DeviceType::ONEAPI]
+    }
+
+    fn can_access(&self, memory: Device) -> bool {
+        memory.device_type == DeviceType::ONEAPI
+    }
+
+    fn translate_device_id(&self, producer_id: i32) -> Result<i32, Error> {
+        if (0..DEVICES).contains(&producer_id) {
+            Ok(producer_id + ID_OFFSET)
+        } else {
+            Err(Error::Dispatch(DispatchError::InvalidDeviceId {
+                backend: NAME,
+                device_id: producer_id,
+            }))
+        }
+    }
+
+    fn export_device_id(&self, local_id: i32) -> i32 {
+        local_id - ID_OFFSET
+    }
+
+    /// A compact tensor whose byte `i` is `i as u8`, so copies can be checked.
+    fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
+        let bytes = compact_bytes(dtype, shape)?;
+        let mut buf = AlignedBuffer::zeroed(bytes, 64)?;
+        for (i, b) in buf.as_mut_slice().iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        let memory = XpuMemory {
+            buf,
+            device,
+            freed: Arc::clone(&self.freed),
+        };
+        Tensor::new(
+            Buffer::new(Box::new(memory)),
+            NAME,
+            dtype,
+            shape,
+            None,
+            0,
+            0,
+        )
+    }
+
+    /// Downloads to the CPU ("device" memory is host memory here); other pairs are not ours.
+    fn copy(&self, src: &TensorRef<'_>, target: Device) -> Result<Option<Tensor>, Error> {
+        if src.device().device_type != DeviceType::ONEAPI || target != Device::CPU {
+            return Ok(None);
+        }
+        let fields = DLTensor {
+            data: src.data(),
+            device: Device::CPU,
+            ndim: src.ndim() as i32,
+            dtype: src.dtype(),
+            shape: src.shape().as_ptr().cast_mut(),
+            strides: src
+                .raw_strides()
+                .map_or(std::ptr::null_mut(), |s| s.as_ptr().cast_mut()),
+            byte_offset: src.byte_offset(),
+        };
+        // SAFETY: the plugin's memory is host memory, alive while `src` is; the fields are
+        // `src`'s own, already validated, with the device relabelled.
+        let host = unsafe { TensorRef::from_raw(&fields, src.version(), src.flags()) }?;
+        CpuBackend.copy(&host, Device::CPU)
+    }
+}

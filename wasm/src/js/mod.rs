@@ -1,0 +1,158 @@
+//! The JavaScript API (wasm32 only; generated TypeScript types come with wasm-bindgen).
+//!
+//! The npm package `dlport`: `init()` opens the one shared WebGPU device, `device()` returns
+//! its `GPUDevice` (hand it to TF.js and onnxruntime-web), and `Tensor` wraps typed arrays
+//! (kDLCPU in wasm memory), dlport's own WebGPU buffers and foreign `GPUBuffer`s
+//! (`Tensor.fromGpuBuffer`, released through the owner's callback), with `toDevice("webgpu")`,
+//! `toHost()` (a Promise), `gpuBuffer`, `normalize()` (a WGSL kernel), DLPack export and import
+//! within the wasm heap, and getters for shape, strides, dtype and device. Errors are JS
+//! `Error`s carrying dlport's message.
+//!
+//! The modules: this one holds the shared device, `Tensor` and its getters; `arrays` typed
+//! arrays in and out; `device` moves between devices and the GPU kernels; `gpu_buffer` foreign
+//! `GPUBuffer`s; `dlpack` DLPack export and take-back, with the registry of live exports.
+
+use std::cell::RefCell;
+
+use dlport_core::{Registry, Tensor as CoreTensor};
+use wasm_bindgen::prelude::*;
+
+use crate::WebGpuBackend;
+
+mod arrays;
+mod device;
+mod dlpack;
+mod gpu_buffer;
+
+pub use dlpack::live_exports;
+
+thread_local! {
+    static BACKEND: RefCell<Option<WebGpuBackend>> = const { RefCell::new(None) };
+}
+
+fn backend() -> Result<WebGpuBackend, JsError> {
+    BACKEND
+        .with(|b| b.borrow().clone())
+        .ok_or_else(|| JsError::new("dlport: call `await init()` before using WebGPU tensors"))
+}
+
+/// The registry of this module: the CPU backend (wasm memory) and, after `init()`, WebGPU.
+fn registry() -> Result<Registry, JsError> {
+    let mut r = Registry::with_cpu();
+    if let Some(b) = BACKEND.with(|b| b.borrow().clone()) {
+        r.register(std::sync::Arc::new(b)).map_err(js_err)?;
+    }
+    Ok(r)
+}
+
+fn js_err(e: dlport_core::Error) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+/// Opens the shared WebGPU device (idempotent).
+#[wasm_bindgen]
+pub async fn init() -> Result<(), JsError> {
+    if BACKEND.with(|b| b.borrow().is_some()) {
+        return Ok(());
+    }
+    let b = WebGpuBackend::new().await.map_err(js_err)?;
+    BACKEND.with(|slot| *slot.borrow_mut() = Some(b));
+    Ok(())
+}
+
+/// The one shared `GPUDevice` (after `init()`), to hand to TF.js or onnxruntime-web.
+#[wasm_bindgen(unchecked_return_type = "GPUDevice")]
+pub fn device() -> Result<JsValue, JsError> {
+    let b = backend()?;
+    let d = b
+        .gpu()
+        .device()
+        .as_webgpu()
+        .ok_or_else(|| JsError::new("dlport: not on the WebGPU backend"))?;
+    Ok(JsValue::from(d.clone()))
+}
+
+/// A tensor held by dlport: in wasm memory (`cpu`) or in a WebGPU buffer (`webgpu:0`).
+#[wasm_bindgen]
+pub struct Tensor {
+    inner: CoreTensor,
+}
+
+#[wasm_bindgen]
+impl Tensor {
+    /// Extents, as a new array of numbers.
+    #[wasm_bindgen(getter, unchecked_return_type = "number[]")]
+    pub fn shape(&self) -> js_sys::Array {
+        numbers(self.inner.shape())
+    }
+
+    /// Strides in elements, as a new array of numbers.
+    #[wasm_bindgen(getter, unchecked_return_type = "number[]")]
+    pub fn strides(&self) -> js_sys::Array {
+        numbers(self.inner.strides())
+    }
+
+    /// The dtype name ("float32", "bfloat16", …).
+    #[wasm_bindgen(getter)]
+    pub fn dtype(&self) -> String {
+        self.inner.dtype().to_string()
+    }
+
+    /// The device ("cpu", "webgpu:0").
+    #[wasm_bindgen(getter)]
+    pub fn device(&self) -> String {
+        self.inner.device().to_string()
+    }
+
+    /// Bytes from the buffer's start to the first element.
+    #[wasm_bindgen(getter, js_name = byteOffset)]
+    pub fn byte_offset(&self) -> f64 {
+        self.inner.byte_offset() as f64
+    }
+}
+
+/// Extents or strides as a JS array of numbers.
+fn numbers(values: &[i64]) -> js_sys::Array {
+    values
+        .iter()
+        .map(|&x| JsValue::from_f64(x as f64))
+        .collect()
+}
+
+/// The largest integer a JS number holds exactly, plus one (2^53).
+const EXACT_INTEGERS: f64 = 9.007_199_254_740_992e15;
+
+/// `value` shown in a message: a number as JavaScript prints it, anything else as JSON (or its
+/// type, when JSON has no text for it).
+fn shown(value: &JsValue) -> String {
+    if value.as_f64().is_some() {
+        return js_sys::Number::from(value.clone())
+            .to_string_with_radix(10)
+            .ok()
+            .and_then(|s| s.as_string())
+            .unwrap_or_default();
+    }
+    js_sys::JSON::stringify(value)
+        .ok()
+        .and_then(|s| s.as_string())
+        .unwrap_or_else(|| value.js_typeof().as_string().unwrap_or_default())
+}
+
+/// Reads a JS array of extents: each an integer below 2^53 (the message names the index).
+fn extents_of(values: &js_sys::Array, what: &str) -> Result<Vec<i64>, String> {
+    let mut out = Vec::with_capacity(values.length() as usize);
+    for (k, v) in values.iter().enumerate() {
+        match v.as_f64() {
+            Some(x) if x.is_finite() && x.fract() == 0.0 && x.abs() < EXACT_INTEGERS => {
+                out.push(x as i64)
+            }
+            _ => {
+                let shown = v
+                    .as_f64()
+                    .map_or_else(|| format!("{v:?}"), |x| x.to_string());
+                return Err(format!("{what}[{k}] = {shown} is not an integer"));
+            }
+        }
+    }
+    Ok(out)
+}
