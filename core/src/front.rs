@@ -68,8 +68,8 @@ pub fn default_registry() -> &'static Registry {
 
 /// Imports a DLPack tensor onto the default registry's backends: a zero-copy view when the
 /// target backend reaches the memory in a layout it accepts, else a copy where
-/// `options.copy` allows, else [`DispatchError::CopyRequired`] saying why. Every error path releases
-/// the tensor. See [`Registry::from_dlpack`].
+/// `options.copy` allows, else [`DispatchError::CopyRequired`](crate::DispatchError::CopyRequired)
+/// saying why. Every error path releases the tensor. See [`Registry::from_dlpack`].
 pub fn from_dlpack(tensor: ManagedTensor, options: &ImportOptions) -> Result<Tensor, Error> {
     default_registry().from_dlpack(tensor, options)
 }

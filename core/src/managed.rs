@@ -168,8 +168,8 @@ impl ManagedTensor {
     /// Takes ownership of a `DLManagedTensorVersioned` and validates it.
     ///
     /// A major version other than 1 releases the tensor and returns
-    /// [`LayoutError::UnsupportedVersion`] without reading any field past `flags`. Every other error
-    /// also releases it. A NULL pointer returns [`LayoutError::NullManagedTensor`].
+    /// [`LayoutError::UnsupportedVersion`] without reading any field past `flags`. Every other
+    /// error also releases it. A NULL pointer returns [`LayoutError::NullManagedTensor`].
     ///
     /// # Safety
     /// `ptr` is NULL or a managed tensor the caller owns and hands over (nobody else calls its
@@ -378,8 +378,8 @@ impl ManagedTensor {
     }
 
     /// The elements as a mutable slice, only with proof of exclusivity ([`Access`]): refused
-    /// with [`AccessError::ReadOnly`] for read-only memory, with [`AccessError::NotExclusive`] when other
-    /// handles may touch the memory, and for the same reasons as [`TensorRef::as_slice`].
+    /// with [`AccessError::ReadOnly`] for read-only memory, with [`AccessError::NotExclusive`] when
+    /// other handles may touch the memory, and for the same reasons as [`TensorRef::as_slice`].
     pub fn as_mut_slice<T: Element>(&mut self) -> Result<&mut [T], Error> {
         match self.access {
             _ if self.is_read_only() => return Err(Error::Access(AccessError::ReadOnly)),

@@ -130,7 +130,8 @@ impl CpuBackend {
 }
 
 /// Bytes of a compact tensor of `dtype` and `shape` (sub-byte elements packed). A size past
-/// `isize::MAX` is [`DispatchError::AllocationLimit`] with the exact byte count, never a wrapped number.
+/// `isize::MAX` is [`DispatchError::AllocationLimit`] with the exact byte count, never a wrapped
+/// number.
 pub fn compact_bytes(dtype: DataType, shape: &[i64]) -> Result<usize, Error> {
     dtype.validate()?;
     let numel = layout::element_count(shape)?;

@@ -29,7 +29,8 @@
 //!    - [`acquire_external`]: a DLPack tensor that keeps the buffer alive by a counted
 //!      reference (XLA's *external reference*).
 //!    - [`release_ownership`]: hands the memory itself to the consumer; later use of the
-//!      backend's handles is [`AccessError::BufferReleased`](crate::AccessError::BufferReleased), never a dangling read.
+//!      backend's handles is [`AccessError::BufferReleased`](crate::AccessError::BufferReleased),
+//!      never a dangling read.
 //! 5. **Register.** `registry.register(Arc::new(MyBackend))?` on a registry of your own, or
 //!    build the process default with it before the first use
 //!    ([`Registry::install_default`](crate::Registry::install_default)).

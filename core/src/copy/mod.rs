@@ -73,7 +73,7 @@ impl Plan {
 }
 
 /// Copies every element of a host-accessible tensor, in row-major order, into `dst`, which must
-/// hold exactly the tensor's compact size ([`compact_bytes`](crate::device::compact_bytes)).
+/// hold exactly the tensor's compact size ([`compact_bytes`](crate::backend::compact_bytes)).
 /// Any strides (negative, zero, permuted) and any element size.
 ///
 /// Sub-byte elements, packed or padded (IS_SUBBYTE_TYPE_PADDED), come out **packed** (little

@@ -6,7 +6,8 @@
 //! external memory*). [`Tensor`]s are cheap handles (an `Arc` plus metadata) onto a buffer.
 //! [`Tensor::acquire_external`] exports a DLPack tensor that holds a counted reference (XLA's
 //! *external reference*); [`Tensor::release_ownership`] hands the memory itself to a consumer,
-//! after which every handle's access returns [`AccessError::BufferReleased`], never a dangling read.
+//! after which every handle's access returns [`AccessError::BufferReleased`], never a dangling
+//! read.
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
@@ -214,7 +215,8 @@ impl Tensor {
 
     /// A compact row-major CPU tensor over `data`, without a copy (the CPU backend's tensor;
     /// the vector is freed when the last handle and the last DLPack reference are gone).
-    /// `shape` must fit in `data` ([`LayoutError::StorageTooSmall`] otherwise).
+    /// `shape` must fit in `data`
+    /// ([`LayoutError::StorageTooSmall`](crate::LayoutError::StorageTooSmall) otherwise).
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[i64]) -> Result<Self, Error> {
         Self::new(
             Buffer::new(Box::new(data)),
@@ -233,8 +235,9 @@ impl Tensor {
     /// `memory` is where the memory really is: the capsule's device, or the more specific
     /// host-accessible class the producer advertised (see
     /// [`reconcile_device`](crate::dispatch::reconcile_device)); anything that contradicts the
-    /// capsule is refused with [`DispatchError::DeviceMismatch`] (and the tensor released). It becomes
-    /// the buffer's device, the one source of truth for describe, device queries and export.
+    /// capsule is refused with [`DispatchError::DeviceMismatch`] (and the tensor released). It
+    /// becomes the buffer's device, the one source of truth for describe, device queries and
+    /// export.
     pub(crate) fn from_external(
         managed: ManagedTensor,
         backend: &'static str,
@@ -401,8 +404,8 @@ impl Tensor {
     }
 
     /// Hands the memory itself to a DLPack consumer. Afterwards every handle onto this buffer
-    /// gets [`AccessError::BufferReleased`]. Fails with [`AccessError::BufferInUse`] while views or external
-    /// references exist.
+    /// gets [`AccessError::BufferReleased`]. Fails with [`AccessError::BufferInUse`] while views or
+    /// external references exist.
     pub(crate) fn release_ownership(
         &self,
         versioned: bool,

@@ -18,7 +18,8 @@ use crate::tensor::TensorRef;
 /// The array-API `copy` argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum CopyPolicy {
-    /// `copy=False`: never copy; fail with [`DispatchError::CopyRequired`] if a copy would be needed.
+    /// `copy=False`: never copy; fail with [`DispatchError::CopyRequired`] if a copy would be
+    /// needed.
     Never,
     /// `copy=None`: copy only if needed.
     #[default]
@@ -46,7 +47,8 @@ impl CopyPolicy {
 /// - One says plain `cpu` and the other a host-accessible class (pinned, managed): the more
 ///   specific one. PyTorch's pinned tensors advertise `kDLCUDAHost` while their capsule says
 ///   `kDLCPU`; that is pinned host memory.
-/// - Anything else (a `cuda` capsule advertised as `cpu`, two GPU ids): [`DispatchError::DeviceMismatch`].
+/// - Anything else (a `cuda` capsule advertised as `cpu`, two GPU ids):
+///   [`DispatchError::DeviceMismatch`].
 pub fn reconcile_device(capsule: Device, advertised: Option<Device>) -> Result<Device, Error> {
     let Some(advertised) = advertised else {
         return Ok(capsule);
@@ -77,7 +79,8 @@ pub struct ImportOptions {
     pub copy: CopyPolicy,
     /// Extra needs of the consumer (layout, alignment), on top of the backend's own. A copy
     /// made for the import meets them too (an alignment above what the backend allocates is
-    /// honoured by re-aligning host copies, refused with [`DispatchError::InvalidOption`] elsewhere).
+    /// honoured by re-aligning host copies, refused with [`DispatchError::InvalidOption`]
+    /// elsewhere).
     pub requirements: Option<ViewRequirements>,
     /// The most bytes a copy made for this call may allocate (`None`: the registry's limit).
     pub max_alloc: Option<u64>,
@@ -212,8 +215,8 @@ impl Registry {
     }
 
     /// The backend for a device: the latest one serving its type, else the latest one that can
-    /// reach its memory, else [`DispatchError::NoBackend`] naming the type, its number, the id and what
-    /// is registered.
+    /// reach its memory, else [`DispatchError::NoBackend`] naming the type, its number, the id and
+    /// what is registered.
     pub fn resolve(&self, device: Device) -> Result<&BackendRef, Error> {
         let serving = self
             .backends
@@ -275,8 +278,8 @@ impl Registry {
 
     /// Imports a DLPack tensor onto a backend: a zero-copy view when the target backend reaches
     /// the memory in a layout and alignment it accepts, else a copy when the policy allows
-    /// (the result has IS_COPIED), else [`DispatchError::CopyRequired`] saying why. Every error path
-    /// releases the tensor.
+    /// (the result has IS_COPIED), else [`DispatchError::CopyRequired`] saying why. Every error
+    /// path releases the tensor.
     pub fn from_dlpack(
         &self,
         tensor: ManagedTensor,
