@@ -13,7 +13,7 @@ use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::dispatch::{ExportOptions, ImportOptions, Registry, Tensor};
-use crate::error::Error;
+use crate::error::{BackendNames, DispatchError, Error};
 use crate::managed::ManagedTensor;
 
 /// The installed default: null until the first install, then a leaked `Box<Registry>` that is
@@ -23,13 +23,18 @@ static DEFAULT: AtomicPtr<Registry> = AtomicPtr::new(ptr::null_mut());
 impl Registry {
     /// Installs `self` as the process-wide default used by [`from_dlpack`] and [`to_dlpack`].
     ///
-    /// The first install wins, for the life of the process; later ones give the registry back
-    /// as `Err` (as rustls's `CryptoProvider::install_default` does). The first use of the
-    /// default installs core's ([`Registry::with_cpu`]) if nothing was installed before.
-    pub fn install_default(self) -> Result<&'static Registry, Registry> {
+    /// The first install wins, for the life of the process (as with rustls's
+    /// `CryptoProvider::install_default`); a later one is refused with
+    /// [`DispatchError::DefaultInstalled`], naming the backends of the default in force. The
+    /// first use of the default installs core's ([`Registry::with_cpu`]) if nothing was
+    /// installed before, so install at the start of `main`.
+    pub fn install_default(self) -> Result<&'static Registry, Error> {
         match self.install() {
             (installed, None) => Ok(installed),
-            (_, Some(rejected)) => Err(rejected),
+            (in_force, Some(_rejected)) => Err(DispatchError::DefaultInstalled {
+                registered: BackendNames::new(in_force.names()),
+            }
+            .into()),
         }
     }
 

@@ -813,6 +813,14 @@ fn conformance_table() {
 fn all_reached_errors() -> Vec<Error> {
     let mut errors: Vec<Error> = table().iter().filter_map(|(c, _)| c.run().err()).collect();
 
+    // The process-wide default registry is installed once: a second install is refused.
+    let _ = dlport_core::default_registry();
+    errors.push(
+        dlport_core::Registry::with_cpu()
+            .install_default()
+            .unwrap_err(),
+    );
+
     // Pure validator: a strides array of the wrong length (impossible through a DLTensor).
     errors.push(
         layout::validate(&RawFields {

@@ -48,11 +48,16 @@ fn the_default_registry_is_installed_once_and_serves_both_directions() {
     assert_eq!(default as *const Registry as usize, seen[0]);
     assert_eq!(default.names().collect::<Vec<_>>(), ["cpu"]);
 
-    // A later install is refused and the registry given back, unchanged.
-    let mut mine = Registry::new();
-    mine.set_alloc_limit(123);
-    let back = mine.install_default().expect_err("a default is in place");
-    assert_eq!(back.alloc_limit(None), 123);
+    // A later install is refused, naming the default in force and what to do.
+    let err = Registry::new()
+        .install_default()
+        .expect_err("a default is in place");
+    assert_eq!(err.code(), 40);
+    let text = err.to_string();
+    assert!(
+        text.contains("already installed (backends: cpu)") && text.contains("start of main"),
+        "{text}"
+    );
     assert_eq!(
         dlport_core::default_registry() as *const Registry as usize,
         seen[0]

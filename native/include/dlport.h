@@ -153,6 +153,9 @@
 // A copy's destination has the wrong size.
 #define DLPORT_ERR_DESTINATION_SIZE 39
 
+// Another registry is already the process-wide default (installed once).
+#define DLPORT_ERR_DEFAULT_INSTALLED 40
+
 #if !defined(DLPACK_DLPACK_H_)
 // DLPack's flag: the consumer must not write to the data.
 #define DLPACK_FLAG_BITMASK_READ_ONLY 1

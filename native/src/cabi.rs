@@ -111,6 +111,8 @@ pub const DLPORT_ERR_ALLOCATION_LIMIT: c_int = 37;
 pub const DLPORT_ERR_INVALID_OPTION: c_int = 38;
 /// A copy's destination has the wrong size.
 pub const DLPORT_ERR_DESTINATION_SIZE: c_int = 39;
+/// Another registry is already the process-wide default (installed once).
+pub const DLPORT_ERR_DEFAULT_INSTALLED: c_int = 40;
 
 /// Copy policies: the array API's `copy` argument (`DlportImportOptions.copy` and the `copy`
 /// arguments of `dlport_export` and `dlport_compact`).

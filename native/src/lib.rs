@@ -19,12 +19,67 @@ pub mod cuda;
 pub mod ffi;
 pub mod pinned;
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 pub use dlport_core;
 use dlport_core::Error;
 use dlport_core::Registry;
 use dlport_core::backend::CpuBackend;
+
+/// Installs, once, the process-wide default registry that `dlport_core::from_dlpack` and
+/// `to_dlpack` (and the C ABI) use: every backend that works on this machine ([`registry()`]).
+///
+/// Call it at the start of `main`. Calling it again returns the same registry. If another
+/// default is already in force (installed by other code, or core's CPU-only default installed
+/// by a `from_dlpack` that came first), it fails with `DispatchError::DefaultInstalled`, naming
+/// that default's backends: a default is never replaced, since tensors name the backend that
+/// made them.
+pub fn install() -> Result<&'static Registry, Error> {
+    let installed = install_or_default();
+    let ours = |r: &Registry| std::ptr::eq(r, OURS.load(Ordering::Acquire));
+    if !ours(installed) {
+        // A thread that installed ours sets `OURS` before it unlocks: wait for it.
+        ours_after_installers();
+    }
+    if ours(installed) {
+        Ok(installed)
+    } else {
+        // The same refusal as core's, naming the default in force.
+        registry().install_default()
+    }
+}
+
+/// The registry [`install`] installed, if it did.
+static OURS: AtomicPtr<Registry> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Held while a thread installs [`registry()`] as the default and records it in `OURS`.
+static INSTALLING: Mutex<()> = Mutex::new(());
+
+/// Waits for any install in progress to finish recording itself.
+fn ours_after_installers() {
+    drop(INSTALLING.lock().unwrap_or_else(PoisonError::into_inner));
+}
+
+/// The default in force, after installing [`registry()`] as the default if none was.
+pub(crate) fn install_or_default() -> &'static Registry {
+    if let Some(r) = Registry::get_default() {
+        return r;
+    }
+    // One installer at a time, so that `OURS` is set before anyone compares with it.
+    let _one = INSTALLING.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(r) = Registry::get_default() {
+        return r;
+    }
+    match registry().install_default() {
+        Ok(r) => {
+            OURS.store(std::ptr::from_ref(r).cast_mut(), Ordering::Release);
+            r
+        }
+        // Core's default was installed by a first use on another thread meanwhile.
+        Err(_) => dlport_core::default_registry(),
+    }
+}
 
 /// A registry with every backend available here: the CPU and pinned backends always, the CUDA
 /// backend when the `cuda` feature is on and a driver answers.

@@ -86,6 +86,12 @@ pub enum DispatchError {
         /// Bytes the destination has.
         available: u64,
     },
+    /// Another registry is already the process-wide default, which is installed once.
+    #[cfg(feature = "alloc")]
+    DefaultInstalled {
+        /// The backends of the default in force.
+        registered: BackendNames,
+    },
 }
 
 impl DispatchError {
@@ -103,6 +109,8 @@ impl DispatchError {
             Self::AllocationLimit { .. } => 37,
             Self::InvalidOption { .. } => 38,
             Self::DestinationSize { .. } => 39,
+            #[cfg(feature = "alloc")]
+            Self::DefaultInstalled { .. } => 40,
         }
     }
 }
@@ -169,6 +177,14 @@ impl fmt::Display for DispatchError {
                 f,
                 "the destination has {available} bytes, but the compact copy needs {needed}: \
                  pass a destination of exactly the compact size (compact_bytes)"
+            ),
+            #[cfg(feature = "alloc")]
+            Self::DefaultInstalled { registered } => write!(
+                f,
+                "a default registry is already installed (backends: {registered}) and is \
+                 never replaced: install yours at the start of main, before the first \
+                 from_dlpack / to_dlpack (dlport_native::install()), or call from_dlpack / \
+                 to_dlpack on a Registry of your own"
             ),
         }
     }

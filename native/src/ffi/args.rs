@@ -3,7 +3,6 @@
 
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::ptr::NonNull;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use dlport_core::backend::{LayoutNeed, ViewRequirements};
@@ -22,9 +21,10 @@ pub(crate) fn out_ptr<T>(out: *mut T, name: &str) -> Result<NonNull<T>, Failure>
     })
 }
 
+/// The process-wide default registry: dlport-native's (installed on first use), unless the
+/// program that loaded the library installed its own first, which the C ABI then shares.
 pub(crate) fn registry() -> &'static Registry {
-    static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(crate::registry)
+    crate::install_or_default()
 }
 
 /// Takes ownership of a managed tensor from C.

@@ -1,0 +1,96 @@
+//! `dlport_native::install()`: the process-wide default with every backend of the machine,
+//! installed once, shared by the front door and the C ABI. One test function: the default is
+//! process-wide, so the steps' order matters.
+
+use dlport_core::{
+    DispatchError, Error, ExportBuilder, ExportOptions, ImportOptions, Registry, from_dlpack,
+    to_dlpack,
+};
+
+#[test]
+fn install_is_once_idempotent_and_shared_with_the_c_abi() {
+    assert!(Registry::get_default().is_none());
+    // Eight threads race to install: all get the same registry, with the native backends.
+    let got: Vec<usize> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..8)
+            .map(|_| s.spawn(|| dlport_native::install().unwrap() as *const Registry as usize))
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(got.windows(2).all(|w| w[0] == w[1]), "{got:x?}");
+    let r = Registry::get_default().unwrap();
+    assert_eq!(r as *const Registry as usize, got[0]);
+    let names: Vec<_> = r.names().collect();
+    assert!(
+        names.contains(&"cpu") && names.contains(&"pinned"),
+        "{names:?}"
+    );
+    assert_eq!(
+        dlport_core::default_registry() as *const Registry as usize,
+        got[0]
+    );
+
+    // The native registry's allocation limit is the machine's memory.
+    if let Some(memory) = dlport_native::machine_memory() {
+        assert_eq!(r.alloc_limit(None), memory);
+    }
+    let m = ExportBuilder::from_vec(vec![3u8; 8], &[8]).build().unwrap();
+    let t = from_dlpack(m, &ImportOptions::default()).unwrap();
+    let back = to_dlpack(&t, &ExportOptions::versioned()).unwrap();
+    assert_eq!(back.as_slice::<u8>().unwrap(), &[3; 8]);
+
+    // Another registry cannot replace it.
+    let err = Registry::with_cpu().install_default().unwrap_err();
+    assert!(err.to_string().contains("backends: cpu, pinned"), "{err}");
+}
+
+#[test]
+fn a_default_installed_first_by_someone_else_is_named_in_the_error() {
+    // Run in a child process: this binary's other test installs the native default.
+    if std::env::var_os("DLPORT_INSTALL_CHILD").is_none() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "a_default_installed_first_by_someone_else_is_named_in_the_error",
+                "--nocapture",
+            ])
+            .env("DLPORT_INSTALL_CHILD", "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{text}");
+        assert!(text.contains("child checks passed"), "{text}");
+        return;
+    }
+    // A first use of the front door installs core's default (the CPU backend only) …
+    let _ = dlport_core::default_registry();
+    // … so installing the native one now is refused, naming what is in force.
+    let err = dlport_native::install().unwrap_err();
+    assert_eq!(err.code(), 40);
+    assert!(matches!(
+        &err,
+        Error::Dispatch(DispatchError::DefaultInstalled { .. })
+    ));
+    let text = err.to_string();
+    assert!(
+        text.contains("backends: cpu") && text.contains("dlport_native::install()"),
+        "{text}"
+    );
+    // The C ABI shares the default in force: it works on core's registry.
+    let m = ExportBuilder::from_vec(vec![1i32; 2], &[2])
+        .build()
+        .unwrap();
+    let dlport_core::RawManaged::Versioned(raw) = m.into_raw() else {
+        unreachable!("ExportBuilder::build makes a versioned tensor")
+    };
+    let mut out = std::ptr::null_mut();
+    // SAFETY: a live versioned tensor handed over once; `out` is writable.
+    let rc = unsafe {
+        dlport_native::ffi::dlport_import(raw.as_ptr().cast(), 1, std::ptr::null(), &mut out)
+    };
+    assert_eq!(rc, 0);
+    // SAFETY: a handle from dlport_import, freed once.
+    unsafe { dlport_native::ffi::dlport_tensor_free(out) };
+    println!("child checks passed");
+}
