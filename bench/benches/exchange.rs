@@ -38,7 +38,7 @@ fn producer() -> Producer {
         flags: 0,
         dl_tensor: DLTensor {
             data: data.as_mut_ptr().cast(),
-            device: Device::CPU,
+            device: Device::cpu(),
             ndim: 4,
             dtype: DataType::FLOAT32,
             shape: shape.as_mut_ptr(),
@@ -133,7 +133,7 @@ fn floor_export(data: Vec<f32>) -> *mut DLManagedTensorVersioned {
             flags: 0,
             dl_tensor: DLTensor {
                 data: std::ptr::null_mut(),
-                device: Device::CPU,
+                device: Device::cpu(),
                 ndim: 1,
                 dtype: DataType::FLOAT32,
                 shape: std::ptr::null_mut(),
@@ -232,7 +232,7 @@ fn convert_and_resolve(c: &mut Criterion) {
         .unwrap();
     g.bench_function("registry resolve (cpu, cuda_host, oneapi)", |b| {
         b.iter(|| {
-            black_box(registry.resolve(black_box(Device::CPU)).unwrap());
+            black_box(registry.resolve(black_box(Device::cpu())).unwrap());
             black_box(registry.resolve(black_box(Device::cuda_host())).unwrap());
             black_box(
                 registry

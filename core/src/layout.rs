@@ -148,7 +148,7 @@ pub const fn check_ndim(ndim: i64) -> Result<usize, Error> {
 /// let shape = [2, 3];
 /// let strides = [1, 2]; // column-major
 /// let layout = validate(&RawFields {
-///     data: 0x1000, device: Device::CPU, dtype: DataType::FLOAT32,
+///     data: 0x1000, device: Device::cpu(), dtype: DataType::FLOAT32,
 ///     shape: &shape, strides: Some(&strides), byte_offset: 0,
 ///     version: Some(dlport_core::abi::DLPackVersion::CURRENT), flags: 0,
 /// }).unwrap();

@@ -64,7 +64,7 @@ fn case(rule: &'static str) -> Case {
         strides: Some(vec![]),
         byte_offset: 0,
         data: Data::Buffer,
-        device: Device::CPU,
+        device: Device::cpu(),
         version: Some(DLPackVersion::new(1, 3)),
         flags: 0,
     }
@@ -825,7 +825,7 @@ fn all_reached_errors() -> Vec<Error> {
     errors.push(
         layout::validate(&RawFields {
             data: 64,
-            device: Device::CPU,
+            device: Device::cpu(),
             dtype: DataType::FLOAT32,
             shape: &[2, 2],
             strides: Some(&[1]),
@@ -900,7 +900,7 @@ fn all_reached_errors() -> Vec<Error> {
     use dlport_core::backend::{AlignedBuffer, Backend, CpuBackend, LayoutNeed, ViewRequirements};
     use dlport_core::{CopyPolicy, ImportOptions, Registry, reconcile_device};
     use std::sync::Arc;
-    errors.push(reconcile_device(Device::cuda(0), Some(Device::CPU)).unwrap_err());
+    errors.push(reconcile_device(Device::cuda(0), Some(Device::cpu())).unwrap_err());
     let registry = Registry::with_cpu();
     let strided = ExportBuilder::from_vec(vec![0f32; 6], &[2, 3])
         .strides(&[1, 2])
@@ -916,13 +916,13 @@ fn all_reached_errors() -> Vec<Error> {
     };
     errors.push(registry.from_dlpack(strided, &opts).unwrap_err());
     let t = CpuBackend
-        .allocate(Device::CPU, DataType::FLOAT32, &[4])
+        .allocate(Device::cpu(), DataType::FLOAT32, &[4])
         .unwrap();
     {
         let _reading = t.view().unwrap();
-        errors.push(dlport_core::backend::release_ownership(&t, true, Device::CPU).unwrap_err());
+        errors.push(dlport_core::backend::release_ownership(&t, true, Device::cpu()).unwrap_err());
     }
-    let released = dlport_core::backend::release_ownership(&t, true, Device::CPU).unwrap();
+    let released = dlport_core::backend::release_ownership(&t, true, Device::cpu()).unwrap();
     errors.push(t.view().err().unwrap());
     drop(released);
     errors.push(

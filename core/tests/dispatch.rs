@@ -62,7 +62,7 @@ fn every_device_type_resolves_to_the_expected_backend_or_error() {
     let empty = Registry::new();
     assert!(
         empty
-            .resolve(Device::CPU)
+            .resolve(Device::cpu())
             .unwrap_err()
             .to_string()
             .ends_with("registered: none")
@@ -89,7 +89,7 @@ unsafe impl TensorStorage for HostAs {
 fn host_accessible_imports_share_the_address() {
     let registry = Registry::with_cpu();
     for device in [
-        Device::CPU,
+        Device::cpu(),
         Device::cuda_host(),
         Device::new(DeviceType::ROCM_HOST, 0),
         Device::new(DeviceType::CUDA_MANAGED, 0),
@@ -137,7 +137,7 @@ fn pytorch_pinned_mismatch_means_pinned_host_memory() {
         .unwrap();
     let opts = ImportOptions {
         advertised: Some(Device::cuda_host()),
-        device: Some(Device::CPU),
+        device: Some(Device::cpu()),
         ..Default::default()
     };
     let t = registry.from_dlpack(m, &opts).unwrap();
@@ -150,7 +150,7 @@ fn a_true_contradiction_is_an_error_naming_both() {
     let counter = Arc::new(AtomicUsize::new(0));
     let m = plugin_export(&counter, Device::cuda(0));
     let opts = ImportOptions {
-        advertised: Some(Device::CPU),
+        advertised: Some(Device::cpu()),
         ..Default::default()
     };
     let err = registry.from_dlpack(m, &opts).unwrap_err();
@@ -158,7 +158,7 @@ fn a_true_contradiction_is_an_error_naming_both() {
         err,
         Error::Dispatch(DispatchError::DeviceMismatch {
             capsule: Device::cuda(0),
-            advertised: Device::CPU
+            advertised: Device::cpu()
         })
     );
     let text = err.to_string();
@@ -382,7 +382,7 @@ fn make(situation: Situation, registry_freed: &Arc<AtomicUsize>) -> (ManagedTens
         Situation::NotReachable => (
             plugin_export(registry_freed, Device::new(DeviceType::ONEAPI, 0)),
             ImportOptions {
-                device: Some(Device::CPU),
+                device: Some(Device::cpu()),
                 ..Default::default()
             },
         ),
@@ -426,7 +426,7 @@ fn copy_policy_matrix() {
                         Situation::NotReachable => (
                             CopyReason::Device {
                                 from: Device::new(DeviceType::ONEAPI, 0),
-                                to: Device::CPU,
+                                to: Device::cpu(),
                             },
                             "the data is on oneapi:0, which cpu cannot reach",
                         ),
@@ -462,7 +462,7 @@ fn copy_policy_matrix() {
                 _ => {
                     let t = result.unwrap();
                     assert!(t.is_copied(), "{label}: IS_COPIED");
-                    assert_eq!(t.device(), Device::CPU, "{label}");
+                    assert_eq!(t.device(), Device::cpu(), "{label}");
                     assert_ne!(
                         t.first_element_address(),
                         Some(source_address),
@@ -525,8 +525,10 @@ fn alignment_requirement_copies_or_explains() {
 #[test]
 fn to_dlpack_follows_max_version_dl_device_and_copy() {
     let registry = Registry::with_cpu();
-    let cpu = registry.resolve(Device::CPU).unwrap().clone();
-    let t = cpu.allocate(Device::CPU, DataType::INT16, &[3, 2]).unwrap();
+    let cpu = registry.resolve(Device::cpu()).unwrap().clone();
+    let t = cpu
+        .allocate(Device::cpu(), DataType::INT16, &[3, 2])
+        .unwrap();
     let legacy = registry.to_dlpack(&t, &ExportOptions::default()).unwrap();
     assert!(!legacy.is_versioned(), "no max_version → legacy");
     let legacy0 = registry
@@ -580,7 +582,7 @@ fn to_dlpack_follows_max_version_dl_device_and_copy() {
         err,
         Error::Dispatch(DispatchError::CopyRequired {
             reason: CopyReason::Device {
-                from: Device::CPU,
+                from: Device::cpu(),
                 to: Device::cuda(0)
             }
         })
@@ -609,13 +611,13 @@ fn pinned_memory_is_shown_to_a_cpu_only_consumer_without_a_copy() {
         .to_dlpack(
             &t,
             &ExportOptions {
-                dl_device: Some(Device::CPU),
+                dl_device: Some(Device::cpu()),
                 copy: CopyPolicy::Never,
                 ..Default::default()
             },
         )
         .unwrap();
-    assert_eq!(out.view().device(), Device::CPU);
+    assert_eq!(out.view().device(), Device::cpu());
     assert_eq!(out.view().data(), t.buffer().ptr());
 }
 

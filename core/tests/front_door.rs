@@ -29,7 +29,7 @@ unsafe impl TensorStorage for Counted {
         self.0.len() * 4
     }
     fn device(&self) -> Device {
-        Device::CPU
+        Device::cpu()
     }
 }
 

@@ -396,7 +396,7 @@ fn a_pinned_or_managed_import_is_that_device_everywhere() {
         let src = ExportBuilder::from_vec(vec![1.0f32; 4], &[4])
             .build()
             .unwrap();
-        assert_eq!(src.view().device(), Device::CPU, "the capsule says cpu");
+        assert_eq!(src.view().device(), Device::cpu(), "the capsule says cpu");
         let t = reg
             .from_dlpack(
                 src,
@@ -420,12 +420,12 @@ fn a_pinned_or_managed_import_is_that_device_everywhere() {
             .to_dlpack(
                 &t,
                 &ExportOptions {
-                    dl_device: Some(Device::CPU),
+                    dl_device: Some(Device::cpu()),
                     ..ExportOptions::versioned()
                 },
             )
             .unwrap();
-        assert_eq!(host.view().device(), Device::CPU);
+        assert_eq!(host.view().device(), Device::cpu());
         assert_eq!(host.view().data(), out.view().data());
     }
     // A contradiction is refused and the tensor released.

@@ -141,7 +141,7 @@ fn fp4_conventions_convert_on_export() {
 #[test]
 fn devices_display_and_parse() {
     let cases = [
-        (Device::CPU, "cpu"),
+        (Device::cpu(), "cpu"),
         (Device::cuda(0), "cuda:0"),
         (Device::cuda(3), "cuda:3"),
         (Device::cuda_host(), "cuda_host:0"),

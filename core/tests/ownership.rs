@@ -39,7 +39,7 @@ unsafe extern "C" fn delete_legacy(p: *mut DLManagedTensor) {
 fn tensor_fields(shape: *mut i64, strides: *mut i64, data: *mut f32, ndim: i32) -> DLTensor {
     DLTensor {
         data: data.cast(),
-        device: Device::CPU,
+        device: Device::cpu(),
         ndim,
         dtype: DataType::FLOAT32,
         shape,

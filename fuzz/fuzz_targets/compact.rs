@@ -360,7 +360,7 @@ fuzz_target!(|data: &[u8]| {
     let legacy = !explicit && inp.u8() % 2 == 0;
     let raw = DLTensor {
         data: view.data(),
-        device: Device::CPU,
+        device: Device::cpu(),
         ndim: shape.len() as i32,
         dtype,
         shape: sh.as_mut_ptr(),

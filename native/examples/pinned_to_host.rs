@@ -31,7 +31,7 @@ fn main() -> Result<(), dlport_core::Error> {
 
     // A consumer that only knows the CPU, and forbids copies.
     let opts = ImportOptions {
-        device: Some(Device::CPU),
+        device: Some(Device::cpu()),
         copy: CopyPolicy::Never,
         ..Default::default()
     };

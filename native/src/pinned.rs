@@ -163,7 +163,7 @@ impl PinnedBackend {
         match self.mode {
             #[cfg(feature = "cuda")]
             PinnedMode::Cuda(_) => Device::cuda_host(),
-            PinnedMode::Mlock => Device::CPU,
+            PinnedMode::Mlock => Device::cpu(),
         }
     }
 

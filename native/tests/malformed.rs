@@ -80,7 +80,7 @@ fn tensor(t: &Tweak, shape: *mut i64, strides: *mut i64, data: *mut f32) -> DLTe
         },
         device: t
             .device
-            .map_or(Device::CPU, |(ty, id)| Device::new(DeviceType(ty), id)),
+            .map_or(Device::cpu(), |(ty, id)| Device::new(DeviceType(ty), id)),
         ndim,
         dtype: t.dtype.map_or(DataType::FLOAT32, |(c, b, l)| {
             DataType::new(TypeCode(c), b, l)
@@ -709,7 +709,7 @@ fn a_null_deleter_is_legal() {
         flags: 0,
         dl_tensor: DLTensor {
             data: data.as_mut_ptr().cast(),
-            device: Device::CPU,
+            device: Device::cpu(),
             ndim: 1,
             dtype: DataType::FLOAT32,
             shape: shape.as_mut_ptr(),

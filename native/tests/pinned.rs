@@ -29,7 +29,7 @@ fn mlock_memory_is_locked_and_claims_only_cpu() {
     let pinned = PinnedBackend::mlock();
     assert_eq!(
         pinned.device(),
-        Device::CPU,
+        Device::cpu(),
         "without a driver the memory is plain host memory"
     );
     assert!(pinned.describe().contains("page-locked"));
@@ -41,7 +41,7 @@ fn mlock_memory_is_locked_and_claims_only_cpu() {
         during >= before + 1024 * 1024,
         "VmLck went from {before} to {during}"
     );
-    assert_eq!(t.device(), Device::CPU);
+    assert_eq!(t.device(), Device::cpu());
     assert_eq!(t.buffer().ptr() as usize % 4096, 0, "page-aligned");
     assert!(t.to_vec::<f32>().unwrap().iter().all(|&x| x == 0.0));
     drop(t);
@@ -61,7 +61,7 @@ fn pinned_tensor_exported_and_imported_into_cpu_without_a_copy() {
         .unwrap();
     let exported = registry.to_dlpack(&t, &ExportOptions::versioned()).unwrap();
     let opts = ImportOptions {
-        device: Some(Device::CPU),
+        device: Some(Device::cpu()),
         copy: CopyPolicy::Never,
         ..Default::default()
     };
@@ -85,7 +85,7 @@ fn pinned_tensor_exported_and_imported_into_cpu_without_a_copy() {
 fn pinned_device(registry: &dlport_core::Registry) -> Device {
     match registry.get("pinned").unwrap().device_types().first() {
         Some(&DeviceType::CUDA_HOST) => Device::cuda_host(),
-        _ => Device::CPU,
+        _ => Device::cpu(),
     }
 }
 
@@ -117,7 +117,7 @@ fn pinned_copies_compact_into_locked_memory() {
         .strides(&[1, 2])
         .build()
         .unwrap();
-    let t = pinned.copy(&src.view(), Device::CPU).unwrap().unwrap();
+    let t = pinned.copy(&src.view(), Device::cpu()).unwrap().unwrap();
     assert!(t.is_copied());
     assert_eq!(t.to_vec::<u16>().unwrap(), [1, 3, 5, 2, 4, 6]);
     assert!(matches!(

@@ -35,7 +35,7 @@ fn probe_returns_an_error_instead_of_panicking() {
             // The pinned backend falls back to mlock, claiming plain host memory.
             let pinned =
                 std::panic::catch_unwind(dlport_native::pinned::PinnedBackend::new).unwrap();
-            assert_eq!(pinned.device(), dlport_core::Device::CPU);
+            assert_eq!(pinned.device(), dlport_core::Device::cpu());
         }
     }
 }

@@ -78,7 +78,7 @@ fn managed_memory_is_viewed_by_the_cpu_backend() {
         .unwrap();
     let addr = m.view().data();
     let opts = ImportOptions {
-        device: Some(Device::CPU),
+        device: Some(Device::cpu()),
         copy: CopyPolicy::Never,
         ..Default::default()
     };

@@ -100,7 +100,7 @@ struct Foreign<H> {
 fn dl_tensor(shape: *mut i64, strides: *mut i64, data: *mut f32) -> DLTensor {
     DLTensor {
         data: data.cast(),
-        device: Device::CPU,
+        device: Device::cpu(),
         ndim: 1,
         dtype: DataType::FLOAT32,
         shape,

@@ -123,12 +123,12 @@ impl Backend for Xpu {
 
     /// Downloads to the CPU ("device" memory is host memory here); other pairs are not ours.
     fn copy(&self, src: &TensorRef<'_>, target: Device) -> Result<Option<Tensor>, Error> {
-        if src.device().device_type != DeviceType::ONEAPI || target != Device::CPU {
+        if src.device().device_type != DeviceType::ONEAPI || target != Device::cpu() {
             return Ok(None);
         }
         let fields = DLTensor {
             data: src.data(),
-            device: Device::CPU,
+            device: Device::cpu(),
             ndim: src.ndim() as i32,
             dtype: src.dtype(),
             shape: src.shape().as_ptr().cast_mut(),
@@ -140,6 +140,6 @@ impl Backend for Xpu {
         // SAFETY: the plugin's memory is host memory, alive while `src` is; the fields are
         // `src`'s own, already validated, with the device relabelled.
         let host = unsafe { TensorRef::from_raw(&fields, src.version(), src.flags()) }?;
-        CpuBackend.copy(&host, Device::CPU)
+        CpuBackend.copy(&host, Device::cpu())
     }
 }

@@ -183,7 +183,7 @@ fn dlpack_export_and_import_release_the_slot_exactly_once() {
                 .to_dlpack(&imported, &ExportOptions::default())
                 .unwrap(),
             &ImportOptions {
-                device: Some(Device::CPU),
+                device: Some(Device::cpu()),
                 ..Default::default()
             },
         )

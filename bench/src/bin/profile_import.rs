@@ -15,7 +15,7 @@ fn main() {
         flags: 0,
         dl_tensor: DLTensor {
             data: data.as_mut_ptr().cast(),
-            device: Device::CPU,
+            device: Device::cpu(),
             ndim: 4,
             dtype: DataType::FLOAT32,
             shape: shape.as_mut_ptr(),

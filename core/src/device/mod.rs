@@ -26,10 +26,10 @@ pub struct Device {
 }
 
 impl Device {
-    /// Host memory, `cpu`.
-    pub const CPU: Self = Self::new(DeviceType::CPU, 0);
+    // One rule for the constructors: a `const fn` named as DLPack's short name for the type,
+    // taking an id exactly when the type numbers devices (host memory classes are id 0).
 
-    /// Builds a device.
+    /// Builds a device of any type (types DLPack does not name included).
     pub const fn new(device_type: DeviceType, device_id: i32) -> Self {
         Self {
             device_type,
@@ -37,17 +37,47 @@ impl Device {
         }
     }
 
-    /// CUDA device memory on GPU `id`.
+    /// Host memory, `cpu` (`kDLCPU`).
+    pub const fn cpu() -> Self {
+        Self::new(DeviceType::CPU, 0)
+    }
+
+    /// CUDA device memory on GPU `id` (`kDLCUDA`).
     pub const fn cuda(id: i32) -> Self {
         Self::new(DeviceType::CUDA, id)
     }
 
-    /// CUDA page-locked host memory.
+    /// CUDA page-locked host memory (`kDLCUDAHost`).
     pub const fn cuda_host() -> Self {
         Self::new(DeviceType::CUDA_HOST, 0)
     }
 
-    /// A WebGPU device.
+    /// CUDA unified memory (`kDLCUDAManaged`).
+    pub const fn cuda_managed() -> Self {
+        Self::new(DeviceType::CUDA_MANAGED, 0)
+    }
+
+    /// ROCm device memory on GPU `id` (`kDLROCM`).
+    pub const fn rocm(id: i32) -> Self {
+        Self::new(DeviceType::ROCM, id)
+    }
+
+    /// ROCm page-locked host memory (`kDLROCMHost`).
+    pub const fn rocm_host() -> Self {
+        Self::new(DeviceType::ROCM_HOST, 0)
+    }
+
+    /// A oneAPI (Intel XPU) device (`kDLOneAPI`).
+    pub const fn oneapi(id: i32) -> Self {
+        Self::new(DeviceType::ONEAPI, id)
+    }
+
+    /// A Metal device (`kDLMetal`).
+    pub const fn metal(id: i32) -> Self {
+        Self::new(DeviceType::METAL, id)
+    }
+
+    /// A WebGPU device (`kDLWebGPU`).
     pub const fn webgpu(id: i32) -> Self {
         Self::new(DeviceType::WEBGPU, id)
     }
@@ -65,7 +95,7 @@ impl Device {
 
 impl Default for Device {
     fn default() -> Self {
-        Self::CPU
+        Self::cpu()
     }
 }
 

@@ -30,7 +30,7 @@ pub unsafe trait TensorStorage: Send + 'static {
     fn byte_len(&self) -> usize;
     /// Where the memory lives; host memory by default.
     fn device(&self) -> Device {
-        Device::CPU
+        Device::cpu()
     }
     /// Who else may touch the memory (see [`Access`]). Exclusive by default; a read-only
     /// storage makes the export READ_ONLY whatever the builder says.

@@ -203,7 +203,7 @@ pub unsafe extern "C" fn dlport_host_view(
         let m = unsafe { take(managed, versioned) }?;
         let out = out_ptr(out, "out")?;
         let opts = ImportOptions {
-            device: Some(Device::CPU),
+            device: Some(Device::cpu()),
             advertised: device_arg(advertised_device_type, advertised_device_id),
             copy: CopyPolicy::Never,
             requirements: None,
@@ -212,7 +212,7 @@ pub unsafe extern "C" fn dlport_host_view(
         pass_through(
             m,
             &opts,
-            Some(Device::CPU),
+            Some(Device::cpu()),
             CopyPolicy::Never,
             to_versioned,
             out,
@@ -243,7 +243,7 @@ pub unsafe extern "C" fn dlport_compact(
         let m = unsafe { take(managed, versioned) }?;
         let out = out_ptr(out, "out")?;
         let opts = ImportOptions {
-            device: Some(Device::CPU),
+            device: Some(Device::cpu()),
             advertised: None,
             copy: copy_arg(copy)?,
             requirements: Some(ViewRequirements {

@@ -169,7 +169,7 @@ pub(crate) unsafe fn poison(block: *mut ExportBlock) -> Option<ManagedTensor> {
     let inner = unsafe { (*block).inner.take() };
     let dead = DLTensor {
         data: null_mut(),
-        device: Device::CPU,
+        device: Device::cpu(),
         ndim: -1,
         dtype: DataType::new(dlport_core::TypeCode(0), 0, 0),
         shape: null_mut(),

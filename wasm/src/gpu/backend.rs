@@ -91,7 +91,7 @@ impl Backend for WebGpuBackend {
                     .build()?;
                 let cpu = dlport_core::backend::CpuBackend;
                 return cpu
-                    .view_external(exported, Device::CPU)
+                    .view_external(exported, Device::cpu())
                     .map(|t| Some(t.with_copied(true)));
             }
             #[cfg(target_arch = "wasm32")]

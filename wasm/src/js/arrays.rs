@@ -86,7 +86,7 @@ impl Tensor {
         let m = ExportBuilder::new(bytes, dtype, &shape)
             .build()
             .map_err(js_err)?;
-        let inner = CpuBackend.view_external(m, Device::CPU).map_err(js_err)?;
+        let inner = CpuBackend.view_external(m, Device::cpu()).map_err(js_err)?;
         Ok(Tensor { inner })
     }
 

@@ -52,7 +52,7 @@ impl Tensor {
             .copied(true)
             .build()
             .map_err(js_err)?;
-        let inner = CpuBackend.view_external(m, Device::CPU).map_err(js_err)?;
+        let inner = CpuBackend.view_external(m, Device::cpu()).map_err(js_err)?;
         Ok(Tensor { inner })
     }
 
