@@ -159,6 +159,58 @@ fn strided_tensors_are_compacted_on_the_gpu() {
 }
 
 #[test]
+fn compaction_leaves_the_padding_zero() {
+    // A source of 0xff bytes everywhere: whatever a kernel reads past the tensor is not 0.
+    let b = backend();
+    let raw = ExportBuilder::new(vec![0xffu8; 256], DataType::UINT8, &[256])
+        .build()
+        .unwrap();
+    let whole = b.gpu().upload(&raw.view(), 0).unwrap();
+    // A run at an odd offset (the shifting kernel) and rows of 7 bytes (byte by byte).
+    let cases: &[(&[i64], &[i64], u64)] = &[(&[37], &[1], 3), (&[5, 7], &[0, 1], 3)];
+    for &(shape, strides, offset) in cases {
+        let view_struct = dlport_core::abi::DLTensor {
+            data: whole.buffer().ptr(),
+            device: Device::webgpu(0),
+            ndim: shape.len() as i32,
+            dtype: DataType::UINT8,
+            shape: shape.as_ptr() as *mut i64,
+            strides: strides.as_ptr() as *mut i64,
+            byte_offset: offset,
+        };
+        // SAFETY: device memory is never read through `data`; shape/strides outlive the view.
+        let view = unsafe { dlport_core::TensorRef::from_raw(&view_struct, None, 0) }.unwrap();
+        let c = b.gpu().compact_on_gpu(&view).unwrap();
+        let len = shape.iter().product::<i64>() as usize;
+        // The whole buffer, padding included, through a bare copy.
+        let buffer = b.gpu().lookup(c.buffer().ptr() as usize).unwrap();
+        let size = buffer.size();
+        assert_eq!(size, len.div_ceil(16) as u64 * 16);
+        let device = b.gpu().device();
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&buffer, 0, &staging, 0, size);
+        b.gpu().queue().submit([enc.finish()]);
+        staging.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+        device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+        let bytes = staging.slice(..).get_mapped_range().unwrap().to_vec();
+        assert!(
+            bytes[..len].iter().all(|&x| x == 0xff),
+            "{shape:?}: the tensor"
+        );
+        assert!(
+            bytes[len..].iter().all(|&x| x == 0),
+            "{shape:?}: the padding"
+        );
+    }
+}
+
+#[test]
 fn compactions_larger_than_one_row_of_workgroups() {
     // 72 MiB of 4-byte elements reversed: 73,728 workgroups of 16-byte invocations, more than
     // the 65,535 of one dispatch row, so the kernel indexes a second row.

@@ -1,7 +1,7 @@
 
 // One contiguous run of bytes at any offset (a compact tensor whose offset or length is not
-// word-aligned): one invocation writes 16 output bytes from five source words, shifted.
-// Bytes past the tensor in the last word come from the source (the padding is never exposed).
+// word-aligned): one invocation writes 16 output bytes from five source words, shifted; bytes
+// past the tensor's end are written as 0, as the other kernels leave them.
 @group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
 
 @compute @workgroup_size(64)
@@ -16,5 +16,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let x = vec4<u32>(src[a], w1, w2, w3);
   let next = vec4<u32>(w1, w2, w3, src[a + 4u]);
   // A shift by 32 - 0 would be a shift by 0 in WGSL: an aligned run is the words themselves.
-  dst[q] = select((x >> vec4<u32>(s)) | (next << vec4<u32>(32u - s)), x, s == 0u);
+  let words = select((x >> vec4<u32>(s)) | (next << vec4<u32>(32u - s)), x, s == 0u);
+  // Bytes of each word that are the tensor's: 4, or fewer in its last word.
+  let start = vec4<u32>(q * 16u) + vec4<u32>(0u, 4u, 8u, 12u);
+  let left = select(vec4<u32>(0u), vec4<u32>(p.out_bytes) - start, start < vec4<u32>(p.out_bytes));
+  let mask = select((vec4<u32>(1u) << (left * 8u)) - vec4<u32>(1u), vec4<u32>(0xffffffffu),
+    left >= vec4<u32>(4u));
+  dst[q] = words & mask;
 }
