@@ -13,3 +13,24 @@ pub mod js;
 mod raw;
 
 pub use gpu::{GpuDevice, KernelError, Normalize, OnRelease, WebGpuBackend};
+
+use dlport_core::backend::CpuBackend;
+use dlport_core::{Error, Registry};
+
+/// A registry of the CPU backend (wasm or host memory) and `webgpu`, for callers that keep a
+/// registry of their own.
+pub fn registry(webgpu: WebGpuBackend) -> Result<Registry, Error> {
+    let mut r = Registry::new();
+    r.register(std::sync::Arc::new(CpuBackend))?;
+    r.register(std::sync::Arc::new(webgpu))?;
+    Ok(r)
+}
+
+/// Installs, once, the process-wide default registry that `dlport_core::from_dlpack` and
+/// `to_dlpack` use: the CPU backend and `webgpu` (open it first with
+/// [`WebGpuBackend::new`]). Call it before the first `from_dlpack` / `to_dlpack`: a default is
+/// never replaced, and a second install fails with `DispatchError::DefaultInstalled`, naming
+/// the backends in force.
+pub fn install(webgpu: WebGpuBackend) -> Result<&'static Registry, Error> {
+    registry(webgpu)?.install_default()
+}

@@ -1,11 +1,12 @@
 //! The core `Backend` for `kDLWebGPU`: allocation, copies to and from the device (through the
-//! `transfer` and `compact` modules) and the import of DLPack tensors that live on it.
+//! `transfer` and `compact` modules). Imports of DLPack tensors that live on the device go
+//! through the core's `view_external` (the trait's default), like every backend's.
 
 use std::sync::Arc;
 
 use dlport_core::Tensor;
 use dlport_core::backend::{Backend, Buffer, compact_bytes};
-use dlport_core::{DataType, Device, DeviceType, Error, ManagedTensor, TensorRef};
+use dlport_core::{DataType, Device, DeviceType, Error, TensorRef};
 
 use super::{GpuDevice, NAME, error};
 
@@ -101,10 +102,4 @@ impl Backend for WebGpuBackend {
         }
         Ok(None)
     }
-}
-
-/// Imports a DLPack tensor that may live on this WebGPU device (used by tests and the JS layer).
-pub fn import(backend: &WebGpuBackend, m: ManagedTensor) -> Result<Tensor, Error> {
-    let device = m.view().device();
-    backend.view_external(m, device)
 }

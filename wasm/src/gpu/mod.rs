@@ -29,7 +29,7 @@ mod normalize;
 mod table;
 mod transfer;
 
-pub use backend::{WebGpuBackend, import};
+pub use backend::WebGpuBackend;
 pub use error::KernelError;
 pub use normalize::{MAX_CHANNELS, Normalize};
 pub use table::{OnRelease, SlotStorage};

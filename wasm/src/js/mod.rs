@@ -36,13 +36,14 @@ fn backend() -> Result<WebGpuBackend, JsError> {
         .ok_or_else(|| JsError::new("dlport: call `await init()` before using WebGPU tensors"))
 }
 
-/// The registry of this module: the CPU backend (wasm memory) and, after `init()`, WebGPU.
+/// The registry of the JS layer: the CPU backend (wasm memory) and, after `init()`, WebGPU.
+/// Its own, not the process-wide default: JS may use CPU tensors before `init()` adds the
+/// device, and a default is installed once.
 fn registry() -> Result<Registry, JsError> {
-    let mut r = Registry::with_cpu();
-    if let Some(b) = BACKEND.with(|b| b.borrow().clone()) {
-        r.register(std::sync::Arc::new(b)).map_err(js_err)?;
+    match BACKEND.with(|b| b.borrow().clone()) {
+        Some(b) => crate::registry(b).map_err(js_err),
+        None => Ok(Registry::with_cpu()),
     }
-    Ok(r)
 }
 
 fn js_err(e: dlport_core::Error) -> JsError {
