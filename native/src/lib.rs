@@ -2,14 +2,17 @@
 //!
 //! dlport's native backends, registered into the core [`Registry`]:
 //! - the core's [`CpuBackend`](dlport_core::backend::CpuBackend): 64-byte-aligned host memory and
-//!   the strided → compact copies of [`dlport_core::copy`] (SIMD kernels included);
+//!   the strided → compact copies of [`copy_to_compact`](dlport_core::backend::copy_to_compact)
+//!   (SIMD kernels included);
 //! - [`pinned::PinnedBackend`]: page-locked host memory (CUDA-pinned with a driver, `mlock`
 //!   otherwise);
 //! - `cuda::CudaBackend` (feature `cuda`): device memory, H2D/D2H through pinned staging, the
 //!   DLPack stream hand-off. The driver is loaded at run time; its absence is an error, not a
 //!   panic.
 //!
-//! [`registry()`] returns a registry holding every backend that really works on this machine.
+//! [`install()`] makes every backend that really works on this machine the process-wide default
+//! (the one `dlport_core::from_dlpack` / `to_dlpack` and the C ABI use); [`registry()`] returns
+//! the same backends as a registry of your own.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
