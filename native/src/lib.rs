@@ -1,7 +1,7 @@
 //! # dlport-native
 //!
 //! dlport's native backends, registered into the core [`Registry`]:
-//! - the core's [`CpuBackend`](dlport_core::backend::CpuBackend): 64-byte-aligned host memory and
+//! - the core's `CpuBackend`: 64-byte-aligned host memory and
 //!   the strided → compact copies of [`copy_to_compact`](dlport_core::backend::copy_to_compact)
 //!   (SIMD kernels included);
 //! - [`pinned::PinnedBackend`]: page-locked host memory (CUDA-pinned with a driver, `mlock`
