@@ -19,6 +19,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod ffi;
 pub mod pinned;
+pub mod share;
 
 use std::sync::Arc;
 
