@@ -98,7 +98,7 @@ fn clear_last_error() {
 }
 
 /// What an entry point can fail with.
-enum Failure {
+pub(crate) enum Failure {
     Dlport(Error),
     Argument(String),
 }
@@ -109,12 +109,12 @@ impl From<Error> for Failure {
     }
 }
 
-fn arg(message: impl Into<String>) -> Failure {
+pub(crate) fn arg(message: impl Into<String>) -> Failure {
     Failure::Argument(message.into())
 }
 
 /// Runs an entry point: catches panics, records the error message, returns the status.
-fn entry(f: impl FnOnce() -> Result<(), Failure>) -> c_int {
+pub(crate) fn entry(f: impl FnOnce() -> Result<(), Failure>) -> c_int {
     run(true, f)
 }
 
@@ -153,7 +153,7 @@ fn run(clear_on_success: bool, f: impl FnOnce() -> Result<(), Failure>) -> c_int
     }
 }
 
-fn out_ptr<T>(out: *mut T, name: &str) -> Result<NonNull<T>, Failure> {
+pub(crate) fn out_ptr<T>(out: *mut T, name: &str) -> Result<NonNull<T>, Failure> {
     NonNull::new(out).ok_or_else(|| {
         arg(format!(
             "{name} is NULL: pass a pointer to receive the result"
@@ -170,7 +170,10 @@ fn registry() -> &'static Registry {
 ///
 /// # Safety
 /// `managed` is NULL or an owned managed tensor of the form `versioned` says, handed over.
-unsafe fn take(managed: *mut c_void, versioned: c_int) -> Result<ManagedTensor, Failure> {
+pub(crate) unsafe fn take(
+    managed: *mut c_void,
+    versioned: c_int,
+) -> Result<ManagedTensor, Failure> {
     refuse_released(managed)?;
     let t = if versioned != 0 {
         // SAFETY: forwarded contract.
@@ -406,7 +409,11 @@ unsafe fn release_any(p: NonNull<c_void>, versioned: c_int) -> Result<(), Failur
 }
 
 /// Hands a managed tensor to C, in the requested form, counted and tracked.
-fn give(t: ManagedTensor, versioned: bool, out: NonNull<*mut c_void>) -> Result<(), Failure> {
+pub(crate) fn give(
+    t: ManagedTensor,
+    versioned: bool,
+    out: NonNull<*mut c_void>,
+) -> Result<(), Failure> {
     let inner = t.reexport_with((), versioned)?;
     let header = match inner.as_raw() {
         RawManaged::Versioned(p) => {
@@ -457,7 +464,7 @@ fn device_arg(device_type: i32, device_id: i32) -> Option<Device> {
     (device_type != 0).then(|| Device::new(DeviceType(device_type), device_id))
 }
 
-fn copy_arg(copy: i32) -> Result<CopyPolicy, Failure> {
+pub(crate) fn copy_arg(copy: i32) -> Result<CopyPolicy, Failure> {
     match DlportCopy::from_c(copy) {
         Some(DlportCopy::Never) => Ok(CopyPolicy::Never),
         Some(DlportCopy::IfNeeded) => Ok(CopyPolicy::IfNeeded),
@@ -501,7 +508,7 @@ pub struct DlportImportOptions {
 static ALLOC_LIMIT: AtomicU64 = AtomicU64::new(0);
 
 /// The limit for a call that gives `per_call` (0: none given).
-fn alloc_limit(per_call: u64) -> Option<u64> {
+pub(crate) fn alloc_limit(per_call: u64) -> Option<u64> {
     [per_call, ALLOC_LIMIT.load(Ordering::Relaxed)]
         .into_iter()
         .find(|&l| l != 0)

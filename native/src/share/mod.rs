@@ -41,12 +41,17 @@
 //! # Ok::<(), dlport_native::dlport_core::Error>(())
 //! ```
 
+// Only `cabi` holds C declarations: cbindgen skips the other modules.
 pub mod cabi;
+/// cbindgen:ignore
 #[cfg(all(target_os = "linux", feature = "cuda"))]
 mod cuda_ipc;
+/// cbindgen:ignore
 mod descriptor;
+/// cbindgen:ignore
 #[cfg(target_os = "linux")]
 mod memfd;
+/// cbindgen:ignore
 #[cfg(target_os = "linux")]
 mod socket;
 
@@ -58,9 +63,14 @@ pub use descriptor::{
 #[cfg(unix)]
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use dlport_core::{CopyPolicy, Error};
+use dlport_core::CopyPolicy;
 #[cfg(unix)]
-use dlport_core::{DataType, ManagedTensor, TensorRef};
+use dlport_core::{DataType, Error, ManagedTensor, TensorRef};
+
+/// The most fds one descriptor frame may carry (format 1 uses one).
+///
+/// cbindgen:ignore
+pub const MAX_FDS: usize = 4;
 
 /// The name in this module's errors (`Error::Backend`, `Error::Unsupported`).
 pub const NAME: &str = "share";
@@ -311,7 +321,7 @@ fn descriptor_too_long(len: usize) -> Error {
 }
 
 /// Sharing on a platform without memfd seals.
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(unix, not(target_os = "linux")))]
 fn unsupported() -> Error {
     Error::Unsupported {
         backend: NAME,

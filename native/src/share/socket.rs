@@ -13,10 +13,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use dlport_core::Error;
 
 use super::descriptor::DESCRIPTOR_MAX;
-use super::{errno, os_error};
-
-/// The most fds one frame may carry (format 1 uses one).
-pub(super) const MAX_FDS: usize = 4;
+use super::{MAX_FDS, errno, os_error};
 
 /// Control-message space for `n` fds, as `u64` words (cmsg buffers must be aligned).
 fn control_words(n: usize) -> usize {
