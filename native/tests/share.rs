@@ -294,7 +294,9 @@ mod linux {
             || "the data changed".into(),
         )?;
         // Until it releases its tensor, the parent maps the memfd (so the check below can fail).
-        check(holds(None, our_ino)?, || "the parent's mapping is not seen".into())?;
+        check(holds(None, our_ino)?, || {
+            "the parent's mapping is not seen".into()
+        })?;
         drop(t);
         let after = mapping_counts();
         check((after.0 - before.0, after.1 - before.1) == (1, 1), || {

@@ -171,14 +171,6 @@ pub(super) fn recv(socket: BorrowedFd<'_>) -> Result<(Vec<u8>, Vec<OwnedFd>), Er
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
     }
-    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
-        return Err(os_error(
-            "recvmsg",
-            fds.len() as i64,
-            "the peer attached more than 4 fds to one descriptor (some were dropped by the \
-             kernel; the code is the number kept, now closed)",
-        ));
-    }
     if n == 0 {
         return Err(os_error(
             "recvmsg",
@@ -192,6 +184,15 @@ pub(super) fn recv(socket: BorrowedFd<'_>) -> Result<(Vec<u8>, Vec<OwnedFd>), Er
         return Err(super::descriptor_too_long(len));
     }
     let mut bytes = vec![0u8; len];
+    // The whole frame is read even when it is refused below, so the next one starts in step.
     read_exact(socket, &mut bytes, 0)?;
+    if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+        return Err(os_error(
+            "recvmsg",
+            fds.len() as i64,
+            "the peer attached more than 4 fds to one descriptor (the kernel dropped some; \
+             the code is the number kept, now closed)",
+        ));
+    }
     Ok((bytes, fds))
 }
