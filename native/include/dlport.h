@@ -21,6 +21,7 @@
 #ifndef DLPORT_H_
 #define DLPORT_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 // The major version of the C ABI: the `N` of the SONAME `libdlport_native.so.N` and of
