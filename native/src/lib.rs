@@ -12,6 +12,8 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
 pub mod cabi;
 pub mod copy;
 pub mod cpu;
