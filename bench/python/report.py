@@ -155,6 +155,9 @@ def main():
         w(f"| `wasm/pkg/dlport_bg.wasm` | {z['wasm_bytes']:,} | {z['wasm_gzip_bytes']:,} ({z['wasm_gzip_bytes'] / 1000:.1f} KB) | ≤ 150 KB gzipped |")
         w("")
         w("This is the first slice of the JS API; the size will be re-measured as the package grows.\n")
+    from share_section import section as share_section  # this directory
+
+    out.extend(share_section())
     (ROOT / "BENCHMARKS.md").write_text("\n".join(out) + "\n")
 
     import matplotlib

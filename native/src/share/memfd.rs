@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::FileExt;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -298,8 +299,26 @@ pub(super) fn share(
         }
         let bytes = compact_bytes(view.dtype(), view.shape())?;
         dlport_core::check_alloc(bytes as u128, options.max_alloc)?;
-        let mut m = Mapping::new(create(bytes)?, bytes, true)?;
-        crate::copy::copy_to_compact(view, m.fresh_bytes())?;
+        let fd = create(bytes)?;
+        if view.contiguity().is_row_major() && !view.is_subbyte_padded() {
+            // Already compact: one pwrite fills the memfd's pages in the kernel, without a
+            // mapping here (and without a page fault per page).
+            let src = view.as_bytes()?;
+            std::fs::File::from(dup(fd.as_fd())?)
+                .write_all_at(src, 0)
+                .map_err(|e| {
+                    os_error(
+                        "pwrite",
+                        i64::from(e.raw_os_error().unwrap_or(0)),
+                        "copying into the shared memory failed (ENOSPC/ENOMEM: not enough \
+                         memory or tmpfs space)",
+                    )
+                })?;
+        } else {
+            // The producer's mapping of the copy is unmapped on return; the peer maps its own.
+            let mut m = Mapping::new(dup(fd.as_fd())?, bytes, true)?;
+            crate::copy::copy_to_compact(view, m.fresh_bytes())?;
+        }
         let mut strides = vec![0i64; view.ndim()];
         dlport_core::layout::compact_row_major(view.shape(), &mut strides)?;
         let d = Descriptor {
@@ -314,8 +333,7 @@ pub(super) fn share(
             flags: if read_only { FLAG_READ_ONLY } else { 0 },
             handle: Vec::new(),
         };
-        // The producer's mapping of the copy is unmapped on return; the peer maps its own.
-        (d, dup(m.fd.as_fd())?)
+        (d, fd)
     };
     descriptor.validate()?;
     Ok((descriptor, fd))
