@@ -4,6 +4,8 @@
 //! "share_cuda: N passed, N failed, N skipped". The peer is this binary again, started with
 //! `DLPORT_SHARE_ROLE` set and its end of a socketpair as stdin.
 
+type Check = fn() -> Result<(), String>;
+
 const TESTS: [&str; 2] = [
     "a_child_writes_device_memory_the_parent_sees_and_the_export_is_released_once",
     "a_child_killed_with_sigkill_lets_the_device_memory_go",
@@ -207,12 +209,12 @@ fn main() {
         return;
     }
     #[cfg(all(feature = "cuda", target_os = "linux"))]
-    let (tests, why_not): (Vec<fn() -> Result<(), String>>, _) = (
+    let (tests, why_not): (Vec<Check>, _) = (
         vec![gpu::write_and_release, gpu::sigkill],
         gpu::unavailable(),
     );
     #[cfg(not(all(feature = "cuda", target_os = "linux")))]
-    let (tests, why_not): (Vec<fn() -> Result<(), String>>, _) = (
+    let (tests, why_not): (Vec<Check>, _) = (
         vec![|| Ok(()), || Ok(())],
         Some("built without the `cuda` feature, or not on Linux".to_string()),
     );
