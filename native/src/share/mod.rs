@@ -360,4 +360,32 @@ mod tests {
         let copied = share(&foreign.view(), &ShareOptions::default()).unwrap();
         assert_eq!(copied.open().unwrap().as_slice::<u8>().unwrap(), &[1, 2, 3]);
     }
+
+    #[test]
+    fn an_opened_tensor_is_passed_on_without_a_copy_and_empty_tensors_travel() {
+        let mut t = alloc(DataType::INT16, &[4, 6]).unwrap();
+        // SAFETY: the memory has not been shared yet.
+        unsafe { t.assume_exclusive() }.unwrap();
+        t.as_mut_slice::<i16>().unwrap().fill(3);
+        let never = ShareOptions {
+            copy: CopyPolicy::Never,
+            ..Default::default()
+        };
+        let first = share(&t.view(), &never).unwrap().open().unwrap();
+        // The opened tensor is shared on from its own mapping: no copy, and the third mapping
+        // sees the producer's writes.
+        let again = share(&first.view(), &never).unwrap();
+        assert_eq!(again.descriptor().byte_offset, 0);
+        assert_eq!(again.descriptor().byte_len, 48);
+        let second = again.open().unwrap();
+        t.as_mut_slice::<i16>().unwrap()[5] = -1;
+        assert_eq!(second.as_slice::<i16>().unwrap()[5], -1);
+
+        let empty = alloc(DataType::FLOAT32, &[3, 0]).unwrap();
+        let s = share(&empty.view(), &never).unwrap();
+        assert_eq!(s.descriptor().byte_len, 0);
+        let opened = s.open().unwrap();
+        assert_eq!(opened.view().shape(), &[3, 0]);
+        assert_eq!(opened.as_slice::<f32>().unwrap(), &[] as &[f32]);
+    }
 }
