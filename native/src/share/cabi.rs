@@ -44,11 +44,7 @@ impl DlportShared {
 
 #[cfg(not(target_os = "linux"))]
 fn unsupported() -> Failure {
-    Failure::from(Error::Unsupported {
-        backend: super::NAME,
-        operation: "sharing tensors between processes on this platform (Linux only in this \
-                    release)",
-    })
+    Failure::from(super::unsupported(super::PLATFORM))
 }
 
 fn shared_ref<'a>(shared: *const DlportShared) -> Result<&'a DlportShared, Failure> {

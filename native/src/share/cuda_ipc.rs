@@ -79,19 +79,17 @@ pub(super) fn share(
     options: &ShareOptions,
 ) -> Result<(Descriptor, OwnedFd), Error> {
     if options.copy == CopyPolicy::Always {
-        return Err(Error::Unsupported {
-            backend: NAME,
-            operation: "copying device memory in order to share it (CopyPolicy::Always): \
+        return Err(super::unsupported(
+            "copying device memory in order to share it (CopyPolicy::Always): \
                         share the tensor itself (CopyPolicy::IfNeeded or Never)",
-        });
+        ));
     }
     let view = tensor.view();
     if view.numel() == 0 {
-        return Err(Error::Unsupported {
-            backend: NAME,
-            operation: "sharing an empty CUDA tensor through CUDA IPC (it has no memory to \
+        return Err(super::unsupported(
+            "sharing an empty CUDA tensor through CUDA IPC (it has no memory to \
                         map: send its shape and make an empty tensor in the peer)",
-        });
+        ));
     }
     let device = view.device();
     let _ctx = context(device)?;

@@ -98,14 +98,7 @@ pub struct Descriptor {
     pub handle: Vec<u8>,
 }
 
-/// The one constructor of this module's errors: a descriptor field out of range.
-fn bad(field: &'static str, value: u64, expected: &'static str) -> Error {
-    Error::InvalidOption {
-        option: field,
-        value,
-        expected,
-    }
-}
+use super::invalid as bad;
 
 /// Reads little-endian fields from a byte slice whose length was checked before.
 struct Reader<'a> {

@@ -63,9 +63,9 @@ pub use descriptor::{
 #[cfg(unix)]
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use dlport_core::CopyPolicy;
+use dlport_core::{CopyPolicy, Error};
 #[cfg(unix)]
-use dlport_core::{DataType, Error, ManagedTensor, TensorRef};
+use dlport_core::{DataType, ManagedTensor, TensorRef};
 
 /// The most fds one descriptor frame may carry (format 1 uses one).
 ///
@@ -141,7 +141,7 @@ impl Shared {
         #[cfg(not(target_os = "linux"))]
         {
             let _ = socket;
-            Err(unsupported())
+            Err(unsupported(PLATFORM))
         }
     }
 
@@ -156,7 +156,7 @@ impl Shared {
         #[cfg(not(target_os = "linux"))]
         {
             let _ = socket;
-            Err(unsupported())
+            Err(unsupported(PLATFORM))
         }
     }
 }
@@ -172,7 +172,7 @@ pub fn alloc(dtype: DataType, shape: &[i64]) -> Result<ManagedTensor, Error> {
     #[cfg(not(target_os = "linux"))]
     {
         let _ = (dtype, shape);
-        Err(unsupported())
+        Err(unsupported(PLATFORM))
     }
 }
 
@@ -184,11 +184,10 @@ pub fn alloc(dtype: DataType, shape: &[i64]) -> Result<ManagedTensor, Error> {
 #[cfg(unix)]
 pub fn share(view: &TensorRef<'_>, options: &ShareOptions) -> Result<Shared, Error> {
     if !view.device().is_host_accessible() {
-        return Err(Error::Unsupported {
-            backend: NAME,
-            operation: "sharing device memory from a borrowed view: pass its owner to \
+        return Err(unsupported(
+            "sharing device memory from a borrowed view: pass its owner to \
                         share_managed, which keeps it alive until every peer let go",
-        });
+        ));
     }
     #[cfg(target_os = "linux")]
     {
@@ -201,7 +200,7 @@ pub fn share(view: &TensorRef<'_>, options: &ShareOptions) -> Result<Shared, Err
     #[cfg(not(target_os = "linux"))]
     {
         let _ = options;
-        Err(unsupported())
+        Err(unsupported(PLATFORM))
     }
 }
 
@@ -224,11 +223,10 @@ pub fn share_managed(tensor: ManagedTensor, options: &ShareOptions) -> Result<Sh
         });
     }
     let _ = tensor;
-    Err(Error::Unsupported {
-        backend: NAME,
-        operation: "sharing this device's memory: host memory and CUDA device memory (with \
+    Err(unsupported(
+        "sharing this device's memory: host memory and CUDA device memory (with \
                     the `cuda` feature, on Linux) can be shared",
-    })
+    ))
 }
 
 /// Opens a descriptor in this process: a zero-copy DLPack tensor over the shared memory, whose
@@ -249,12 +247,11 @@ pub fn open(descriptor: &Descriptor, fds: &[BorrowedFd<'_>]) -> Result<ManagedTe
         #[cfg(all(target_os = "linux", feature = "cuda"))]
         HandleKind::CudaIpc => cuda_ipc::open(descriptor, fds[0]),
         #[cfg(all(target_os = "linux", not(feature = "cuda")))]
-        HandleKind::CudaIpc => Err(Error::Unsupported {
-            backend: NAME,
-            operation: "opening a CUDA IPC descriptor in a build without the `cuda` feature",
-        }),
+        HandleKind::CudaIpc => Err(unsupported(
+            "opening a CUDA IPC descriptor in a build without the `cuda` feature",
+        )),
         #[cfg(not(target_os = "linux"))]
-        _ => Err(unsupported()),
+        _ => Err(unsupported(PLATFORM)),
     }
 }
 
@@ -270,17 +267,35 @@ pub fn mapping_counts() -> (u64, u64) {
 #[cfg(unix)]
 fn check_fd_count(descriptor: &Descriptor, fds: usize) -> Result<(), Error> {
     if fds != descriptor.fd_count() {
-        return Err(Error::InvalidOption {
-            option: "fd count",
-            value: fds as u64,
-            expected: "descriptor.fd_count (1): pass exactly the fds that came with the \
-                       descriptor",
-        });
+        return Err(invalid(
+            "fd count",
+            fds as u64,
+            "descriptor.fd_count (1): pass exactly the fds that came with the descriptor",
+        ));
     }
     Ok(())
 }
 
-// ── The constructors of this module's errors ──
+// ── The constructors of the errors of `share` (and of its submodules): the only places it
+// builds an error that is not one of DLPack's own rules (StorageTooSmall, StridesLength, …) ──
+
+/// A descriptor field, an argument or an option out of its range ("`field` = `value` is
+/// invalid: it must be `expected`").
+fn invalid(field: &'static str, value: u64, expected: &'static str) -> Error {
+    Error::InvalidOption {
+        option: field,
+        value,
+        expected,
+    }
+}
+
+/// Something this platform, build or kind of memory cannot do.
+fn unsupported(operation: &'static str) -> Error {
+    Error::Unsupported {
+        backend: NAME,
+        operation,
+    }
+}
 
 /// An operating-system or driver call failed (`code`: errno, or the value named in `detail`).
 #[cfg(target_os = "linux")]
@@ -302,33 +317,27 @@ fn errno() -> i64 {
 /// Memory another process cannot map, under `CopyPolicy::Never`.
 #[cfg(target_os = "linux")]
 fn copy_needed() -> Error {
-    Error::InvalidOption {
-        option: "copy",
-        value: 0,
-        expected: "IfNeeded or Always for this tensor: its memory is not one of dlport's \
-                   memfds (share::alloc), so another process can map it only after a copy",
-    }
+    invalid(
+        "copy",
+        0,
+        "IfNeeded or Always for this tensor: its memory is not one of dlport's memfds \
+         (share::alloc), so another process can map it only after a copy",
+    )
 }
 
 #[cfg(target_os = "linux")]
 fn descriptor_too_long(len: usize) -> Error {
-    Error::InvalidOption {
-        option: "descriptor length",
-        value: len as u64,
-        expected: "at most DESCRIPTOR_MAX (1144) bytes: the peer did not send a dlport \
-                   descriptor",
-    }
+    invalid(
+        "descriptor length",
+        len as u64,
+        "at most DESCRIPTOR_MAX (1144) bytes: the peer did not send a dlport descriptor",
+    )
 }
 
-/// Sharing on a platform without memfd seals.
-#[cfg(all(unix, not(target_os = "linux")))]
-fn unsupported() -> Error {
-    Error::Unsupported {
-        backend: NAME,
-        operation: "sharing tensors between processes on this platform (memfd seals and \
-                    SCM_RIGHTS as Linux has them; Linux only in this release)",
-    }
-}
+/// What sharing is on a platform without memfd seals.
+#[cfg(not(target_os = "linux"))]
+const PLATFORM: &str = "sharing tensors between processes on this platform (memfd seals and \
+                        SCM_RIGHTS as Linux has them; Linux only in this release)";
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
