@@ -12,5 +12,7 @@ cargo run --release --locked -p dlport-bench --bin copies -- $quick
 .venv/bin/python bench/python/numpy_copies.py $quick
 cargo run --release --locked -p dlport-bench --bin wgpu_upload
 cargo run --release --locked -p dlport-bench --bin wgpu_compact
+cargo run --release --locked -p dlport-bench --bin share -- $quick
+.venv/bin/python bench/python/numpy_shared.py $quick
 bash scripts/wasm-build.sh
 .venv/bin/python bench/python/report.py

@@ -36,6 +36,7 @@ echo "[c-test] dlport.h compiles after dlpack.h (C11 and C++17, -pedantic)"
 tests=(
   "test_dlport               test_dlport.c              ^c: [0-9]+ passed, 0 failed$"
   "test_release_identity     test_release_identity.c    ^release identity: [0-9]+ passed, 0 failed$"
+  "test_share                test_share.c               ^share: [0-9]+ passed, 0 failed$"
   "teardown_atexit           teardown_atexit.c          ^teardown ok \(atexit handler\)"
   "teardown_static           teardown_static.cpp        ^teardown ok \(C\+\+ static destructor\)"
   "teardown_pthread_key      teardown_pthread_key.c     ^teardown ok \(pthread-key destructor\)"

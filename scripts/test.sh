@@ -64,6 +64,9 @@ step "real peers: NumPy and JAX through the C ABI (pytest in .venv)"
 bash scripts/python-env.sh
 (cd tests/python && ../../.venv/bin/python -m pytest -q -p no:cacheprovider)
 
+step "Arrow: pyarrow reads the IPC streams dlport writes (fixed_shape_tensor) and dlport reads pyarrow's"
+bash scripts/arrow-test.sh
+
 step "browser: the WebGPU backend in headless Chromium (SwiftShader), through wasm-pack"
 WASM_BINDGEN_TEST_TIMEOUT=300 wasm-pack test --headless --chrome --chromedriver /usr/bin/chromedriver wasm
 

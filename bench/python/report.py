@@ -197,6 +197,9 @@ def main():
           "and LTO as well the package was 91.9 KB (opt-level \"z\": 88.0 KB, at the cost of the "
           "CPU copy loops' speed) before the compaction kernels, one per layout class, added "
           "1.8 KB.\n")
+    from share_section import section as share_section  # this directory
+
+    out.extend(share_section())
     (ROOT / "BENCHMARKS.md").write_text("\n".join(out) + "\n")
 
     import matplotlib

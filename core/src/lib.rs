@@ -45,7 +45,7 @@ pub use error::BackendNames;
 pub use error::{
     AccessError, Address, AddressRange, BackendError, BackendReport, ByteCount, CopyReason,
     DispatchError, Driver, Error, Flag, LayoutError, NameKind, OptionRule, ShortStr, StaticReport,
-    StreamReason,
+    StreamReason, ValueRule,
 };
 #[cfg(feature = "alloc")]
 pub use export::{ExportBuilder, TensorStorage};

@@ -113,6 +113,8 @@ pub const DLPORT_ERR_INVALID_OPTION: c_int = 38;
 pub const DLPORT_ERR_DESTINATION_SIZE: c_int = 39;
 /// Another registry is already the process-wide default (installed once).
 pub const DLPORT_ERR_DEFAULT_INSTALLED: c_int = 40;
+/// A value read from outside (a sharing descriptor's field, Arrow metadata) is out of range.
+pub const DLPORT_ERR_INVALID_VALUE: c_int = 41;
 
 /// Copy policies: the array API's `copy` argument (`DlportImportOptions.copy` and the `copy`
 /// arguments of `dlport_export` and `dlport_compact`).

@@ -16,11 +16,14 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
 pub mod cabi;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod ffi;
 pub mod pinned;
+pub mod share;
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};

@@ -86,6 +86,14 @@ pub enum DispatchError {
         /// Bytes the destination has.
         available: u64,
     },
+    /// A value read from outside (a field of a sharing descriptor, a piece of Arrow metadata)
+    /// is out of its range.
+    InvalidValue {
+        /// The field and the rule it breaks.
+        rule: &'static ValueRule,
+        /// The value found.
+        value: u64,
+    },
     /// Another registry is already the process-wide default, which is installed once.
     #[cfg(feature = "alloc")]
     DefaultInstalled {
@@ -111,6 +119,7 @@ impl DispatchError {
             Self::DestinationSize { .. } => 39,
             #[cfg(feature = "alloc")]
             Self::DefaultInstalled { .. } => 40,
+            Self::InvalidValue { .. } => 41,
         }
     }
 }
@@ -177,6 +186,11 @@ impl fmt::Display for DispatchError {
                 f,
                 "the destination has {available} bytes, but the compact copy needs {needed}: \
                  pass a destination of exactly the compact size (compact_bytes)"
+            ),
+            Self::InvalidValue { rule, value } => write!(
+                f,
+                "{} = {value} is invalid: it must be {}",
+                rule.field, rule.expected
             ),
             #[cfg(feature = "alloc")]
             Self::DefaultInstalled { registered } => write!(
@@ -323,6 +337,17 @@ impl OptionRule {
             }
         }
     }
+}
+
+/// A field read from outside and what its value must be, for [`DispatchError::InvalidValue`]:
+/// a `static` pair, so the error holds one pointer. Write it in place, where the error is
+/// made: `&ValueRule { field: "descriptor.version", expected: "1" }` is promoted to a static.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueRule {
+    /// The field's name, as the reader knows it (`descriptor.byte_len`).
+    pub field: &'static str,
+    /// What its value must be, in words.
+    pub expected: &'static str,
 }
 
 /// The names of the registered backends, for [`DispatchError::NoBackend`]: boxed, so the error

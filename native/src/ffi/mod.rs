@@ -28,9 +28,9 @@ mod wrap;
 // and Python's capsules.
 mod capsule;
 
-use args::*;
-use status::*;
-use tracker::*;
+pub(crate) use args::*;
+pub(crate) use status::*;
+pub(crate) use tracker::*;
 
 pub use crate::cabi::{DLPORT_INVALID_ARGUMENT, DLPORT_OK, DLPORT_PANIC, DlportCopy, DlportLayout};
 pub use args::DlportImportOptions;

@@ -1,0 +1,409 @@
+//! Host memory in sealed memfds (Linux): allocation, mappings, the registry that tells dlport's
+//! mappings from other memory, and the checks a received fd passes before it is mapped.
+//!
+//! Every memfd dlport makes is sealed with `F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL` as soon
+//! as it has its size, so no process can truncate it under a mapping (which would turn reads
+//! into SIGBUS). A received fd is mapped only if it is an open regular file that carries
+//! `F_SEAL_SHRINK` and is at least `byte_len` bytes long: a pipe, a device, an ordinary file or
+//! an unsealed memfd is refused before anything is mapped.
+//!
+//! The memory lives while any process maps it or holds its fd; the kernel counts both, so a
+//! peer that is killed lets go of its share when it dies, and the producer's own release
+//! (dropping its tensor) never waits for, or depends on, a peer.
+
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use dlport_core::abi::{FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
+use dlport_core::backend::compact_bytes;
+use dlport_core::{
+    Access, CopyPolicy, DataType, Device, Error, ExportBuilder, ManagedTensor, MemoryClass,
+    TensorRef, TensorStorage,
+};
+
+use super::descriptor::{Descriptor, HandleKind};
+use super::{ShareOptions, errno, os_error};
+
+/// Mappings made (allocations and opened descriptors) and unmapped, in this process.
+static MAPPED: AtomicU64 = AtomicU64::new(0);
+static UNMAPPED: AtomicU64 = AtomicU64::new(0);
+
+pub(super) fn counts() -> (u64, u64) {
+    (
+        MAPPED.load(Ordering::SeqCst),
+        UNMAPPED.load(Ordering::SeqCst),
+    )
+}
+
+/// A memfd mapped into this process (`MAP_SHARED`), with its fd kept for sharing it on. Unmapped
+/// once, when the last tensor over it is released.
+#[derive(Debug)]
+struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+    fd: OwnedFd,
+    writable: bool,
+}
+
+// SAFETY: the mapping is plain shared memory owned by this value until drop; the pointer is
+// only handed to tensors, and the fd is an ordinary owned descriptor.
+unsafe impl Send for Mapping {}
+// SAFETY: `&Mapping` only reads the immutable fields.
+unsafe impl Sync for Mapping {}
+
+/// dlport's live mappings by start address (non-empty ones only).
+static REGISTRY: Mutex<BTreeMap<usize, Weak<Mapping>>> = Mutex::new(BTreeMap::new());
+
+fn registry() -> MutexGuard<'static, BTreeMap<usize, Weak<Mapping>>> {
+    // A poisoned lock only means a panic elsewhere; every update leaves the map consistent.
+    REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Mapping {
+    /// Maps `len` bytes of `fd` (taken) shared, writable or not, and registers the range.
+    fn new(fd: OwnedFd, len: usize, writable: bool) -> Result<Arc<Self>, Error> {
+        let ptr = if len == 0 {
+            NonNull::<u64>::dangling().cast()
+        } else {
+            let prot = libc::PROT_READ | if writable { libc::PROT_WRITE } else { 0 };
+            // SAFETY: a fresh shared mapping chosen by the kernel (NULL hint); it overlaps no
+            // Rust object. The fd is a sealed memfd of at least `len` bytes (checked by the
+            // callers), so every mapped page is backed and cannot be truncated away.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    prot,
+                    libc::MAP_SHARED,
+                    fd.as_raw_fd(),
+                    0,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                return Err(os_error(
+                    "mmap",
+                    errno(),
+                    "mapping the shared memory failed (ENOMEM: address space or \
+                     vm.max_map_count exhausted; EACCES: the fd is read-only)",
+                ));
+            }
+            NonNull::new(p.cast::<u8>()).ok_or_else(|| os_error("mmap", 0, "returned NULL"))?
+        };
+        MAPPED.fetch_add(1, Ordering::SeqCst);
+        let m = Arc::new(Self {
+            ptr,
+            len,
+            fd,
+            writable,
+        });
+        if len != 0 {
+            registry().insert(ptr.as_ptr() as usize, Arc::downgrade(&m));
+        }
+        Ok(m)
+    }
+
+    /// The bytes of a mapping nobody else can reach yet (just created, its fd not shared).
+    fn fresh_bytes(self: &mut Arc<Self>) -> &mut [u8] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: `len` mapped, writable bytes; the caller's `&mut Arc` of a mapping whose fd
+        // and pointer have not left this function's caller means nothing else reads or writes
+        // them while the slice lives.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        if self.len != 0 {
+            let mut r = registry();
+            // Only this mapping can sit at this address until it is unmapped below.
+            r.remove(&(self.ptr.as_ptr() as usize));
+            drop(r);
+            // SAFETY: the range mapped in `new`, unmapped once; no tensor views it any more
+            // (every tensor holds an Arc of this mapping).
+            unsafe { libc::munmap(self.ptr.as_ptr().cast::<c_void>(), self.len) };
+        }
+        UNMAPPED.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A mapping as the storage of an exported tensor.
+struct MapStorage(Arc<Mapping>);
+
+// SAFETY: the mapping's pointer is fixed for its life and `len` bytes are valid behind it; the
+// memory is shared with other processes (Access::Shared), or read-only when mapped without
+// PROT_WRITE (Access::ReadOnly, so the export carries READ_ONLY and nobody gets `&mut`).
+unsafe impl TensorStorage for MapStorage {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.0.ptr.as_ptr().cast()
+    }
+    fn byte_len(&self) -> usize {
+        self.0.len
+    }
+    fn access(&self) -> Access {
+        if self.0.writable {
+            Access::Shared
+        } else {
+            Access::ReadOnly
+        }
+    }
+}
+
+/// A DLPack tensor over a mapping (keeps it mapped until released).
+fn export(
+    m: Arc<Mapping>,
+    dtype: DataType,
+    shape: &[i64],
+    strides: Option<&[i64]>,
+    byte_offset: u64,
+    flags: u64,
+) -> Result<ManagedTensor, Error> {
+    let mut b = ExportBuilder::new(MapStorage(m), dtype, shape)
+        .byte_offset(byte_offset)
+        .read_only(flags & FLAG_READ_ONLY != 0)
+        .subbyte_padded(flags & FLAG_IS_SUBBYTE_TYPE_PADDED != 0);
+    if let Some(s) = strides {
+        b = b.strides(s);
+    }
+    b.build()
+}
+
+/// A new memfd of `len` bytes (zero-filled by the kernel), sealed against resizing.
+fn create(len: usize) -> Result<OwnedFd, Error> {
+    // SAFETY: a NUL-terminated name; memfd_create only creates a descriptor.
+    let raw = unsafe {
+        libc::memfd_create(
+            c"dlport".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        )
+    };
+    if raw < 0 {
+        return Err(os_error(
+            "memfd_create",
+            errno(),
+            "creating shared memory failed (EMFILE: too many open files; ENOSYS: kernel \
+             older than 3.17)",
+        ));
+    }
+    // SAFETY: a descriptor just created, owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: resizes the file we own; no mapping exists yet.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
+        return Err(os_error(
+            "ftruncate",
+            errno(),
+            "sizing the shared memory failed (ENOSPC/ENOMEM: not enough memory or tmpfs space)",
+        ));
+    }
+    let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+    // SAFETY: adds seals to the memfd we own.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+        return Err(os_error(
+            "fcntl(F_ADD_SEALS)",
+            errno(),
+            "sealing the shared memory failed",
+        ));
+    }
+    Ok(fd)
+}
+
+/// A zeroed, compact tensor in a new sealed memfd (see [`super::alloc`]).
+pub(super) fn alloc(
+    dtype: DataType,
+    shape: &[i64],
+    limit: Option<u64>,
+) -> Result<ManagedTensor, Error> {
+    let bytes = compact_bytes(dtype, shape)?;
+    dlport_core::check_alloc(bytes as u128, limit)?;
+    let m = Mapping::new(create(bytes)?, bytes, true)?;
+    export(m, dtype, shape, None, 0, 0)
+}
+
+/// The live dlport mapping that holds `[lo, hi)`, if any.
+fn find(lo: usize, hi: usize) -> Option<Arc<Mapping>> {
+    let r = registry();
+    let (&start, weak) = r.range(..=lo).next_back()?;
+    let m = weak.upgrade()?;
+    (hi <= start + m.len).then_some(m)
+}
+
+fn dup(fd: BorrowedFd<'_>) -> Result<OwnedFd, Error> {
+    fd.try_clone_to_owned().map_err(|e| {
+        os_error(
+            "fcntl(F_DUPFD_CLOEXEC)",
+            i64::from(e.raw_os_error().unwrap_or(0)),
+            "duplicating the memfd failed (EMFILE: too many open files)",
+        )
+    })
+}
+
+/// A read-only descriptor of the same memfd (a new open file description through
+/// `/proc/self/fd`), so a peer cannot map it writable; `None` where `/proc` is not mounted.
+fn reopen_read_only(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    let path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
+    // SAFETY: a NUL-terminated path; open only creates a descriptor.
+    let raw = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    // SAFETY: a descriptor just opened, owned by nobody else.
+    (raw >= 0).then(|| unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// Host memory as a descriptor and its memfd: dlport's own mapping without a copy, anything
+/// else copied into a new memfd as `options.copy` allows.
+pub(super) fn share(
+    view: &TensorRef<'_>,
+    options: &ShareOptions,
+) -> Result<(Descriptor, OwnedFd), Error> {
+    if view.device().memory_class() == MemoryClass::Managed {
+        // Unified memory is host-readable once the devices are synchronised.
+        crate::sync_managed()?;
+    }
+    let read_only = options.read_only || view.is_read_only();
+    let padded = view.flags() & FLAG_IS_SUBBYTE_TYPE_PADDED;
+    let found = match (view.first_element_address(), view.numel()) {
+        (Some(first), n) if n != 0 && options.copy != CopyPolicy::Always => {
+            let span = view.byte_span();
+            let lo = (first as i128 + i128::from(span.lo)) as usize;
+            let hi = (first as i128 + i128::from(span.hi)) as usize;
+            find(lo, hi).map(|m| (m, first))
+        }
+        _ => None,
+    };
+    let (descriptor, fd) = if let Some((m, first)) = found {
+        let d = Descriptor {
+            kind: HandleKind::Memfd,
+            device: Device::cpu(),
+            dtype: view.dtype(),
+            shape: view.shape().to_vec(),
+            strides: view.strides().collect(),
+            byte_offset: (first - m.ptr.as_ptr() as usize) as u64,
+            byte_len: m.len as u64,
+            flags: padded | if read_only { FLAG_READ_ONLY } else { 0 },
+            handle: Vec::new(),
+        };
+        let fd = if read_only {
+            reopen_read_only(m.fd.as_fd()).map_or_else(|| dup(m.fd.as_fd()), Ok)?
+        } else {
+            dup(m.fd.as_fd())?
+        };
+        (d, fd)
+    } else {
+        if options.copy == CopyPolicy::Never && view.numel() != 0 {
+            return Err(super::copy_needed());
+        }
+        let bytes = compact_bytes(view.dtype(), view.shape())?;
+        dlport_core::check_alloc(bytes as u128, options.max_alloc)?;
+        let fd = create(bytes)?;
+        if view.contiguity().is_row_major() && !view.is_subbyte_padded() {
+            // Already compact: one pwrite fills the memfd's pages in the kernel, without a
+            // mapping here (and without a page fault per page).
+            let src = view.as_bytes()?;
+            std::fs::File::from(dup(fd.as_fd())?)
+                .write_all_at(src, 0)
+                .map_err(|e| {
+                    os_error(
+                        "pwrite",
+                        i64::from(e.raw_os_error().unwrap_or(0)),
+                        "copying into the shared memory failed (ENOSPC/ENOMEM: not enough \
+                         memory or tmpfs space)",
+                    )
+                })?;
+        } else {
+            // The producer's mapping of the copy is unmapped on return; the peer maps its own.
+            let mut m = Mapping::new(dup(fd.as_fd())?, bytes, true)?;
+            dlport_core::backend::copy_to_compact(view, m.fresh_bytes())?;
+        }
+        let mut strides = vec![0i64; view.ndim()];
+        dlport_core::layout::compact_row_major(view.shape(), &mut strides)?;
+        let d = Descriptor {
+            kind: HandleKind::Memfd,
+            device: Device::cpu(),
+            dtype: view.dtype(),
+            shape: view.shape().to_vec(),
+            strides,
+            byte_offset: 0,
+            byte_len: bytes as u64,
+            // The copy is packed: IS_SUBBYTE_TYPE_PADDED does not travel.
+            flags: if read_only { FLAG_READ_ONLY } else { 0 },
+            handle: Vec::new(),
+        };
+        (d, fd)
+    };
+    descriptor.validate()?;
+    Ok((descriptor, fd))
+}
+
+/// Checks a received fd and reports whether it may be mapped writable. In order: open
+/// (`F_GETFD`), a regular file (`fstat`), sealed against shrinking (`F_GET_SEALS`), at least
+/// `byte_len` bytes long; then its access mode and write seals.
+fn check_fd(fd: BorrowedFd<'_>, byte_len: u64) -> Result<bool, Error> {
+    let raw = fd.as_raw_fd();
+    // SAFETY: F_GETFD only reads the descriptor's flags.
+    if unsafe { libc::fcntl(raw, libc::F_GETFD) } < 0 {
+        return Err(os_error(
+            "fcntl(F_GETFD)",
+            errno(),
+            "the fd is not open in this process: pass the fd received with the descriptor, \
+             before closing it",
+        ));
+    }
+    // SAFETY: all-zero is a valid `stat`; fstat writes it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a writable stat struct.
+    if unsafe { libc::fstat(raw, &mut st) } != 0 {
+        return Err(os_error("fstat", errno(), "the fd cannot be inspected"));
+    }
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(os_error(
+            "fstat",
+            i64::from(st.st_mode & libc::S_IFMT),
+            "the fd is not a memfd (the code is its file type, S_IFMT; a memfd is a regular \
+             file, 0o100000): only fds from dlport's share can be opened",
+        ));
+    }
+    // SAFETY: F_GET_SEALS only reads the file's seals.
+    let seals = unsafe { libc::fcntl(raw, libc::F_GET_SEALS) };
+    if seals < 0 {
+        return Err(os_error(
+            "fcntl(F_GET_SEALS)",
+            errno(),
+            "the fd is not a memfd (its file has no seals): only fds from dlport's share can \
+             be opened; a plain file could be truncated under the mapping",
+        ));
+    }
+    if seals & libc::F_SEAL_SHRINK == 0 {
+        return Err(os_error(
+            "fcntl(F_GET_SEALS)",
+            i64::from(seals),
+            "the memfd is not sealed against shrinking (F_SEAL_SHRINK; the code is its seals), \
+             so it could be truncated under the mapping (SIGBUS): share it through dlport, \
+             which seals it",
+        ));
+    }
+    let size = st.st_size.max(0) as u64;
+    if size < byte_len {
+        return Err(Error::Layout(dlport_core::LayoutError::StorageTooSmall {
+            needed: byte_len,
+            available: size,
+        }));
+    }
+    // SAFETY: F_GETFL only reads the descriptor's status flags.
+    let mode = unsafe { libc::fcntl(raw, libc::F_GETFL) } & libc::O_ACCMODE;
+    let write_sealed = seals & (libc::F_SEAL_WRITE | libc::F_SEAL_FUTURE_WRITE) != 0;
+    Ok(mode == libc::O_RDWR && !write_sealed)
+}
+
+/// Maps a memfd descriptor (validated by the caller) as a DLPack tensor; READ_ONLY when the
+/// descriptor says so or the fd cannot be mapped writable.
+pub(super) fn open(d: &Descriptor, fd: BorrowedFd<'_>) -> Result<ManagedTensor, Error> {
+    let writable = check_fd(fd, d.byte_len)? && d.flags & FLAG_READ_ONLY == 0;
+    let m = Mapping::new(dup(fd)?, d.byte_len as usize, writable)?;
+    let flags = d.flags | if writable { 0 } else { FLAG_READ_ONLY };
+    export(m, d.dtype, &d.shape, Some(&d.strides), d.byte_offset, flags)
+}

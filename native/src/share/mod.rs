@@ -1,0 +1,394 @@
+//! Tensors shared with another process on the same machine, through the OS's own mechanisms.
+//!
+//! A tensor travels as a [`Descriptor`] (a small versioned value: dtype, shape, strides, byte
+//! offset and length, device, flags, kind of handle) plus file descriptors:
+//! - **host memory** lives in a sealed memfd, mapped `MAP_SHARED` by every process that opens
+//!   it; the fd travels over a Unix socket with `SCM_RIGHTS` ([`Shared::send`],
+//!   [`Shared::recv`]);
+//! - **CUDA device memory** (feature `cuda`) travels as a `cuIpcGetMemHandle` handle plus one fd
+//!   that keeps the producer's tensor alive until every consumer has let go.
+//!
+//! The opening process gets a zero-copy DLPack tensor ([`open`]) whose deleter unmaps (or closes
+//! the IPC handle). The memory lives while any process maps it; the kernel counts the mappings
+//! and fds, so a consumer killed with SIGKILL lets go when it dies, and the producer's own
+//! release (dropping its tensor) runs exactly once, whatever its peers do.
+//!
+//! Memory dlport did not put in a memfd ([`alloc`] does) is copied into a new one only as
+//! [`ShareOptions::copy`] allows.
+//!
+//! Linux only in this release (memfd seals and `SCM_RIGHTS` as Linux has them): elsewhere the
+//! Rust functions and the C entries return [`Error::Backend(dlport_core::BackendError::Unsupported)`]. Descriptors themselves
+//! ([`Descriptor::to_bytes`], [`Descriptor::from_bytes`]) work everywhere.
+//!
+//! ```
+//! # #[cfg(target_os = "linux")] {
+//! use dlport_native::dlport_core::{CopyPolicy, DataType};
+//! use dlport_native::share::{self, ShareOptions, Shared};
+//! use std::os::unix::net::UnixStream;
+//!
+//! let mut t = share::alloc(DataType::INT32, &[4])?;
+//! // SAFETY: nobody else has this memory yet.
+//! unsafe { t.assume_exclusive() }?;
+//! t.as_mut_slice::<i32>()?.copy_from_slice(&[1, 2, 3, 4]);
+//! let shared = share::share(&t.view(), &ShareOptions { copy: CopyPolicy::Never, ..Default::default() })?;
+//!
+//! // In real use the other end of the socket is in another process.
+//! let (a, b) = UnixStream::pair().unwrap();
+//! shared.send(&a)?;
+//! let opened = Shared::recv(&b)?.open()?;
+//! assert_eq!(opened.as_slice::<i32>()?, &[1, 2, 3, 4]);
+//! # }
+//! # Ok::<(), dlport_native::dlport_core::Error>(())
+//! ```
+
+// Only `cabi` holds C declarations: cbindgen skips the other modules.
+pub mod cabi;
+/// cbindgen:ignore
+#[cfg(all(target_os = "linux", feature = "cuda"))]
+mod cuda_ipc;
+/// cbindgen:ignore
+mod descriptor;
+/// cbindgen:ignore
+#[cfg(target_os = "linux")]
+mod memfd;
+/// cbindgen:ignore
+#[cfg(target_os = "linux")]
+mod socket;
+
+pub use descriptor::{
+    CUDA_IPC_HANDLE_LEN, DESCRIPTOR_HEADER, DESCRIPTOR_MAX, Descriptor, FORMAT_VERSION, HandleKind,
+    MAGIC,
+};
+
+#[cfg(unix)]
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use dlport_core::{BackendError, CopyPolicy, DispatchError, Error, ValueRule};
+#[cfg(unix)]
+use dlport_core::{DataType, ManagedTensor, TensorRef};
+
+/// The most fds one descriptor frame may carry (format 1 uses one).
+///
+/// cbindgen:ignore
+pub const MAX_FDS: usize = 4;
+
+/// The name in this module's errors (`Error::Backend`, `Error::Backend(dlport_core::BackendError::Unsupported)`).
+pub const NAME: &str = "share";
+
+/// How to share a tensor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShareOptions {
+    /// Whether memory that is not one of dlport's memfds may be copied into a new one
+    /// (`Never`: such memory is an error; `Always`: a copy even of a memfd).
+    pub copy: CopyPolicy,
+    /// The peer gets the tensor READ_ONLY, through a read-only fd where `/proc` is mounted (so
+    /// the kernel refuses a writable mapping), and the READ_ONLY flag in any case.
+    pub read_only: bool,
+    /// The most bytes a copy may allocate (`None`: the process-wide limit).
+    pub max_alloc: Option<u64>,
+}
+
+/// A descriptor and the fds that travel with it: what a producer sends ([`share`]) and what a
+/// consumer receives ([`Shared::recv`]). Dropping it closes its fds; the memory stays while any
+/// process maps it (and, for CUDA IPC, while any consumer holds the handle open).
+#[cfg(unix)]
+#[derive(Debug)]
+pub struct Shared {
+    descriptor: Descriptor,
+    fds: Vec<OwnedFd>,
+}
+
+#[cfg(unix)]
+impl Shared {
+    /// A descriptor with its fds (as many as [`Descriptor::fd_count`]), e.g. received through a
+    /// transport of the caller's own.
+    pub fn from_parts(descriptor: Descriptor, fds: Vec<OwnedFd>) -> Result<Self, Error> {
+        descriptor.validate()?;
+        check_fd_count(&descriptor, fds.len())?;
+        Ok(Self { descriptor, fds })
+    }
+
+    /// The descriptor.
+    pub fn descriptor(&self) -> &Descriptor {
+        &self.descriptor
+    }
+
+    /// The fds, in descriptor order.
+    pub fn fds(&self) -> &[OwnedFd] {
+        &self.fds
+    }
+
+    /// The descriptor and its fds.
+    pub fn into_parts(self) -> (Descriptor, Vec<OwnedFd>) {
+        (self.descriptor, self.fds)
+    }
+
+    /// Opens the tensor in this process (see [`open`]); the fds stay open in `self`.
+    pub fn open(&self) -> Result<ManagedTensor, Error> {
+        let fds: Vec<BorrowedFd<'_>> = self.fds.iter().map(AsFd::as_fd).collect();
+        open(&self.descriptor, &fds)
+    }
+
+    /// Sends the descriptor and its fds over a connected Unix stream socket (`SCM_RIGHTS`).
+    /// The fds stay open here too: drop `self` when no other peer needs them.
+    pub fn send(&self, socket: &impl AsFd) -> Result<(), Error> {
+        #[cfg(target_os = "linux")]
+        {
+            let bytes = self.descriptor.to_bytes()?;
+            let fds: Vec<BorrowedFd<'_>> = self.fds.iter().map(AsFd::as_fd).collect();
+            socket::send(socket.as_fd(), &bytes, &fds)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = socket;
+            Err(unsupported(PLATFORM))
+        }
+    }
+
+    /// Receives one descriptor and its fds from a connected Unix stream socket. Fails (closing
+    /// whatever fds arrived) on a bad descriptor or a wrong number of fds.
+    pub fn recv(socket: &impl AsFd) -> Result<Self, Error> {
+        #[cfg(target_os = "linux")]
+        {
+            let (bytes, fds) = socket::recv(socket.as_fd())?;
+            Self::from_parts(Descriptor::from_bytes(&bytes)?, fds)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = socket;
+            Err(unsupported(PLATFORM))
+        }
+    }
+}
+
+/// A zeroed, compact host tensor in a new sealed memfd, ready to be shared without a copy. Its
+/// access is [`Access::Shared`](dlport_core::Access): once shared, other processes may write
+/// it, so `as_mut_slice` needs `unsafe assume_exclusive` (true until the first share, or while
+/// the peers are known to be idle).
+#[cfg(unix)]
+pub fn alloc(dtype: DataType, shape: &[i64]) -> Result<ManagedTensor, Error> {
+    #[cfg(target_os = "linux")]
+    return memfd::alloc(dtype, shape, None);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (dtype, shape);
+        Err(unsupported(PLATFORM))
+    }
+}
+
+/// Shares host memory: a view of one of dlport's memfds ([`alloc`], or a tensor opened from a
+/// descriptor) travels without a copy; anything else is copied into a new memfd as
+/// `options.copy` allows. The view's owner may be dropped at any time after: the memfd lives
+/// while the returned value or any mapping holds it. Device memory needs the owner
+/// ([`share_managed`]).
+#[cfg(unix)]
+pub fn share(view: &TensorRef<'_>, options: &ShareOptions) -> Result<Shared, Error> {
+    if !view.device().is_host_accessible() {
+        return Err(unsupported(
+            "sharing device memory from a borrowed view: pass its owner to \
+                        share_managed, which keeps it alive until every peer let go",
+        ));
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let (descriptor, fd) = memfd::share(view, options)?;
+        Ok(Shared {
+            descriptor,
+            fds: vec![fd],
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = options;
+        Err(unsupported(PLATFORM))
+    }
+}
+
+/// Shares an owned tensor: host memory as [`share`] does (the tensor is released on return;
+/// the memfd keeps the bytes), CUDA device memory through CUDA IPC (feature `cuda`): the
+/// tensor is kept until the returned value and every consumer's handle are gone (or the
+/// consumers died), then released exactly once.
+#[cfg(unix)]
+pub fn share_managed(tensor: ManagedTensor, options: &ShareOptions) -> Result<Shared, Error> {
+    let device = tensor.view().device();
+    if device.is_host_accessible() {
+        return share(&tensor.view(), options);
+    }
+    #[cfg(all(target_os = "linux", feature = "cuda"))]
+    if device.device_type == dlport_core::DeviceType::CUDA {
+        let (descriptor, fd) = cuda_ipc::share(tensor, options)?;
+        return Ok(Shared {
+            descriptor,
+            fds: vec![fd],
+        });
+    }
+    let _ = tensor;
+    Err(unsupported(
+        "sharing this device's memory: host memory and CUDA device memory (with \
+                    the `cuda` feature, on Linux) can be shared",
+    ))
+}
+
+/// Opens a descriptor in this process: a zero-copy DLPack tensor over the shared memory, whose
+/// deleter unmaps it (or closes the CUDA IPC handle). The descriptor is validated again and
+/// each fd checked before anything is mapped: a closed fd, a pipe, a plain file, an unsealed
+/// memfd or one smaller than `byte_len` is an error, never a mapping of the wrong size. The
+/// fds stay the caller's (the mapping does not need them).
+///
+/// The tensor is Shared (other processes may write the memory) or READ_ONLY; IS_COPIED is
+/// never set.
+#[cfg(unix)]
+pub fn open(descriptor: &Descriptor, fds: &[BorrowedFd<'_>]) -> Result<ManagedTensor, Error> {
+    descriptor.validate()?;
+    check_fd_count(descriptor, fds.len())?;
+    match descriptor.kind {
+        #[cfg(target_os = "linux")]
+        HandleKind::Memfd => memfd::open(descriptor, fds[0]),
+        #[cfg(all(target_os = "linux", feature = "cuda"))]
+        HandleKind::CudaIpc => cuda_ipc::open(descriptor, fds[0]),
+        #[cfg(all(target_os = "linux", not(feature = "cuda")))]
+        HandleKind::CudaIpc => Err(unsupported(
+            "opening a CUDA IPC descriptor in a build without the `cuda` feature",
+        )),
+        #[cfg(not(target_os = "linux"))]
+        _ => Err(unsupported(PLATFORM)),
+    }
+}
+
+/// How many shared-memory mappings this process made (allocations and opened descriptors) and
+/// how many it has unmapped. Equal when every tensor over shared memory was released.
+pub fn mapping_counts() -> (u64, u64) {
+    #[cfg(target_os = "linux")]
+    return memfd::counts();
+    #[cfg(not(target_os = "linux"))]
+    (0, 0)
+}
+
+#[cfg(unix)]
+fn check_fd_count(descriptor: &Descriptor, fds: usize) -> Result<(), Error> {
+    if fds != descriptor.fd_count() {
+        return Err(invalid(
+            &ValueRule {
+                field: "fd count",
+                expected: "descriptor.fd_count (1): pass exactly the fds that came with the descriptor",
+            },
+            fds as u64,
+        ));
+    }
+    Ok(())
+}
+
+// ── The constructors of the errors of `share` (and of its submodules): the only places it
+// builds an error that is not one of DLPack's own rules (StorageTooSmall, StridesLength, …) ──
+
+/// A descriptor field, an argument or an option out of its range ("`field` = `value` is
+/// invalid: it must be `expected`").
+fn invalid(rule: &'static ValueRule, value: u64) -> Error {
+    DispatchError::InvalidValue { rule, value }.into()
+}
+
+/// Something this platform, build or kind of memory cannot do.
+fn unsupported(operation: &'static str) -> Error {
+    BackendError::unsupported(NAME, operation).into()
+}
+
+/// An operating-system or driver call failed (`code`: errno, or the value named in `detail`).
+#[cfg(target_os = "linux")]
+fn os_error(operation: &'static str, code: i64, detail: &'static str) -> Error {
+    BackendError::failed(NAME, operation, code as i32, detail).into()
+}
+
+/// This thread's `errno`.
+#[cfg(target_os = "linux")]
+fn errno() -> i64 {
+    i64::from(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+}
+
+/// Memory another process cannot map, under `CopyPolicy::Never`.
+#[cfg(target_os = "linux")]
+fn copy_needed() -> Error {
+    invalid(
+        &ValueRule {
+            field: "copy",
+            expected: "IfNeeded or Always for this tensor: its memory is not one of dlport's memfds \
+         (share::alloc), so another process can map it only after a copy",
+        },
+        0,
+    )
+}
+
+#[cfg(target_os = "linux")]
+fn descriptor_too_long(len: usize) -> Error {
+    invalid(
+        &ValueRule {
+            field: "descriptor length",
+            expected: "at most DESCRIPTOR_MAX (1144) bytes: the peer did not send a dlport descriptor",
+        },
+        len as u64,
+    )
+}
+
+/// What sharing is on a platform without memfd seals.
+#[cfg(not(target_os = "linux"))]
+const PLATFORM: &str = "sharing tensors between processes on this platform (memfd seals and \
+                        SCM_RIGHTS as Linux has them; Linux only in this release)";
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use dlport_core::{DataType, ExportBuilder};
+
+    #[test]
+    fn a_memfd_tensor_shares_without_a_copy_and_foreign_memory_only_with_one() {
+        let mut t = alloc(DataType::UINT8, &[3, 5]).unwrap();
+        // SAFETY: the memory has not been shared yet.
+        unsafe { t.assume_exclusive() }.unwrap();
+        t.as_mut_slice::<u8>().unwrap().fill(7);
+        let never = ShareOptions {
+            copy: CopyPolicy::Never,
+            ..Default::default()
+        };
+        let s = share(&t.view(), &never).unwrap();
+        let opened = s.open().unwrap();
+        assert_eq!(opened.as_slice::<u8>().unwrap(), &[7; 15]);
+        // Two mappings of the same pages: a write through one shows in the other.
+        t.as_mut_slice::<u8>().unwrap()[0] = 9;
+        assert_eq!(opened.as_slice::<u8>().unwrap()[0], 9);
+
+        let foreign = ExportBuilder::from_vec(vec![1u8, 2, 3], &[3])
+            .build()
+            .unwrap();
+        let e = share(&foreign.view(), &never).unwrap_err().to_string();
+        assert!(e.contains("copy = 0 is invalid"), "{e}");
+        let copied = share(&foreign.view(), &ShareOptions::default()).unwrap();
+        assert_eq!(copied.open().unwrap().as_slice::<u8>().unwrap(), &[1, 2, 3]);
+    }
+
+    #[test]
+    fn an_opened_tensor_is_passed_on_without_a_copy_and_empty_tensors_travel() {
+        let mut t = alloc(DataType::INT16, &[4, 6]).unwrap();
+        // SAFETY: the memory has not been shared yet.
+        unsafe { t.assume_exclusive() }.unwrap();
+        t.as_mut_slice::<i16>().unwrap().fill(3);
+        let never = ShareOptions {
+            copy: CopyPolicy::Never,
+            ..Default::default()
+        };
+        let first = share(&t.view(), &never).unwrap().open().unwrap();
+        // The opened tensor is shared on from its own mapping: no copy, and the third mapping
+        // sees the producer's writes.
+        let again = share(&first.view(), &never).unwrap();
+        assert_eq!(again.descriptor().byte_offset, 0);
+        assert_eq!(again.descriptor().byte_len, 48);
+        let second = again.open().unwrap();
+        t.as_mut_slice::<i16>().unwrap()[5] = -1;
+        assert_eq!(second.as_slice::<i16>().unwrap()[5], -1);
+
+        let empty = alloc(DataType::FLOAT32, &[3, 0]).unwrap();
+        let s = share(&empty.view(), &never).unwrap();
+        assert_eq!(s.descriptor().byte_len, 0);
+        let opened = s.open().unwrap();
+        assert_eq!(opened.view().shape(), &[3, 0]);
+        assert_eq!(opened.as_slice::<f32>().unwrap(), &[] as &[f32]);
+    }
+}
