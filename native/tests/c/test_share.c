@@ -98,13 +98,13 @@ int main(void) {
   uint64_t m1 = 0, u1 = 0;
   dlport_share_mapping_counts(&m1, &u1);
   void* bad = NULL;
-  CHECK(dlport_share_open(bytes, len - 1, fds, 1, 1, &bad) == DLPORT_ERR_INVALID_OPTION &&
+  CHECK(dlport_share_open(bytes, len - 1, fds, 1, 1, &bad) == DLPORT_ERR_INVALID_VALUE &&
             has("descriptor length = 87"),
         "truncated");
   uint8_t future[DLPORT_SHARE_DESCRIPTOR_MAX];
   memcpy(future, bytes, len);
   future[4] = 2;
-  CHECK(dlport_share_open(future, len, fds, 1, 1, &bad) == DLPORT_ERR_INVALID_OPTION &&
+  CHECK(dlport_share_open(future, len, fds, 1, 1, &bad) == DLPORT_ERR_INVALID_VALUE &&
             has("descriptor.version = 2") && has("upgrade dlport"),
         "a version from the future");
   int pipefd[2];
@@ -118,7 +118,7 @@ int main(void) {
             has("is not open"),
         "a closed fd");
   close(pipefd[1]);
-  CHECK(dlport_share_open(bytes, len, NULL, 0, 1, &bad) == DLPORT_ERR_INVALID_OPTION &&
+  CHECK(dlport_share_open(bytes, len, NULL, 0, 1, &bad) == DLPORT_ERR_INVALID_VALUE &&
             has("fd count = 0"),
         "no fd");
   uint64_t m2 = 0, u2 = 0;
@@ -132,7 +132,7 @@ int main(void) {
                     NULL, &wrapped) == DLPORT_OK,
         "wrap");
   DlportShared* nope = NULL;
-  CHECK(dlport_share(wrapped, 1, DLPORT_COPY_NEVER, 0, &nope) == DLPORT_ERR_INVALID_OPTION &&
+  CHECK(dlport_share(wrapped, 1, DLPORT_COPY_NEVER, 0, &nope) == DLPORT_ERR_INVALID_VALUE &&
             has("copy = 0 is invalid") && nope == NULL,
         "a foreign tensor under DLPORT_COPY_NEVER");
   CHECK(wrap_released == 1, "dlport_share consumed it (released once)");
