@@ -172,5 +172,36 @@ pub(crate) fn cases() -> Vec<(Case, Expect)> {
             case("legacy: NULL data").matrix().data(Data::Null).legacy(),
             err(LayoutError::NullData { numel: 6 }),
         ),
+        // ── added with the merge ──
+        (
+            case("a misaligned first element is valid: alignment is typed access's concern")
+                .shape(&[4])
+                .strides(&[1])
+                .byte_offset(1),
+            ok(4, Both, (0, 16), &[1]),
+        ),
+        (
+            case("a size-0 tensor's address is never checked (nothing is read)")
+                .shape(&[0])
+                .strides(&[1])
+                .data(at(usize::MAX - 8)),
+            ok(0, Both, (0, 0), &[1]),
+        ),
+        (
+            case("unknown device type: data is an opaque handle")
+                .shape(&[4])
+                .strides(&[1])
+                .data(at(usize::MAX - 8))
+                .device(Device::new(DeviceType(99), 0)),
+            ok(4, Both, (0, 16), &[1]),
+        ),
+        (
+            case("CUDA managed memory is host-accessible: address checked")
+                .shape(&[4])
+                .strides(&[1])
+                .data(at(usize::MAX - 8))
+                .device(Device::cuda_managed()),
+            err(range(usize::MAX - 8, 0, 0, 16)),
+        ),
     ]
 }

@@ -1,6 +1,6 @@
 //! The cases, by concern. Each file lists the rules first from the conformance suite, then
-//! those first written for the C ABI's malformed-input catalogue; a case both had is listed once,
-//! with both names.
+//! those first written for the C ABI's malformed-input catalogue (a case listed twice is listed
+//! once, under every name), then those added when the two were merged.
 
 pub(super) mod addresses;
 pub(super) mod dtypes;

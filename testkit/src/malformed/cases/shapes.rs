@@ -337,5 +337,24 @@ pub(crate) fn cases() -> Vec<(Case, Expect)> {
                 extent: -5,
             }),
         ),
+        // ── added with the merge ──
+        (
+            case("v1.0 NULL strides mean compact row-major")
+                .shape(&[2, 3])
+                .null_strides()
+                .version(Some((1, 0))),
+            ok(6, RowMajor, (0, 24), &[3, 1]),
+        ),
+        (
+            case("0-d scalar with non-NULL empty arrays"),
+            ok(1, Both, (0, 4), &[]),
+        ),
+        (
+            case("legacy 2-d column-major")
+                .shape(&[2, 3])
+                .strides(&[1, 2])
+                .legacy(),
+            ok(6, ColumnMajor, (0, 24), &[1, 2]),
+        ),
     ]
 }

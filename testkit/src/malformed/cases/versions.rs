@@ -2,7 +2,7 @@
 
 use dlport_core::Contiguity::*;
 use dlport_core::LayoutError;
-use dlport_core::abi::{FLAG_IS_COPIED, FLAG_READ_ONLY};
+use dlport_core::abi::{FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
 
 use crate::malformed::{Case, Expect, case, err, ok, v};
 
@@ -86,6 +86,20 @@ pub(crate) fn cases() -> Vec<(Case, Expect)> {
         (
             case("undefined flag bit 63").matrix().flags(1 << 63 | 1),
             err(LayoutError::UnknownFlags { flags: 1 << 63 | 1 }),
+        ),
+        // ── added with the merge ──
+        (
+            case("a future major is refused before its flags are judged")
+                .matrix()
+                .version(Some((2, 0)))
+                .flags(1 << 5),
+            unsupported(2, 0),
+        ),
+        (
+            case("the three defined flags at once")
+                .matrix()
+                .flags(FLAG_READ_ONLY | FLAG_IS_COPIED | FLAG_IS_SUBBYTE_TYPE_PADDED),
+            ok(6, RowMajor, (0, 24), &[3, 1]),
         ),
     ]
 }
