@@ -11,5 +11,6 @@ cargo bench -p dlport-bench --bench exchange --locked
 cargo run --release --locked -p dlport-bench --bin copies -- $quick
 .venv/bin/python bench/python/numpy_copies.py $quick
 cargo run --release --locked -p dlport-bench --bin wgpu_upload
+cargo run --release --locked -p dlport-bench --bin wgpu_compact
 bash scripts/wasm-build.sh
 .venv/bin/python bench/python/report.py

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building the npm package needs (idempotent; seconds when all is present):
 # the wasm32 target, wasm-bindgen-cli at exactly the wasm-bindgen crate's version (without
-# --locked: the registry's lock lags) and wasm-pack, so that wasm-pack downloads nothing.
+# --locked: the registry's lock lags), wasm-pack, so that wasm-pack downloads nothing, and
+# wasm-opt from the npm package binaryen (wasm/tools/package-lock.json, `npm ci`).
 # Used by scripts/install-deps.sh and scripts/wasm-build.sh.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 log() { printf '[install] %s\n' "$*"; }
 
@@ -24,4 +26,11 @@ if wasm-pack --version 2>/dev/null | grep -q "0.15.1"; then
 else
   log "wasm-pack 0.15.1: installing (cargo install, a few minutes)"
   cargo install wasm-pack --version 0.15.1 --locked
+fi
+if [[ -f wasm/tools/node_modules/.package-lock.json && ! wasm/tools/package-lock.json -nt wasm/tools/node_modules/.package-lock.json ]] \
+  && wasm/tools/node_modules/.bin/wasm-opt --version >/dev/null 2>&1; then
+  log "binaryen (wasm-opt) from wasm/tools/package-lock.json: present"
+else
+  log "binaryen (wasm-opt): npm ci in wasm/tools"
+  (cd wasm/tools && npm ci --no-audit --no-fund --ignore-scripts)
 fi

@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
 # Builds the npm package `dlport` (ESM for the web, .d.ts, README, licences) into wasm/pkg with
-# wasm-pack, using the local wasm-bindgen and no wasm-opt, then prints its size (raw and
-# gzipped) and records it in target/bench/wasm.json. Installs wasm-pack and wasm-bindgen-cli
-# first when they are missing (scripts/install-wasm-tools.sh). `npm pack` in wasm/pkg then
-# makes the tarball to install into an app (README: "Getting started on the web").
+# wasm-pack and the local wasm-bindgen, optimised for size: the release profile with
+# opt-level "s", fat LTO and one codegen unit (set here, for this build only: the workspace's
+# native release profile stays as it is), then wasm-opt -Os from the npm package binaryen
+# (pinned in wasm/tools/package-lock.json). Prints the size (raw and gzipped), records it in
+# target/bench/wasm.json, and fails when the gzipped wasm is over 100 KB (100,000 bytes).
+# Installs wasm-pack, wasm-bindgen-cli and binaryen first when they are missing
+# (scripts/install-wasm-tools.sh). `npm pack` in wasm/pkg then makes the tarball to install
+# into an app (README: "Getting started on the web").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-wasm-tools.sh
-wasm-pack build --release --target web --weak-refs --out-dir pkg --out-name dlport wasm
+CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
+  wasm-pack build --release --target web --weak-refs --out-dir pkg --out-name dlport wasm
+# wasm-pack's own wasm-opt step is off (it would download binaryen); this one comes from npm.
+# The wasm's target_features section tells wasm-opt which features it may use.
+wasm=wasm/pkg/dlport_bg.wasm
+before_raw=$(stat -c%s "$wasm")
+before_gz=$(gzip -9 -c "$wasm" | wc -c)
+wasm/tools/node_modules/.bin/wasm-opt -Os --strip-debug --strip-producers "$wasm" -o "$wasm.opt"
+mv "$wasm.opt" "$wasm"
 # The licence texts (wasm-pack copies only a `license-file`; ours is the `license` expression).
 cp -L LICENSE-MIT LICENSE-APACHE wasm/pkg/
 python3 - <<'PY'
@@ -43,9 +55,14 @@ for need in dlport.js dlport.d.ts dlport_bg.wasm README.md LICENSE-MIT LICENSE-A
 done
 case "$files" in *snippets/*/js/webgpu.js*) ;; *) echo "[wasm] npm pack lacks the WebGPU snippet: $files" >&2; exit 1 ;; esac
 echo "[wasm] npm pack would ship: $files"
-wasm=wasm/pkg/dlport_bg.wasm
 raw=$(stat -c%s "$wasm")
 gz=$(gzip -9 -c "$wasm" | wc -c)
-echo "[wasm] package dlport: $wasm is $raw bytes, $gz bytes gzipped"
+limit=100000
+echo "[wasm] package dlport: $wasm is $raw bytes, $gz bytes gzipped (before wasm-opt: $before_raw, $before_gz gzipped; limit $limit gzipped)"
 mkdir -p target/bench
-printf '{"wasm_bytes": %s, "wasm_gzip_bytes": %s}\n' "$raw" "$gz" > target/bench/wasm.json
+printf '{"wasm_bytes": %s, "wasm_gzip_bytes": %s, "before_wasm_opt_bytes": %s, "before_wasm_opt_gzip_bytes": %s, "gzip_limit_bytes": %s}\n' \
+  "$raw" "$gz" "$before_raw" "$before_gz" "$limit" > target/bench/wasm.json
+if (( gz > limit )); then
+  echo "[wasm] $wasm is $gz bytes gzipped, over the limit of $limit (issue 18: the package <= 100 KB gzipped)" >&2
+  exit 1
+fi

@@ -15,6 +15,7 @@ extern crate std;
 pub mod abi;
 #[cfg(feature = "alloc")]
 pub mod backend;
+#[cfg(feature = "alloc")]
 mod copy;
 mod device;
 #[cfg(feature = "alloc")]

@@ -46,27 +46,46 @@ async fn strided_compaction_on_the_gpu() {
         .build()
         .unwrap();
     let whole = b.gpu().upload(&raw.view(), 0).unwrap();
-    let (shape, strides) = ([8i64, 16], [1i64, 8]);
-    let dl = dlport_core::abi::DLTensor {
-        data: whole.buffer().ptr(),
-        device: Device::webgpu(0),
-        ndim: 2,
-        dtype: DataType::FLOAT32,
-        shape: shape.as_ptr() as *mut i64,
-        strides: strides.as_ptr() as *mut i64,
-        byte_offset: 0,
-    };
-    // SAFETY: device memory is never read through `data`; shape/strides outlive the view.
-    let view = unsafe { dlport_core::TensorRef::from_raw(&dl, None, 0) }.unwrap();
-    let got = b.gpu().download(&view).await.unwrap();
-    let mut want = Vec::new();
-    for i in 0..8 {
-        for j in 0..16 {
-            let e = (i + j * 8) * 4;
-            want.extend_from_slice(&data[e..e + 4]);
+    // One layout per compaction kernel: words (transposed f32, reversed f64), 2-byte, 1-byte,
+    // a run at an odd offset, and byte by byte (rows of 12 bytes).
+    let cases: &[(DataType, &[i64], &[i64], u64)] = &[
+        (DataType::FLOAT32, &[8, 16], &[1, 8], 0),
+        (DataType::FLOAT64, &[2, 4], &[-4, -1], 56),
+        (DataType::FLOAT16, &[4, 8], &[1, 4], 2),
+        (DataType::UINT8, &[3, 16], &[1, 3], 5),
+        (DataType::UINT8, &[37], &[1], 3),
+        (DataType::FLOAT32, &[5, 3], &[1, 5], 0),
+    ];
+    for &(dtype, shape, strides, offset) in cases {
+        let dl = dlport_core::abi::DLTensor {
+            data: whole.buffer().ptr(),
+            device: Device::webgpu(0),
+            ndim: shape.len() as i32,
+            dtype,
+            shape: shape.as_ptr() as *mut i64,
+            strides: strides.as_ptr() as *mut i64,
+            byte_offset: offset,
+        };
+        // SAFETY: device memory is never read through `data`; shape/strides outlive the view.
+        let view = unsafe { dlport_core::TensorRef::from_raw(&dl, None, 0) }.unwrap();
+        let got = b.gpu().download(&view).await.unwrap();
+        let esize = dtype.size_bytes();
+        let mut want = Vec::new();
+        let mut index = vec![0i64; shape.len()];
+        for _ in 0..shape.iter().product::<i64>() {
+            let e: i64 = index.iter().zip(strides).map(|(i, s)| i * s).sum();
+            let at = (offset as i64 + e * esize as i64) as usize;
+            want.extend_from_slice(&data[at..at + esize]);
+            for k in (0..shape.len()).rev() {
+                index[k] += 1;
+                if index[k] < shape[k] {
+                    break;
+                }
+                index[k] = 0;
+            }
         }
+        assert_eq!(got, want, "{dtype} {shape:?} {strides:?} +{offset}");
     }
-    assert_eq!(got, want);
 }
 
 #[wasm_bindgen_test]

@@ -7,9 +7,7 @@
 use std::sync::OnceLock;
 
 use dlport_core::backend::Backend;
-use dlport_core::{
-    AccessError, DataType, Device, DispatchError, Error, ExportBuilder, LayoutError,
-};
+use dlport_core::{AccessError, DataType, Device, DispatchError, Error, ExportBuilder};
 use dlport_core::{ExportOptions, ImportOptions, Registry};
 use dlport_wasm::WebGpuBackend;
 
@@ -107,6 +105,26 @@ fn strided_tensors_are_compacted_on_the_gpu() {
         (DataType::FLOAT16, &[3, 4, 5], &[20, 1, 4], 2), // permuted
         (DataType::FLOAT64, &[6], &[3], 8),        // gaps
         (DataType::UINT8, &[2, 3, 2, 2], &[24, 8, 2, 1], 5),
+        // Each kernel (the layout is simplified first: extent-1 axes go, axes merge):
+        // a contiguous run at an odd offset, of an odd length, and an aligned run of 7 bytes;
+        (DataType::UINT8, &[37], &[1], 3),
+        (DataType::FLOAT32, &[5, 1, 7], &[7, 3, 1], 2),
+        (DataType::UINT8, &[7], &[1], 0),
+        // words: 4-, 8- and 16-byte elements in rows of 16·k bytes, reversed, transposed;
+        (DataType::FLOAT64, &[2, 4], &[-4, -1], 56),
+        (DataType::COMPLEX128, &[4, 4], &[1, 4], 16),
+        (DataType::FLOAT32, &[1, 4, 12], &[5, 1, 4], 4),
+        // rows of 12 bytes, and a word offset that is not aligned: byte by byte;
+        (DataType::FLOAT32, &[5, 3], &[1, 5], 0),
+        (DataType::FLOAT32, &[8, 16], &[1, 8], 2),
+        // 2-byte elements in rows of 16 bytes at an even offset, and at an odd one;
+        (DataType::FLOAT16, &[4, 8], &[1, 4], 2),
+        (DataType::FLOAT16, &[4, 8], &[1, 4], 1),
+        (DataType::BFLOAT16, &[2, 3, 8], &[1, 2, 6], 6),
+        // bytes in rows of 16 (transposed; broadcast rows at an odd offset).
+        (DataType::UINT8, &[3, 16], &[1, 3], 5),
+        (DataType::UINT8, &[4, 32], &[0, 1], 1),
+        (DataType::UINT8, &[2, 16, 2], &[1, 4, 2], 0),
     ];
     for &(dtype, shape, strides, offset) in cases {
         let esize = dtype.size_bytes();
@@ -136,6 +154,88 @@ fn strided_tensors_are_compacted_on_the_gpu() {
         // Downloading the strided view directly compacts on the GPU too.
         assert_eq!(b.download_blocking(&view).unwrap(), want);
     }
+}
+
+#[test]
+fn compaction_leaves_the_padding_zero() {
+    // A source of 0xff bytes everywhere: whatever a kernel reads past the tensor is not 0.
+    let b = backend();
+    let raw = ExportBuilder::new(vec![0xffu8; 256], DataType::UINT8, &[256])
+        .build()
+        .unwrap();
+    let whole = b.gpu().upload(&raw.view(), 0).unwrap();
+    // A run at an odd offset (the shifting kernel) and rows of 7 bytes (byte by byte).
+    let cases: &[(&[i64], &[i64], u64)] = &[(&[37], &[1], 3), (&[5, 7], &[0, 1], 3)];
+    for &(shape, strides, offset) in cases {
+        let view_struct = dlport_core::abi::DLTensor {
+            data: whole.buffer().ptr(),
+            device: Device::webgpu(0),
+            ndim: shape.len() as i32,
+            dtype: DataType::UINT8,
+            shape: shape.as_ptr() as *mut i64,
+            strides: strides.as_ptr() as *mut i64,
+            byte_offset: offset,
+        };
+        // SAFETY: device memory is never read through `data`; shape/strides outlive the view.
+        let view = unsafe { dlport_core::TensorRef::from_raw(&view_struct, None, 0) }.unwrap();
+        let c = b.gpu().compact_on_gpu(&view).unwrap();
+        let len = shape.iter().product::<i64>() as usize;
+        // The whole buffer, padding included, through a bare copy.
+        let buffer = b.gpu().lookup(c.buffer().ptr() as usize).unwrap();
+        let size = buffer.size();
+        assert_eq!(size, len.div_ceil(16) as u64 * 16);
+        let device = b.gpu().device();
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&buffer, 0, &staging, 0, size);
+        b.gpu().queue().submit([enc.finish()]);
+        staging.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+        device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+        let bytes = staging.slice(..).get_mapped_range().unwrap().to_vec();
+        assert!(
+            bytes[..len].iter().all(|&x| x == 0xff),
+            "{shape:?}: the tensor"
+        );
+        assert!(
+            bytes[len..].iter().all(|&x| x == 0),
+            "{shape:?}: the padding"
+        );
+    }
+}
+
+#[test]
+fn compactions_larger_than_one_row_of_workgroups() {
+    // 72 MiB of 4-byte elements reversed: 73,728 workgroups of 16-byte invocations, more than
+    // the 65,535 of one dispatch row, so the kernel indexes a second row.
+    let b = backend();
+    let n = 18usize << 20;
+    let values: Vec<u32> = (0..n as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let host = ExportBuilder::from_vec(values.clone(), &[n as i64])
+        .build()
+        .unwrap();
+    let t = b.gpu().upload(&host.view(), 0).unwrap();
+    let (shape, strides) = ([n as i64], [-1i64]);
+    let view_struct = dlport_core::abi::DLTensor {
+        data: t.buffer().ptr(),
+        device: Device::webgpu(0),
+        ndim: 1,
+        dtype: DataType::UINT32,
+        shape: shape.as_ptr() as *mut i64,
+        strides: strides.as_ptr() as *mut i64,
+        byte_offset: (n as u64 - 1) * 4,
+    };
+    // SAFETY: device memory is never read through `data`; shape/strides outlive the view.
+    let view = unsafe { dlport_core::TensorRef::from_raw(&view_struct, None, 0) }.unwrap();
+    let got = b.download_blocking(&view).unwrap();
+    let want: Vec<u8> = values.iter().rev().flat_map(|v| v.to_le_bytes()).collect();
+    assert!(got == want, "72 MiB reversed");
 }
 
 #[test]
@@ -297,358 +397,4 @@ fn uploads_from_pinned_and_strided_host_memory() {
             device: Device::webgpu(0)
         })
     );
-}
-
-/// The CPU reference of the normalization kernel.
-fn normalize_reference(
-    x: &[f64],
-    channels: usize,
-    mean: &[f32],
-    std: &[f32],
-    scale: f32,
-) -> Vec<f32> {
-    x.iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            let c = i % channels;
-            let m = if mean.len() == 1 { mean[0] } else { mean[c] };
-            let s = if std.len() == 1 { std[0] } else { std[c] };
-            (v as f32 * scale - m) / s
-        })
-        .collect()
-}
-
-fn assert_close(got: &[f32], want: &[f32], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= 1e-5 * w.abs().max(1.0),
-            "{what}: element {i} is {g}, the CPU reference says {w}"
-        );
-    }
-}
-
-#[test]
-fn normalize_matches_the_cpu_reference_for_every_input_type() {
-    let b = backend();
-    let (h, w, c) = (5i64, 7i64, 3usize);
-    let n = (h * w) as usize * c;
-    let mean = [0.485f32, 0.456, 0.406];
-    let std = [0.229f32, 0.224, 0.225];
-    let values: Vec<f64> = (0..n).map(|i| ((i * 37 + 11) % 256) as f64).collect();
-    let shape = [h, w, c as i64];
-    let inputs = [
-        ExportBuilder::new(
-            values.iter().map(|&v| v as f32).collect::<Vec<_>>(),
-            DataType::FLOAT32,
-            &shape,
-        )
-        .build()
-        .unwrap(),
-        ExportBuilder::new(
-            values.iter().map(|&v| v as i32 - 100).collect::<Vec<_>>(),
-            DataType::INT32,
-            &shape,
-        )
-        .build()
-        .unwrap(),
-        ExportBuilder::new(
-            values.iter().map(|&v| v as u32).collect::<Vec<_>>(),
-            DataType::UINT32,
-            &shape,
-        )
-        .build()
-        .unwrap(),
-        ExportBuilder::new(
-            values.iter().map(|&v| v as u8).collect::<Vec<_>>(),
-            DataType::UINT8,
-            &shape,
-        )
-        .build()
-        .unwrap(),
-    ];
-    for (k, host) in inputs.into_iter().enumerate() {
-        let x: Vec<f64> = if k == 1 {
-            values.iter().map(|v| v - 100.0).collect()
-        } else {
-            values.clone()
-        };
-        // Byte offsets 0 and 8 (and 3 for bytes), per-channel and scalar statistics.
-        for offset in [0u64, 8, if k == 3 { 3 } else { 4 }] {
-            for (m, s) in [(&mean[..], &std[..]), (&[0.5f32][..], &[2.0f32][..])] {
-                let t = b.gpu().upload(&host.view(), offset).unwrap();
-                let opts = dlport_wasm::Normalize {
-                    mean: m,
-                    std: s,
-                    scale: 1.0 / 255.0,
-                };
-                let out = b.gpu().normalize(&t.view().unwrap(), &opts).unwrap();
-                assert_eq!(out.dtype(), DataType::FLOAT32);
-                assert_eq!(out.shape(), &shape);
-                let bytes = b.download_blocking(&out.view().unwrap()).unwrap();
-                let got: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
-                let want = normalize_reference(&x, c, m, s, 1.0 / 255.0);
-                assert_close(
-                    &got,
-                    &want,
-                    &format!("{} at offset {offset}", host.view().dtype()),
-                );
-            }
-        }
-    }
-    // A strided (transposed) input is compacted on the GPU first.
-    let host = ExportBuilder::new(
-        values.iter().map(|&v| v as f32).collect::<Vec<_>>(),
-        DataType::FLOAT32,
-        &[c as i64, h * w],
-    )
-    .build()
-    .unwrap();
-    let g = b.gpu().upload(&host.view(), 0).unwrap();
-    let transposed = dlport_core::Tensor::new(
-        std::sync::Arc::clone(g.buffer()),
-        "webgpu",
-        DataType::FLOAT32,
-        &[h * w, c as i64],
-        Some(&[1, h * w]),
-        0,
-        0,
-    )
-    .unwrap();
-    let out = b
-        .gpu()
-        .normalize(
-            &transposed.view().unwrap(),
-            &dlport_wasm::Normalize {
-                mean: &mean,
-                std: &std,
-                scale: 1.0,
-            },
-        )
-        .unwrap();
-    let got: Vec<f32> =
-        bytemuck::pod_collect_to_vec(&b.download_blocking(&out.view().unwrap()).unwrap());
-    let hw = (h * w) as usize;
-    let xt: Vec<f64> = (0..n).map(|i| values[(i % c) * hw + i / c]).collect();
-    assert_close(
-        &got,
-        &normalize_reference(&xt, c, &mean, &std, 1.0),
-        "transposed",
-    );
-}
-
-#[test]
-fn normalize_refuses_bad_arguments_by_name() {
-    let b = backend();
-    let host = ExportBuilder::new(vec![1.0f32; 12], DataType::FLOAT32, &[4, 3])
-        .build()
-        .unwrap();
-    let t = b.gpu().upload(&host.view(), 0).unwrap();
-    let v = t.view().unwrap();
-    let err = |m: &[f32], s: &[f32], scale: f32| {
-        b.gpu()
-            .normalize(
-                &v,
-                &dlport_wasm::Normalize {
-                    mean: m,
-                    std: s,
-                    scale,
-                },
-            )
-            .unwrap_err()
-            .to_string()
-    };
-    assert_eq!(
-        err(&[0.0, 0.0], &[1.0], 1.0),
-        "mean has 2 values, but the last axis has 3 channels; give 1 value or 3 (at most 64)"
-    );
-    assert_eq!(
-        err(&[0.0], &[1.0, 0.0, 1.0], 1.0),
-        "std[1] = 0: a standard deviation must be finite and not 0"
-    );
-    assert_eq!(err(&[0.0], &[1.0], f32::NAN), "scale = NaN is not finite");
-    let half = ExportBuilder::new(vec![0u16; 4], DataType::FLOAT16, &[4])
-        .build()
-        .unwrap();
-    let h = b.gpu().upload(&half.view(), 0).unwrap();
-    let identity = dlport_wasm::Normalize {
-        mean: &[0.0],
-        std: &[1.0],
-        scale: 1.0,
-    };
-    let refuse = |t: &dlport_core::Tensor| {
-        b.gpu()
-            .normalize(&t.view().unwrap(), &identity)
-            .unwrap_err()
-    };
-    let e = refuse(&h);
-    assert_eq!(
-        e,
-        dlport_wasm::KernelError::InputDtype {
-            dtype: DataType::FLOAT16
-        }
-    );
-    assert!(e.to_string().contains("not float16"), "{e}");
-    // A float32 tensor at an offset that is not a multiple of 4.
-    let odd = b.gpu().upload(&host.view(), 2).unwrap();
-    let e = refuse(&odd);
-    assert_eq!(
-        e,
-        dlport_wasm::KernelError::Misaligned {
-            byte_offset: 2,
-            required: 4
-        }
-    );
-}
-
-#[test]
-fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    // A device of its own: other tests run in parallel and would move the slot count.
-    let own = WebGpuBackend::new_blocking().unwrap();
-    let b = &own;
-    let gpu = b.gpu();
-    let live = gpu.live_buffers();
-    let released = Arc::new(AtomicUsize::new(0));
-    let values: Vec<f32> = (0..48).map(|i| i as f32 * 0.5 - 3.0).collect();
-    // A buffer made by "another library" on the same device, filled by it.
-    let foreign = gpu.device().create_buffer(&wgpu::BufferDescriptor {
-        label: Some("foreign"),
-        size: 16 + 48 * 4,
-        usage: wgpu::BufferUsages::STORAGE
-            | wgpu::BufferUsages::COPY_SRC
-            | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    gpu.queue()
-        .write_buffer(&foreign, 16, bytemuck::cast_slice(&values));
-    let counter = Arc::clone(&released);
-    let storage = gpu
-        .adopt(
-            foreign,
-            Some(Box::new(move || {
-                counter.fetch_add(1, Ordering::SeqCst);
-            })),
-        )
-        .unwrap();
-    let t = dlport_core::Tensor::new(
-        dlport_core::backend::Buffer::new(Box::new(storage)),
-        "webgpu",
-        DataType::FLOAT32,
-        &[16, 3],
-        None,
-        16,
-        0,
-    )
-    .unwrap();
-    assert_eq!(gpu.live_buffers(), live + 1);
-    let back = b.download_blocking(&t.view().unwrap()).unwrap();
-    assert_eq!(
-        bytemuck::pod_collect_to_vec::<u8, f32>(&back),
-        values,
-        "read in place"
-    );
-    let out = gpu
-        .normalize(
-            &t.view().unwrap(),
-            &dlport_wasm::Normalize {
-                mean: &[1.0, 2.0, 3.0],
-                std: &[2.0],
-                scale: 1.0,
-            },
-        )
-        .unwrap();
-    let got: Vec<f32> =
-        bytemuck::pod_collect_to_vec(&b.download_blocking(&out.view().unwrap()).unwrap());
-    let x: Vec<f64> = values.iter().map(|&v| f64::from(v)).collect();
-    assert_close(
-        &got,
-        &normalize_reference(&x, 3, &[1.0, 2.0, 3.0], &[2.0], 1.0),
-        "adopted",
-    );
-    // Exported through DLPack, the buffer outlives the tensor until the export is released.
-    let registry = {
-        let mut r = Registry::with_cpu();
-        r.register(Arc::new(b.clone())).unwrap();
-        r
-    };
-    let exported = registry.to_dlpack(&t, &ExportOptions::versioned()).unwrap();
-    drop(t);
-    assert_eq!(
-        released.load(Ordering::SeqCst),
-        0,
-        "the export still holds the buffer"
-    );
-    drop(exported);
-    assert_eq!(
-        released.load(Ordering::SeqCst),
-        1,
-        "released once, through the callback"
-    );
-    assert_eq!(
-        gpu.live_buffers(),
-        live + 1,
-        "only the normalize output is left"
-    );
-    drop(out);
-    assert_eq!(gpu.live_buffers(), live);
-
-    // A buffer dlport cannot read is refused, and its callback still runs once.
-    let counter = Arc::clone(&released);
-    let unreadable = gpu.device().create_buffer(&wgpu::BufferDescriptor {
-        label: Some("uniform only"),
-        size: 64,
-        usage: wgpu::BufferUsages::UNIFORM,
-        mapped_at_creation: false,
-    });
-    let err = gpu
-        .adopt(
-            unreadable,
-            Some(Box::new(move || {
-                counter.fetch_add(1, Ordering::SeqCst);
-            })),
-        )
-        .err()
-        .unwrap();
-    assert!(err.to_string().contains("STORAGE | COPY_SRC"), "{err}");
-    assert_eq!(released.load(Ordering::SeqCst), 2);
-    // A shape that does not fit the buffer: the storage drops, the callback runs once.
-    let counter = Arc::clone(&released);
-    let small = gpu.device().create_buffer(&wgpu::BufferDescriptor {
-        label: Some("small"),
-        size: 64,
-        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-        mapped_at_creation: false,
-    });
-    let storage = gpu
-        .adopt(
-            small,
-            Some(Box::new(move || {
-                counter.fetch_add(1, Ordering::SeqCst);
-            })),
-        )
-        .unwrap();
-    let err = dlport_core::Tensor::new(
-        dlport_core::backend::Buffer::new(Box::new(storage)),
-        "webgpu",
-        DataType::FLOAT32,
-        &[17],
-        None,
-        0,
-        0,
-    )
-    .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Layout(LayoutError::StorageTooSmall {
-                needed: 68,
-                available: 64
-            })
-        ),
-        "{err}"
-    );
-    assert_eq!(released.load(Ordering::SeqCst), 3);
-    assert_eq!(gpu.live_buffers(), live);
 }

@@ -298,6 +298,53 @@ test('free(), Symbol.dispose and the FinalizationRegistry each run onRelease exa
   assert.ok(consoleLines.some((l) => l.includes('a fromGpuBuffer onRelease callback threw')), consoleLines.join('\n'));
 });
 
+test('Tensor.fromDLPack takes back only live toDLPack exports, once; anything else throws an Error', async () => {
+  const r = await page.evaluate(() => {
+    const { Tensor } = globalThis.dlport;
+    const t = new Tensor(new Float32Array([1, 2, 3, 4, 5, 6]), [2, 3]);
+    const refusal = (address, legacy) => {
+      try {
+        Tensor.fromDLPack(address, legacy).free();
+        return 'accepted';
+      } catch (e) {
+        return `${e instanceof Error ? 'Error' : typeof e}: ${e.message}`;
+      }
+    };
+    const address = t.toDLPack();
+    const refused = {};
+    for (const [name, value] of Object.entries({
+      zero: 0, negative: -8, half: 1.5, nan: NaN, big: 2 ** 32, string: String(address),
+      inside: address + 4, elsewhere: 12345,
+    })) refused[name] = refusal(value);
+    refused.legacy = refusal(address, true);
+    const back = Tensor.fromDLPack(address);
+    const values = Array.from(back.toArray());
+    refused.again = refusal(address);
+    const legacy = t.toDLPack(true);
+    const legacyValues = Array.from(Tensor.fromDLPack(legacy, true).toArray());
+    return { address, refused, values, legacyValues };
+  });
+  const a = r.address;
+  const notAddress = 'is not an address (an integer from 1 to 2^32 - 1); pass what toDLPack() returned';
+  const notLive = (x) => `Error: dlport: fromDLPack: address = ${x} is not a live DLPack export of this module: `
+    + 'it was never returned by toDLPack(), or was taken back already, or its deleter ran';
+  assert.deepEqual(r.refused, {
+    zero: `Error: dlport: fromDLPack: address = 0 ${notAddress}`,
+    negative: `Error: dlport: fromDLPack: address = -8 ${notAddress}`,
+    half: `Error: dlport: fromDLPack: address = 1.5 ${notAddress}`,
+    nan: `Error: dlport: fromDLPack: address = NaN ${notAddress}`,
+    big: `Error: dlport: fromDLPack: address = 4294967296 ${notAddress}`,
+    string: `Error: dlport: fromDLPack: address = "${a}" is not a number; pass what toDLPack() returned`,
+    inside: notLive(a + 4),
+    elsewhere: notLive(12345),
+    legacy: `Error: dlport: fromDLPack: address = ${a} is a DLManagedTensorVersioned (toDLPack()), `
+      + 'not a legacy DLManagedTensor (legacy = true); pass legacy = false',
+    again: notLive(a),
+  });
+  assert.deepEqual(r.values, [1, 2, 3, 4, 5, 6]);
+  assert.deepEqual(r.legacyValues, [1, 2, 3, 4, 5, 6]);
+});
+
 test('without WebGPU the page says what to enable in this browser, and shows no counter', async () => {
   const context = await browser.newContext();
   const bare = await context.newPage();

@@ -20,6 +20,9 @@ export async function typed(buffer: GPUBuffer, release: () => void): Promise<num
   void extents;
   const address: number = y.toDLPack();
   using again = Tensor.fromDLPack(address);
+  const legacyAddress: number = made.toDLPack(true);
+  using legacy = Tensor.fromDLPack(legacyAddress, true);
+  void legacy;
   x.free();
   void b;
   void bytes;
@@ -39,6 +42,8 @@ export function misuse(buffer: GPUBuffer): void {
   void new Tensor([1, 2, 3]);
   // @ts-expect-error shape is a number[]
   void new Tensor(new Float32Array(4), new Float64Array([2, 2]));
+  // @ts-expect-error a DLPack address is the number toDLPack() returned
+  Tensor.fromDLPack('8');
   // @ts-expect-error device() is a GPUDevice, not a string
   const s: string = device();
   void s;

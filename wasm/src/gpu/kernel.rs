@@ -18,11 +18,31 @@ pub(crate) struct Kernel {
     pub(crate) wgsl: &'static str,
 }
 
-/// The strided → compact gather (`compact.wgsl`).
-pub(super) const COMPACT: Kernel = Kernel {
-    label: "dlport strided→compact",
-    wgsl: include_str!("compact.wgsl"),
-};
+/// A compaction kernel: `compact_common.wgsl` followed by the kernel's own file.
+macro_rules! compaction {
+    ($label:literal, $file:literal) => {
+        Kernel {
+            label: $label,
+            wgsl: concat!(include_str!("compact_common.wgsl"), include_str!($file)),
+        }
+    };
+}
+
+/// Strided → compact, any element size, offset and layout, byte by byte (`compact_any.wgsl`).
+pub(super) const COMPACT_ANY: Kernel = compaction!("dlport compact (any)", "compact_any.wgsl");
+
+/// Strided → compact for 4-, 8- and 16-byte elements, word by word (`compact_words.wgsl`).
+pub(super) const COMPACT_WORDS: Kernel =
+    compaction!("dlport compact (words)", "compact_words.wgsl");
+
+/// Strided → compact for 2-byte elements (`compact_u16.wgsl`).
+pub(super) const COMPACT_U16: Kernel = compaction!("dlport compact (u16)", "compact_u16.wgsl");
+
+/// Strided → compact for 1-byte elements (`compact_u8.wgsl`).
+pub(super) const COMPACT_U8: Kernel = compaction!("dlport compact (u8)", "compact_u8.wgsl");
+
+/// A contiguous run at any byte offset, shifted into place (`compact_run.wgsl`).
+pub(super) const COMPACT_RUN: Kernel = compaction!("dlport compact (run)", "compact_run.wgsl");
 
 /// `(x · scale − mean[c]) / std[c]` (`normalize.wgsl`).
 pub(super) const NORMALIZE: Kernel = Kernel {

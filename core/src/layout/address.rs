@@ -1,0 +1,63 @@
+//! The address rule: where a host tensor may lie (user space), named once per platform.
+
+use crate::error::{AddressRange, Error, LayoutError};
+
+use super::*;
+
+/// One past the highest user-space address of this platform: the first and last byte of a
+/// host tensor must lie below it (and above 0). The platform conditions are named once, here:
+/// x86_64 and riscv64 Linux reach 2^56 with 5-level paging (Sv57); aarch64 reaches 2^52 (LVA),
+/// with the top byte ignored (TBI, used by tagged heap pointers); other 64-bit targets keep the
+/// `isize::MAX` rule; 32-bit targets use their whole (wrapping-free) address range.
+pub const USER_ADDRESS_END: u64 = {
+    cfg_if::cfg_if! {
+        if #[cfg(any(target_arch = "x86_64", target_arch = "riscv64"))] {
+            1 << 56
+        } else if #[cfg(target_arch = "aarch64")] {
+            1 << 52
+        } else if #[cfg(target_pointer_width = "64")] {
+            1 << 63
+        } else {
+            1 << 32
+        }
+    }
+};
+
+/// Bits of an address that carry a tag rather than a location (aarch64's top byte).
+pub(super) const ADDRESS_TAG_MASK: u64 = if cfg!(target_arch = "aarch64") {
+    0xff << 56
+} else {
+    0
+};
+
+/// Checks that `data + byte_offset + [lo, hi)` is user-space memory: the first byte above 0,
+/// the last below [`USER_ADDRESS_END`], and the whole range at most `isize::MAX` bytes (Rust's
+/// rule for any object). A tensor that passes can be read without leaving the address space;
+/// `byte_offset = 2^63` over a valid buffer cannot.
+#[inline]
+pub fn check_address(data: usize, byte_offset: u64, span: ByteSpan) -> Result<(), Error> {
+    let fail = || {
+        Error::Layout(LayoutError::AddressOverflow {
+            range: AddressRange::new(data, byte_offset, span),
+        })
+    };
+    let untagged = data as u64 & !ADDRESS_TAG_MASK;
+    let first = i128::from(untagged) + i128::from(byte_offset);
+    let start = first + i128::from(span.lo);
+    let end = first + i128::from(span.hi);
+    let fits = start > 0
+        && end <= i128::from(USER_ADDRESS_END)
+        && end - start <= isize::MAX as i128
+        && start <= end;
+    if fits { Ok(()) } else { Err(fail()) }
+}
+
+/// The largest power of two dividing `address` (capped at 4096; `address` 0 counts as 4096).
+pub const fn address_alignment(address: usize) -> usize {
+    const CAP: usize = 4096;
+    if address == 0 {
+        return CAP;
+    }
+    let a = 1usize << address.trailing_zeros();
+    if a > CAP { CAP } else { a }
+}

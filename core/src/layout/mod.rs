@@ -1,0 +1,259 @@
+//! Pure validation of tensor metadata: shapes, strides, spans and contiguity.
+//!
+//! Nothing here dereferences a pointer; every function takes plain values and slices, so it can
+//! be fuzzed and tested directly. [`validate`] applies every DLPack rule to a [`RawFields`] and
+//! returns a [`Layout`] summary, or the first [`Error`] found.
+
+use core::fmt;
+
+use crate::abi::DLPackVersion;
+use crate::device::Device;
+use crate::dtype::DataType;
+use crate::error::{Error, LayoutError};
+
+mod address;
+mod fast;
+mod rules;
+
+pub use address::{USER_ADDRESS_END, address_alignment, check_address};
+#[cfg(feature = "alloc")]
+pub(crate) use fast::compact_fast;
+use fast::fast_path;
+use rules::validate_metadata_slow;
+pub use rules::{compact_row_major, contiguity, element_count, element_span};
+
+/// The largest `ndim` accepted (NumPy 2 and PyTorch both stop at 64).
+pub const MAX_NDIM: usize = 64;
+
+/// How the elements of a tensor sit in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Contiguity {
+    /// Both row-major and column-major contiguous (0-d, 1-d compact, size-0, or only one axis of
+    /// extent > 1).
+    Both,
+    /// Row-major (C) contiguous.
+    RowMajor,
+    /// Column-major (Fortran) contiguous.
+    ColumnMajor,
+    /// Dense and positive, but in another axis order (a permutation of a compact layout, what
+    /// JAX accepts).
+    Permuted,
+    /// Anything else: gaps, negative or zero (broadcast) strides, overlap.
+    Strided,
+}
+
+impl Contiguity {
+    /// Row-major contiguous (including [`Both`](Self::Both)).
+    pub const fn is_row_major(self) -> bool {
+        matches!(self, Self::Both | Self::RowMajor)
+    }
+
+    /// Column-major contiguous (including [`Both`](Self::Both)).
+    pub const fn is_column_major(self) -> bool {
+        matches!(self, Self::Both | Self::ColumnMajor)
+    }
+
+    /// Dense: the elements tile their span exactly, in some axis order.
+    pub const fn is_dense(self) -> bool {
+        !matches!(self, Self::Strided)
+    }
+}
+
+impl fmt::Display for Contiguity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Both => "contiguous (C and F)",
+            Self::RowMajor => "row-major (C) contiguous",
+            Self::ColumnMajor => "column-major (F) contiguous",
+            Self::Permuted => "dense with permuted axes",
+            Self::Strided => "strided (not dense)",
+        })
+    }
+}
+
+/// The bytes a tensor touches, `[lo, hi)`, relative to `data + byte_offset`.
+///
+/// `lo` is ≤ 0 (negative strides reach below the first element); an empty tensor has `[0, 0)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ByteSpan {
+    /// The lowest byte touched.
+    pub lo: i64,
+    /// One past the highest byte touched.
+    pub hi: i64,
+}
+
+impl ByteSpan {
+    /// `hi - lo`.
+    pub const fn len(self) -> u64 {
+        self.hi.abs_diff(self.lo)
+    }
+
+    /// Whether no byte is touched.
+    pub const fn is_empty(self) -> bool {
+        self.hi == self.lo
+    }
+}
+
+/// What validation learned about a tensor, computed once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    /// Number of elements (product of the extents; 1 for a 0-d tensor).
+    pub numel: u64,
+    /// Bytes touched, relative to `data + byte_offset`.
+    pub span: ByteSpan,
+    /// C / F / permuted / strided.
+    pub contiguity: Contiguity,
+    /// Bits one element occupies (`DataType::storage_bits`).
+    pub element_bits: u32,
+}
+
+/// The raw fields of a tensor, as plain values: the input of [`validate`].
+#[derive(Clone, Copy, Debug)]
+pub struct RawFields<'a> {
+    /// `data` as an address or handle value.
+    pub data: usize,
+    /// `device`.
+    pub device: Device,
+    /// `dtype`.
+    pub dtype: DataType,
+    /// The `ndim` extents.
+    pub shape: &'a [i64],
+    /// The strides, or `None` when `strides` was NULL.
+    pub strides: Option<&'a [i64]>,
+    /// `byte_offset`.
+    pub byte_offset: u64,
+    /// The DLPack version, or `None` for a legacy `DLManagedTensor`.
+    pub version: Option<DLPackVersion>,
+    /// `flags` (0 for legacy tensors).
+    pub flags: u64,
+}
+
+/// Checks the version rule: major must be 1.
+pub const fn check_version(version: DLPackVersion) -> Result<(), Error> {
+    if version.major != crate::abi::DLPACK_MAJOR_VERSION {
+        return Err(Error::Layout(LayoutError::UnsupportedVersion { version }));
+    }
+    Ok(())
+}
+
+/// Checks `ndim` before any array is read.
+pub const fn check_ndim(ndim: i64) -> Result<usize, Error> {
+    if ndim < 0 || ndim > MAX_NDIM as i64 {
+        return Err(Error::Layout(LayoutError::NdimOutOfRange { ndim }));
+    }
+    Ok(ndim as usize)
+}
+
+/// Applies every DLPack rule to `fields` and summarises the layout.
+///
+/// Checks, in order: the major version, unknown flag bits, `ndim`, the data type (code, bits,
+/// lanes), the extents (negative, element-count overflow), the NULL-strides rule of the version,
+/// the stride count, the span (checked arithmetic on every product), NULL data, and, for
+/// host-accessible memory, that `data + byte_offset + [lo, hi)` stays inside the address space.
+///
+/// ```
+/// use dlport_core::layout::{validate, Contiguity, RawFields};
+/// use dlport_core::{DataType, Device};
+///
+/// let shape = [2, 3];
+/// let strides = [1, 2]; // column-major
+/// let layout = validate(&RawFields {
+///     data: 0x1000, device: Device::cpu(), dtype: DataType::FLOAT32,
+///     shape: &shape, strides: Some(&strides), byte_offset: 0,
+///     version: Some(dlport_core::abi::DLPackVersion::CURRENT), flags: 0,
+/// }).unwrap();
+/// assert_eq!(layout.contiguity, Contiguity::ColumnMajor);
+/// assert_eq!((layout.span.lo, layout.span.hi), (0, 24));
+/// ```
+#[inline]
+pub fn validate(fields: &RawFields<'_>) -> Result<Layout, Error> {
+    let layout = validate_metadata(
+        fields.dtype,
+        fields.shape,
+        fields.strides,
+        fields.version,
+        fields.flags,
+    )?;
+    if layout.numel != 0 && fields.data == 0 {
+        return Err(Error::Layout(LayoutError::NullData {
+            numel: layout.numel,
+        }));
+    }
+    if layout.numel != 0 && fields.device.is_host_accessible() {
+        check_address(fields.data, fields.byte_offset, layout.span)?;
+    }
+    Ok(layout)
+}
+
+/// Every rule of [`validate`] that does not look at `data`, `device` or `byte_offset`.
+#[inline]
+pub fn validate_metadata(
+    dtype: DataType,
+    shape: &[i64],
+    strides: Option<&[i64]>,
+    version: Option<DLPackVersion>,
+    flags: u64,
+) -> Result<Layout, Error> {
+    match fast_path(dtype, shape, strides, version, flags) {
+        Some(layout) => Ok(layout),
+        None => validate_metadata_slow(dtype, shape, strides, version, flags),
+    }
+}
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests {
+    use super::*;
+    use crate::abi::{FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
+
+    /// The export fast path agrees with the full validation wherever it answers, and computes
+    /// the same strides.
+    #[test]
+    fn compact_fast_agrees_with_validate_metadata() {
+        let dtypes = [
+            DataType::FLOAT32,
+            DataType::UINT8,
+            DataType::FLOAT16,
+            DataType::COMPLEX128,
+            DataType::BOOL,
+            "float4_e2m1fn".parse().unwrap(),
+            "int4".parse().unwrap(),
+        ];
+        let extents = [0i64, 1, 2, 3, 7, 1 << 20, i64::MAX / 3, -1];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let mut answered = 0;
+        for _ in 0..if cfg!(miri) { 200 } else { 20_000 } {
+            let ndim = next(6);
+            let shape: alloc::vec::Vec<i64> =
+                (0..ndim).map(|_| extents[next(extents.len())]).collect();
+            let dtype = dtypes[next(dtypes.len())];
+            let flags = [0, FLAG_READ_ONLY, FLAG_IS_SUBBYTE_TYPE_PADDED][next(3)];
+            let mut fast = alloc::vec![0i64; ndim];
+            let Some(layout) = compact_fast(dtype, &shape, &mut fast, flags) else {
+                continue;
+            };
+            answered += 1;
+            let mut slow = alloc::vec![0i64; ndim];
+            compact_row_major(&shape, &mut slow).unwrap();
+            assert_eq!(fast, slow, "{shape:?}");
+            let full = validate_metadata(
+                dtype,
+                &shape,
+                Some(&slow),
+                Some(DLPackVersion::CURRENT),
+                flags,
+            );
+            assert_eq!(full, Ok(layout), "{dtype} {shape:?} flags {flags}");
+        }
+        assert!(
+            answered > 1000 || cfg!(miri),
+            "the fast path answered only {answered} times"
+        );
+    }
+}
