@@ -1,817 +1,180 @@
-//! The DLPack conformance table: one case per rule (from dlpack.h 1.3, the array-API DLPack
-//! section and the behaviour of the main producers), each asserting the exact outcome.
+//! The DLPack conformance suite: the malformed-input table of `dlport-testkit` (one case per
+//! rule, from dlpack.h 1.3, the array-API DLPack section and the behaviour of the main
+//! producers, each with its exact outcome) driven through the Rust API, plus the operations
+//! that reach the other errors.
 //!
-//! Validation cases build a real `DLTensor` and go through the unsafe entry point
-//! (`TensorRef::from_raw`); a few go through the pure validator, typed access, ownership,
-//! export and parsing. The last test checks that every `Error` variant is reached.
+//! Every case is produced as a heap managed tensor with a counting deleter and goes through both
+//! unsafe entry points: `ManagedTensor::from_raw_*` (the tensor is handed over) and
+//! `TensorRef::from_raw` (the producer keeps it). dlport-native's `malformed` test drives the
+//! same table through the C ABI. The last tests check that every `Error` variant is reached and
+//! that messages name the field and the value.
 
 use std::collections::BTreeSet;
 use std::ffi::c_void;
 
-use dlport_core::abi::{
-    DLManagedTensorVersioned, DLTensor, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
-};
+use dlport_core::abi::DLManagedTensorVersioned;
 use dlport_core::layout::{self, RawFields};
 use dlport_core::{
-    AccessError, Address, AddressRange, BackendError, BackendNames, ByteSpan, Contiguity,
-    CopyReason, DLPackVersion, DataType, Device, DeviceType, DispatchError, Driver, Error,
-    ExportBuilder, Flag, LayoutError, ManagedTensor, NameKind, OptionRule, ShortStr, StreamReason,
-    TensorRef, TypeCode,
+    AccessError, Address, AddressRange, BackendError, BackendNames, ByteSpan, CopyReason, DataType,
+    Device, DeviceType, DispatchError, Driver, Error, ExportBuilder, Flag, LayoutError,
+    ManagedTensor, NameKind, OptionRule, ShortStr, StreamReason, TensorRef, TypeCode,
 };
+use dlport_testkit::malformed::{self, Case, Outcome, v};
 
-/// (numel, contiguity, span, strides) of an accepted tensor.
-type Outcome = (u64, Contiguity, (i64, i64), Vec<i64>);
-
-#[derive(Clone, Copy, Debug)]
-enum Data {
-    Null,
-    /// The middle of a 64-byte-aligned 4 KiB buffer, so negative strides stay inside it.
-    Buffer,
-    Addr(usize),
+/// What one entry point made of a case, and anything wrong with how it released the tensor.
+struct Run {
+    got: Result<Outcome, Error>,
+    release: Option<String>,
 }
 
-#[derive(Clone, Debug)]
-enum Expect {
-    Ok {
-        numel: u64,
-        contiguity: Contiguity,
-        span: (i64, i64),
-        strides: Vec<i64>,
-    },
-    Err(Error),
+/// `TensorRef::from_raw`: the borrowed entry point, given the producer's `DLTensor` with the
+/// header's version and flags. The producer keeps the tensor and releases it afterwards.
+fn through_tensor_ref(case: &Case) -> Run {
+    let produced = case.produce();
+    let deleted = produced.deleted();
+    // SAFETY: the DLTensor lives in `produced` for this call; its shape and strides arrays are
+    // NULL or hold every value an `ndim` up to 65 claims (a larger or negative `ndim` is
+    // refused before any array is read: the rule under test); data is a buffer with 2 KiB on
+    // either side, NULL or a raw address, and validation reads no data.
+    let got = unsafe { TensorRef::from_raw(produced.dl_tensor(), case.version, case.flags) }
+        .map(|view| Outcome::of(&view));
+    let during = deleted.get();
+    drop(produced);
+    let after = deleted.get();
+    let release = (during != 0 || after != 1).then(|| {
+        format!("a borrowed view released the tensor {during} times; its producer then {after}")
+    });
+    Run { got, release }
 }
 
-#[derive(Clone, Debug)]
-struct Case {
-    rule: &'static str,
-    dtype: DataType,
-    ndim: Option<i32>,
-    shape: Option<Vec<i64>>,
-    strides: Option<Vec<i64>>,
-    byte_offset: u64,
-    data: Data,
-    device: Device,
-    version: Option<DLPackVersion>,
-    flags: u64,
-}
-
-fn case(rule: &'static str) -> Case {
-    Case {
-        rule,
-        dtype: DataType::FLOAT32,
-        ndim: None,
-        shape: Some(vec![]),
-        strides: Some(vec![]),
-        byte_offset: 0,
-        data: Data::Buffer,
-        device: Device::cpu(),
-        version: Some(DLPackVersion::new(1, 3)),
-        flags: 0,
-    }
-}
-
-impl Case {
-    fn shape(mut self, s: &[i64]) -> Self {
-        self.shape = Some(s.to_vec());
-        self
-    }
-    fn strides(mut self, s: &[i64]) -> Self {
-        self.strides = Some(s.to_vec());
-        self
-    }
-    fn null_strides(mut self) -> Self {
-        self.strides = None;
-        self
-    }
-    fn null_shape(mut self, ndim: i32) -> Self {
-        self.shape = None;
-        self.ndim = Some(ndim);
-        self
-    }
-    fn ndim(mut self, ndim: i32) -> Self {
-        self.ndim = Some(ndim);
-        self
-    }
-    fn dtype(mut self, code: TypeCode, bits: u8, lanes: u16) -> Self {
-        self.dtype = DataType::new(code, bits, lanes);
-        self
-    }
-    fn dt(mut self, dtype: DataType) -> Self {
-        self.dtype = dtype;
-        self
-    }
-    fn data(mut self, d: Data) -> Self {
-        self.data = d;
-        self
-    }
-    fn device(mut self, d: Device) -> Self {
-        self.device = d;
-        self
-    }
-    fn version(mut self, v: Option<(u32, u32)>) -> Self {
-        self.version = v.map(|(a, b)| DLPackVersion::new(a, b));
-        self
-    }
-    fn flags(mut self, f: u64) -> Self {
-        self.flags = f;
-        self
-    }
-    fn byte_offset(mut self, b: u64) -> Self {
-        self.byte_offset = b;
-        self
-    }
-
-    /// Builds the DLTensor and validates it through `TensorRef::from_raw`.
-    fn run(&self) -> Result<Outcome, Error> {
-        #[repr(C, align(64))]
-        struct Buf([u8; 4096]);
-        let mut buf = Buf([0; 4096]);
-        let mut shape = self.shape.clone().unwrap_or_default();
-        let mut strides = self.strides.clone().unwrap_or_default();
-        let ndim = self.ndim.unwrap_or(shape.len() as i32);
-        // Arrays long enough for any ndim the case claims, so a bogus ndim never reads out of
-        // bounds even if a bug let it through.
-        if ndim > 0 && shape.len() < ndim as usize && self.shape.is_some() {
-            shape.resize(ndim as usize, 1);
+/// `ManagedTensor::from_raw_versioned` / `from_raw_legacy`: the producer hands the tensor over;
+/// a refusal releases it at once, an accepted tensor when it is dropped.
+fn through_managed(case: &Case) -> Run {
+    let produced = case.produce();
+    let deleted = produced.deleted();
+    let versioned = produced.is_versioned();
+    let ptr = produced.hand_over();
+    // SAFETY: a fresh producer tensor of the form `versioned` says, handed over once; its
+    // header is readable, and its DLTensor meets `TensorRef::from_raw`'s contract as above.
+    let got = unsafe {
+        if versioned {
+            ManagedTensor::from_raw_versioned(ptr.cast())
+        } else {
+            ManagedTensor::from_raw_legacy(ptr.cast())
         }
-        if ndim > 0 && strides.len() < ndim as usize && self.strides.is_some() {
-            strides.resize(ndim as usize, 1);
+    };
+    let mut problems = Vec::new();
+    let got = got.map(|t| {
+        if deleted.get() != 0 {
+            problems.push("released while the ManagedTensor owns it".to_owned());
         }
-        let data: *mut c_void = match self.data {
-            Data::Null => std::ptr::null_mut(),
-            Data::Buffer => buf.0[2048..].as_mut_ptr().cast(),
-            Data::Addr(a) => std::ptr::without_provenance_mut(a),
-        };
-        let tensor = DLTensor {
-            data,
-            device: self.device,
-            ndim,
-            dtype: self.dtype,
-            shape: if self.shape.is_some() && ndim > 0 {
-                shape.as_mut_ptr()
-            } else {
-                std::ptr::null_mut()
-            },
-            strides: if self.strides.is_some() && ndim > 0 {
-                strides.as_mut_ptr()
-            } else {
-                std::ptr::null_mut()
-            },
-            byte_offset: self.byte_offset,
-        };
-        // SAFETY: shape/strides hold at least ndim values; data points into `buf` (2 KiB on
-        // either side) or is never dereferenced (validation reads no data).
-        let view = unsafe { TensorRef::from_raw(&tensor, self.version, self.flags) }?;
-        let span = view.byte_span();
-        Ok((
-            view.numel(),
-            view.contiguity(),
-            (span.lo, span.hi),
-            view.strides().collect(),
-        ))
+        if (t.version(), t.flags()) != (case.version, case.flags) {
+            problems.push(format!(
+                "header read as {:?} / {:#x}",
+                t.version(),
+                t.flags()
+            ));
+        }
+        Outcome::of(&t.view())
+    });
+    if deleted.get() != 1 {
+        problems.push(format!("the deleter ran {} times, not once", deleted.get()));
     }
-}
-
-fn ok(numel: u64, contiguity: Contiguity, span: (i64, i64), strides: &[i64]) -> Expect {
-    Expect::Ok {
-        numel,
-        contiguity,
-        span,
-        strides: strides.to_vec(),
+    Run {
+        got,
+        release: (!problems.is_empty()).then(|| problems.join("; ")),
     }
-}
-
-fn v(a: u32, b: u32) -> DLPackVersion {
-    DLPackVersion::new(a, b)
-}
-
-use Contiguity::*;
-
-fn table() -> Vec<(Case, Expect)> {
-    vec![
-        // ── shapes and dimensions ──
-        (
-            case("0-d scalar: shape and strides may be NULL when ndim = 0 (v1.3)")
-                .null_shape(0)
-                .null_strides(),
-            ok(1, Both, (0, 4), &[]),
-        ),
-        (
-            case("0-d scalar from a legacy producer")
-                .null_shape(0)
-                .null_strides()
-                .version(None),
-            ok(1, Both, (0, 4), &[]),
-        ),
-        (
-            case("1-d compact").shape(&[5]).strides(&[1]),
-            ok(5, Both, (0, 20), &[1]),
-        ),
-        (
-            case("2-d row-major").shape(&[2, 3]).strides(&[3, 1]),
-            ok(6, RowMajor, (0, 24), &[3, 1]),
-        ),
-        (
-            case("2-d column-major").shape(&[2, 3]).strides(&[1, 2]),
-            ok(6, ColumnMajor, (0, 24), &[1, 2]),
-        ),
-        (
-            case("3-d permutation of a compact layout (what JAX accepts)")
-                .shape(&[2, 3, 4])
-                .strides(&[4, 8, 1]),
-            ok(24, Permuted, (0, 96), &[4, 8, 1]),
-        ),
-        (
-            case("rows with a gap are strided")
-                .shape(&[2, 3])
-                .strides(&[4, 1]),
-            ok(6, Strided, (0, 28), &[4, 1]),
-        ),
-        (
-            case("overlapping strides are legal, strided")
-                .shape(&[2, 3])
-                .strides(&[1, 1]),
-            ok(6, Strided, (0, 16), &[1, 1]),
-        ),
-        (
-            case("negative stride reaches below the first element")
-                .shape(&[4])
-                .strides(&[-1]),
-            ok(4, Strided, (-12, 4), &[-1]),
-        ),
-        (
-            case("negative and positive strides combine")
-                .shape(&[2, 3])
-                .strides(&[-3, 1]),
-            ok(6, Strided, (-12, 12), &[-3, 1]),
-        ),
-        (
-            case("zero (broadcast) stride is legal")
-                .shape(&[3, 4])
-                .strides(&[0, 1]),
-            ok(12, Strided, (0, 16), &[0, 1]),
-        ),
-        (
-            case("an extent-1 axis may carry any stride")
-                .shape(&[1, 4])
-                .strides(&[999, 1]),
-            ok(4, Both, (0, 16), &[999, 1]),
-        ),
-        (
-            case("an extent-1 axis may carry a negative stride")
-                .shape(&[3, 1])
-                .strides(&[1, -7]),
-            ok(3, Both, (0, 12), &[1, -7]),
-        ),
-        (
-            case("ndim = 64 is the maximum")
-                .shape(&[1; 64])
-                .strides(&[1; 64]),
-            ok(1, Both, (0, 4), &[1; 64]),
-        ),
-        (
-            case("ndim = 65 is refused before shape is read")
-                .ndim(65)
-                .shape(&[1; 65])
-                .strides(&[1; 65]),
-            Expect::Err(Error::Layout(LayoutError::NdimOutOfRange { ndim: 65 })),
-        ),
-        (
-            case("negative ndim is refused")
-                .ndim(-1)
-                .shape(&[])
-                .strides(&[]),
-            Expect::Err(Error::Layout(LayoutError::NdimOutOfRange { ndim: -1 })),
-        ),
-        (
-            case("shape NULL with ndim > 0").null_shape(2),
-            Expect::Err(Error::Layout(LayoutError::NullShape { ndim: 2 })),
-        ),
-        (
-            case("negative extent").shape(&[2, -3]).strides(&[1, 1]),
-            Expect::Err(Error::Layout(LayoutError::NegativeExtent {
-                axis: 1,
-                extent: -3,
-            })),
-        ),
-        (
-            case("element count overflows 64 bits")
-                .shape(&[1 << 32, 1 << 32])
-                .strides(&[1, 1]),
-            Expect::Err(Error::Layout(LayoutError::ElementCountOverflow {
-                axis: 1,
-                extent: 1 << 32,
-            })),
-        ),
-        (
-            case("element count above i64::MAX")
-                .shape(&[1 << 61, 4])
-                .strides(&[4, 1]),
-            Expect::Err(Error::Layout(LayoutError::ElementCountOverflow { axis: 1, extent: 4 })),
-        ),
-        (
-            case("a zero extent makes an overflowing shape empty")
-                .shape(&[i64::MAX, i64::MAX, 0])
-                .strides(&[1, 1, 1]),
-            ok(0, Both, (0, 0), &[1, 1, 1]),
-        ),
-        // ── size-0 tensors ──
-        (
-            case("size-0 tensor with NULL data")
-                .shape(&[0, 3])
-                .strides(&[3, 1])
-                .data(Data::Null),
-            ok(0, Both, (0, 0), &[3, 1]),
-        ),
-        (
-            case("size-0 tensor: strides are irrelevant")
-                .shape(&[3, 0])
-                .strides(&[-99, i64::MAX])
-                .data(Data::Null),
-            ok(0, Both, (0, 0), &[-99, i64::MAX]),
-        ),
-        // ── NULL strides by version ──
-        (
-            case("legacy NULL strides mean compact row-major")
-                .shape(&[2, 3])
-                .null_strides()
-                .version(None),
-            ok(6, RowMajor, (0, 24), &[3, 1]),
-        ),
-        (
-            case("v1.1 NULL strides mean compact row-major")
-                .shape(&[2, 3, 4])
-                .null_strides()
-                .version(Some((1, 1))),
-            ok(24, RowMajor, (0, 96), &[12, 4, 1]),
-        ),
-        (
-            case("v1.2 forbids NULL strides when ndim > 0")
-                .shape(&[2, 3])
-                .null_strides()
-                .version(Some((1, 2))),
-            Expect::Err(Error::Layout(LayoutError::NullStrides {
-                ndim: 2,
-                version: v(1, 2),
-            })),
-        ),
-        (
-            case("v1.3 forbids NULL strides even for a size-0 tensor")
-                .shape(&[0, 3])
-                .null_strides()
-                .data(Data::Null),
-            Expect::Err(Error::Layout(LayoutError::NullStrides {
-                ndim: 2,
-                version: v(1, 3),
-            })),
-        ),
-        (
-            case("legacy NULL strides with a zero extent")
-                .shape(&[4, 0, 2])
-                .null_strides()
-                .version(None)
-                .data(Data::Null),
-            ok(0, Both, (0, 0), &[2, 2, 1]),
-        ),
-        // ── span arithmetic ──
-        (
-            case("stride × extent overflows")
-                .shape(&[3])
-                .strides(&[i64::MAX]),
-            Expect::Err(Error::Layout(LayoutError::SpanOverflow {
-                axis: 0,
-                extent: 3,
-                stride: i64::MAX,
-            })),
-        ),
-        (
-            case("span in bytes overflows")
-                .shape(&[2])
-                .strides(&[i64::MAX / 2]),
-            Expect::Err(Error::Layout(LayoutError::SpanOverflow {
-                axis: 0,
-                extent: 2,
-                stride: i64::MAX / 2,
-            })),
-        ),
-        (
-            case("sum of reaches overflows (reported at the axis, scanning from the last, where it does)")
-                .shape(&[2, 2])
-                .strides(&[i64::MAX / 2 + 1, i64::MAX / 2 + 1]),
-            Expect::Err(Error::Layout(LayoutError::SpanOverflow {
-                axis: 0,
-                extent: 2,
-                stride: i64::MAX / 2 + 1,
-            })),
-        ),
-        // ── data and byte_offset ──
-        (
-            case("NULL data with elements")
-                .shape(&[2])
-                .strides(&[1])
-                .data(Data::Null),
-            Expect::Err(Error::Layout(LayoutError::NullData { numel: 2 })),
-        ),
-        (
-            case("NULL data with elements on a device")
-                .shape(&[2])
-                .strides(&[1])
-                .data(Data::Null)
-                .device(Device::cuda(0)),
-            Expect::Err(Error::Layout(LayoutError::NullData { numel: 2 })),
-        ),
-        (
-            case("byte_offset moves the first element; the span is relative to it")
-                .shape(&[6])
-                .strides(&[1])
-                .byte_offset(8),
-            ok(6, Both, (0, 24), &[1]),
-        ),
-        (
-            case("host span past the end of the address space")
-                .shape(&[4])
-                .strides(&[1])
-                .data(Data::Addr(usize::MAX - 8)),
-            Expect::Err(Error::Layout(LayoutError::AddressOverflow {
-                range: AddressRange::new(usize::MAX - 8, 0, ByteSpan { lo: 0, hi: 16 }),
-            })),
-        ),
-        (
-            case("negative stride below address 0")
-                .shape(&[8])
-                .strides(&[-1])
-                .data(Data::Addr(16)),
-            Expect::Err(Error::Layout(LayoutError::AddressOverflow {
-                range: AddressRange::new(16, 0, ByteSpan { lo: -28, hi: 4 }),
-            })),
-        ),
-        (
-            case("byte_offset past the address space")
-                .shape(&[1])
-                .strides(&[1])
-                .byte_offset(u64::MAX)
-                .data(Data::Addr(64)),
-            Expect::Err(Error::Layout(LayoutError::AddressOverflow {
-                range: AddressRange::new(64, u64::MAX, ByteSpan { lo: 0, hi: 4 }),
-            })),
-        ),
-        (
-            case("device data is an opaque handle: no address arithmetic")
-                .shape(&[4])
-                .strides(&[1])
-                .data(Data::Addr(usize::MAX - 8))
-                .device(Device::webgpu(0)),
-            ok(4, Both, (0, 16), &[1]),
-        ),
-        (
-            case("pinned host memory is host-accessible: address checked")
-                .shape(&[4])
-                .strides(&[1])
-                .data(Data::Addr(usize::MAX - 8))
-                .device(Device::cuda_host()),
-            Expect::Err(Error::Layout(LayoutError::AddressOverflow {
-                range: AddressRange::new(usize::MAX - 8, 0, ByteSpan { lo: 0, hi: 16 }),
-            })),
-        ),
-        (
-            case("byte_offset = 2^63 over a valid buffer leaves user space")
-                .shape(&[4])
-                .strides(&[1])
-                .byte_offset(1 << 63)
-                .data(Data::Addr(0x10_0000)),
-            Expect::Err(Error::Layout(LayoutError::AddressOverflow {
-                range: AddressRange::new(0x10_0000, 1 << 63, ByteSpan { lo: 0, hi: 16 }),
-            })),
-        ),
-        (
-            case("the last byte at USER_ADDRESS_END is past user space")
-                .shape(&[4])
-                .strides(&[1])
-                .data(Data::Addr(layout::USER_ADDRESS_END as usize - 8)),
-            Expect::Err(Error::Layout(LayoutError::AddressOverflow {
-                range: AddressRange::new(
-                    layout::USER_ADDRESS_END as usize - 8,
-                    0,
-                    ByteSpan { lo: 0, hi: 16 },
-                ),
-            })),
-        ),
-        (
-            case("the last byte just below USER_ADDRESS_END is user space")
-                .shape(&[4])
-                .strides(&[1])
-                .data(Data::Addr(layout::USER_ADDRESS_END as usize - 16)),
-            ok(4, Both, (0, 16), &[1]),
-        ),
-        (
-            case("a first byte at address 0 is not user space")
-                .shape(&[4])
-                .strides(&[-1])
-                .data(Data::Addr(12)),
-            Expect::Err(Error::Layout(LayoutError::AddressOverflow {
-                range: AddressRange::new(12, 0, ByteSpan { lo: -12, hi: 4 }),
-            })),
-        ),
-        (
-            case("a byte-span overflow blames the axis that reaches farthest (axis 0)")
-                .shape(&[2, 3])
-                .strides(&[1 << 62, 1]),
-            Expect::Err(Error::Layout(LayoutError::SpanOverflow {
-                axis: 0,
-                extent: 2,
-                stride: 1 << 62,
-            })),
-        ),
-        (
-            case("an empty tensor whose other extents overflow is valid")
-                .shape(&[i64::MAX, i64::MAX, 0])
-                .strides(&[1, 1, 1]),
-            ok(0, Both, (0, 0), &[1, 1, 1]),
-        ),
-        // ── dtypes ──
-        (
-            case("kDLFloat with 7 bits: no consumer reads it")
-                .shape(&[1])
-                .strides(&[1])
-                .dtype(TypeCode::FLOAT, 7, 1),
-            Expect::Err(Error::Layout(LayoutError::InvalidBits {
-                dtype: DataType::new(TypeCode::FLOAT, 7, 1),
-                expected: "16, 32 or 64 (8-bit floats use the float8 type codes)",
-            })),
-        ),
-        (
-            case("kDLFloat with 33 bits")
-                .shape(&[1])
-                .strides(&[1])
-                .dtype(TypeCode::FLOAT, 33, 1),
-            Expect::Err(Error::Layout(LayoutError::InvalidBits {
-                dtype: DataType::new(TypeCode::FLOAT, 33, 1),
-                expected: "16, 32 or 64 (8-bit floats use the float8 type codes)",
-            })),
-        ),
-        (
-            case("kDLFloat with 128 bits (NumPy's long double is never sent)")
-                .shape(&[1])
-                .strides(&[1])
-                .dtype(TypeCode::FLOAT, 128, 1),
-            Expect::Err(Error::Layout(LayoutError::InvalidBits {
-                dtype: DataType::new(TypeCode::FLOAT, 128, 1),
-                expected: "16, 32 or 64 (8-bit floats use the float8 type codes)",
-            })),
-        ),
-        (
-            case("kDLInt with 12 bits")
-                .shape(&[1])
-                .strides(&[1])
-                .dtype(TypeCode::INT, 12, 1),
-            Expect::Err(Error::Layout(LayoutError::InvalidBits {
-                dtype: DataType::new(TypeCode::INT, 12, 1),
-                expected: "1 to 8, 16, 32 or 64",
-            })),
-        ),
-        (
-            case("uint7 (PyTorch) is a real sub-byte width")
-                .shape(&[8])
-                .strides(&[1])
-                .dtype(TypeCode::UINT, 7, 1),
-            ok(8, Both, (0, 7), &[1]),
-        ),
-        (
-            case("complex32 (PyTorch's chalf)")
-                .shape(&[2])
-                .strides(&[1])
-                .dtype(TypeCode::COMPLEX, 32, 1),
-            ok(2, Both, (0, 8), &[1]),
-        ),
-        (
-            case("unknown type code")
-                .shape(&[1])
-                .strides(&[1])
-                .dtype(TypeCode(99), 8, 1),
-            Expect::Err(Error::Layout(LayoutError::UnknownTypeCode { code: TypeCode(99) })),
-        ),
-        (
-            case("fp4 with bits != 4 must stop the import")
-                .shape(&[1])
-                .strides(&[1])
-                .dtype(TypeCode::FLOAT4_E2M1FN, 8, 1),
-            Expect::Err(Error::Layout(LayoutError::InvalidBits {
-                dtype: DataType::new(TypeCode::FLOAT4_E2M1FN, 8, 1),
-                expected: "4",
-            })),
-        ),
-        (
-            case("fp6 with bits != 6 must stop the import")
-                .shape(&[1])
-                .strides(&[1])
-                .dtype(TypeCode::FLOAT6_E3M2FN, 8, 1),
-            Expect::Err(Error::Layout(LayoutError::InvalidBits {
-                dtype: DataType::new(TypeCode::FLOAT6_E3M2FN, 8, 1),
-                expected: "6",
-            })),
-        ),
-        (
-            case("fp8 needs 8 bits")
-                .shape(&[1])
-                .strides(&[1])
-                .dtype(TypeCode::FLOAT8_E5M2, 16, 1),
-            Expect::Err(Error::Layout(LayoutError::InvalidBits {
-                dtype: DataType::new(TypeCode::FLOAT8_E5M2, 16, 1),
-                expected: "8",
-            })),
-        ),
-        (
-            case("bool is stored in 8 bits")
-                .shape(&[1])
-                .strides(&[1])
-                .dtype(TypeCode::BOOL, 1, 1),
-            Expect::Err(Error::Layout(LayoutError::InvalidBits {
-                dtype: DataType::new(TypeCode::BOOL, 1, 1),
-                expected: "8",
-            })),
-        ),
-        (
-            case("bfloat is 16 bits")
-                .shape(&[1])
-                .strides(&[1])
-                .dtype(TypeCode::BFLOAT, 8, 1),
-            Expect::Err(Error::Layout(LayoutError::InvalidBits {
-                dtype: DataType::new(TypeCode::BFLOAT, 8, 1),
-                expected: "16",
-            })),
-        ),
-        (
-            case("int with 0 bits")
-                .shape(&[1])
-                .strides(&[1])
-                .dtype(TypeCode::INT, 0, 1),
-            Expect::Err(Error::Layout(LayoutError::InvalidBits {
-                dtype: DataType::new(TypeCode::INT, 0, 1),
-                expected: "1 to 8, 16, 32 or 64",
-            })),
-        ),
-        (
-            case("lanes = 0")
-                .shape(&[1])
-                .strides(&[1])
-                .dtype(TypeCode::FLOAT, 32, 0),
-            Expect::Err(Error::Layout(LayoutError::InvalidLanes {
-                dtype: DataType::new(TypeCode::FLOAT, 32, 0),
-                reason: "lanes must be at least 1",
-            })),
-        ),
-        (
-            case("fp4 lanes = 3 is neither convention")
-                .shape(&[1])
-                .strides(&[1])
-                .dtype(TypeCode::FLOAT4_E2M1FN, 4, 3),
-            Expect::Err(Error::Layout(LayoutError::InvalidLanes {
-                dtype: DataType::new(TypeCode::FLOAT4_E2M1FN, 4, 3),
-                reason: "sub-byte types take lanes = 1 (fp4 also takes 2, PyTorch's _x2)",
-            })),
-        ),
-        (
-            case("fp4 JAX convention (17,4,1): 5 values packed in 3 bytes")
-                .shape(&[5])
-                .strides(&[1])
-                .dt(DataType::FLOAT4_E2M1FN),
-            ok(5, Both, (0, 3), &[1]),
-        ),
-        (
-            case("fp4 PyTorch convention (17,4,2): one byte per element")
-                .shape(&[5])
-                .strides(&[1])
-                .dt(DataType::FLOAT4_E2M1FN_X2),
-            ok(5, Both, (0, 5), &[1]),
-        ),
-        (
-            case("fp6 packed: 4 values in 3 bytes")
-                .shape(&[4])
-                .strides(&[1])
-                .dt(DataType::FLOAT6_E2M3FN),
-            ok(4, Both, (0, 3), &[1]),
-        ),
-        (
-            case("fp6 with IS_SUBBYTE_TYPE_PADDED: one byte each")
-                .shape(&[4])
-                .strides(&[1])
-                .dt(DataType::FLOAT6_E2M3FN)
-                .flags(FLAG_IS_SUBBYTE_TYPE_PADDED),
-            ok(4, Both, (0, 4), &[1]),
-        ),
-        (
-            case("int4 packed, strided by 2 elements")
-                .shape(&[3])
-                .strides(&[2])
-                .dtype(TypeCode::INT, 4, 1),
-            ok(3, Strided, (0, 3), &[2]),
-        ),
-        (
-            case("vector lanes: float32x4")
-                .shape(&[2])
-                .strides(&[1])
-                .dtype(TypeCode::FLOAT, 32, 4),
-            ok(2, Both, (0, 32), &[1]),
-        ),
-        (
-            case("bcomplex (code 18, after 1.3)")
-                .shape(&[2])
-                .strides(&[1])
-                .dt(DataType::BCOMPLEX32),
-            ok(2, Both, (0, 8), &[1]),
-        ),
-        (
-            case("complex needs an even width")
-                .shape(&[1])
-                .strides(&[1])
-                .dtype(TypeCode::COMPLEX, 24, 1),
-            Expect::Err(Error::Layout(LayoutError::InvalidBits {
-                dtype: DataType::new(TypeCode::COMPLEX, 24, 1),
-                expected: "32, 64 or 128",
-            })),
-        ),
-        // ── versions and flags ──
-        (
-            case("major version 2 is refused")
-                .shape(&[1])
-                .strides(&[1])
-                .version(Some((2, 0))),
-            Expect::Err(Error::Layout(LayoutError::UnsupportedVersion { version: v(2, 0) })),
-        ),
-        (
-            case("major version 0 is refused")
-                .shape(&[1])
-                .strides(&[1])
-                .version(Some((0, 8))),
-            Expect::Err(Error::Layout(LayoutError::UnsupportedVersion { version: v(0, 8) })),
-        ),
-        (
-            case("a higher minor version is fine when every field is understood")
-                .shape(&[1])
-                .strides(&[1])
-                .version(Some((1, 9))),
-            ok(1, Both, (0, 4), &[1]),
-        ),
-        (
-            case("READ_ONLY | IS_COPIED are accepted")
-                .shape(&[1])
-                .strides(&[1])
-                .flags(FLAG_READ_ONLY | FLAG_IS_COPIED),
-            ok(1, Both, (0, 4), &[1]),
-        ),
-        (
-            case("undefined flag bits are refused")
-                .shape(&[1])
-                .strides(&[1])
-                .flags(1 << 5),
-            Expect::Err(Error::Layout(LayoutError::UnknownFlags { flags: 1 << 5 })),
-        ),
-    ]
 }
 
 #[test]
 fn conformance_table() {
-    let table = table();
+    let table = malformed::table();
+    let names: usize = table.iter().map(|(c, _)| c.names().count()).sum();
+    println!(
+        "the malformed-input table: {} cases under {names} names",
+        table.len()
+    );
     assert!(
-        table.len() >= 40,
-        "the table must cover at least 40 rules, has {}",
+        table.len() >= 100,
+        "the table must cover at least 100 rules, has {}",
         table.len()
     );
     let mut failures = Vec::new();
     for (case, expect) in &table {
-        let got = case.run();
-        let pass = match (expect, &got) {
-            (
-                Expect::Ok {
-                    numel,
-                    contiguity,
-                    span,
-                    strides,
-                },
-                Ok((n, c, s, st)),
-            ) => numel == n && contiguity == c && span == s && strides == st,
-            (Expect::Err(e), Err(g)) => e == g,
-            _ => false,
-        };
-        if !pass {
-            failures.push(format!(
-                "{}:\n    expected {:?}\n    got      {:?}",
-                case.rule, expect, got
-            ));
+        for (path, run) in [
+            ("ManagedTensor::from_raw", through_managed(case)),
+            ("TensorRef::from_raw", through_tensor_ref(case)),
+        ] {
+            if !expect.matches(&run.got) {
+                failures.push(format!(
+                    "{} ({path}):\n    expected {:?}\n    got      {:?}\n    case     {case:?}",
+                    case.rule, expect, run.got
+                ));
+            }
+            if let Some(problem) = run.release {
+                failures.push(format!("{} ({path}): {problem}", case.rule));
+            }
         }
     }
     assert!(
         failures.is_empty(),
-        "{} of {} rules failed:\n{}",
+        "{} failures over {} rules:\n{}",
         failures.len(),
         table.len(),
         failures.join("\n")
     );
 }
 
+/// The table is the two earlier catalogues merged (every name kept, exact duplicates listed
+/// once under each of their names) plus the cases added since: no fewer cases, no two alike.
+#[test]
+fn the_table_keeps_every_case_of_both_catalogues() {
+    let table = malformed::table();
+    let names: usize = table.iter().map(|(c, _)| c.names().count()).sum();
+    println!(
+        "before: {} cases in two catalogues, {} distinct; after: {} distinct cases under {names} \
+         names",
+        malformed::NAMES_BEFORE,
+        malformed::DISTINCT_BEFORE,
+        table.len()
+    );
+    assert!(
+        names >= malformed::NAMES_BEFORE,
+        "{names} names, fewer than the {} of the two catalogues",
+        malformed::NAMES_BEFORE
+    );
+    assert!(
+        table.len() >= malformed::DISTINCT_BEFORE,
+        "{} cases, fewer than the {} distinct ones the two catalogues had",
+        table.len(),
+        malformed::DISTINCT_BEFORE
+    );
+    let mut same = Vec::new();
+    for (i, (a, ea)) in table.iter().enumerate() {
+        for (b, eb) in &table[i + 1..] {
+            if a.same_input(b) {
+                let outcomes = if ea == eb {
+                    ""
+                } else {
+                    " (different outcomes!)"
+                };
+                same.push(format!("{:?} and {:?}{outcomes}", a.rule, b.rule));
+            }
+        }
+    }
+    assert!(
+        same.is_empty(),
+        "cases with the same input (merge them with `Case::also`):\n{}",
+        same.join("\n")
+    );
+}
+
 /// Every error of the table, plus the ones that only other operations reach.
 fn all_reached_errors() -> Vec<Error> {
-    let mut errors: Vec<Error> = table().iter().filter_map(|(c, _)| c.run().err()).collect();
+    let mut errors: Vec<Error> = malformed::table()
+        .iter()
+        .filter_map(|(c, _)| through_managed(c).got.err())
+        .collect();
 
     // The process-wide default registry is installed once: a second install is refused.
     let _ = dlport_core::default_registry();

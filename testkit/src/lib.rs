@@ -3,9 +3,11 @@
 //! What dlport's tests, examples and benches share, written once:
 //! - [`xpu`]: a plugin backend for `kDLOneAPI` written the way the backend guide
 //!   (`dlport_core::backend`) says, with its own device numbering and counted frees;
-//! - the malformed-input table, driven through the Rust API by dlport-core's tests and through
-//!   the C ABI by dlport-native's.
+//! - [`malformed`]: the malformed-input table, one case per DLPack rule with its exact outcome,
+//!   and a producer that builds each case as a heap managed tensor with a counting deleter;
+//!   dlport-core's tests drive it through the Rust API, dlport-native's through the C ABI.
 //!
 //! Not published: it exists so that no test, example or bench carries its own copy.
 
+pub mod malformed;
 pub mod xpu;
