@@ -2,7 +2,7 @@
 requests, writability, and the refusals (device memory, dtypes without a format)."""
 
 import array
-import io
+import ctypes
 import struct
 
 import numpy as np
@@ -15,6 +15,19 @@ from producers import Producer, aligned
 FORMATS = {np.bool_: "?", np.int8: "b", np.int16: "h", np.int32: "i", np.int64: "q",
            np.uint8: "B", np.uint16: "H", np.uint32: "I", np.uint64: "Q", np.float16: "e",
            np.float32: "f", np.float64: "d", np.complex64: "Zf", np.complex128: "Zd"}
+
+PYBUF_WRITABLE, PYBUF_ND = 0x1, 0x8
+_get = ctypes.pythonapi.PyObject_GetBuffer
+_get.argtypes = [ctypes.py_object, ctypes.c_void_p, ctypes.c_int]
+_release = ctypes.pythonapi.PyBuffer_Release
+_release.argtypes = [ctypes.c_void_p]
+
+
+def get_buffer(obj, flags):
+    """PyObject_GetBuffer with exactly these flags (raising the exporter's error), then release."""
+    view = ctypes.create_string_buffer(128)  # larger than any Py_buffer
+    _get(obj, view, flags)
+    _release(view)
 
 
 def test_the_protocol_is_installed():
@@ -41,7 +54,9 @@ def test_strided_memory_is_described_by_byte_strides_and_refused_where_contiguit
     assert m.strides == v.strides and not m.c_contiguous
     np.testing.assert_array_equal(np.asarray(m), v)
     with pytest.raises(BufferError, match=r"C-contiguous buffer .* t.compact\(\)"):
-        array.array("f").frombytes(t)  # asks for a simple (C-contiguous) buffer
+        get_buffer(t, PYBUF_ND)  # shape without strides: C-contiguous only
+    with pytest.raises(TypeError):
+        array.array("f").frombytes(t)  # a simple buffer: refused, reported by array
     assert bytes(m) == v.tobytes(), "memoryview copies strided memory itself"
     np.testing.assert_array_equal(np.frombuffer(t.compact(), dtype=np.float32).reshape(4, 3), v)
 
@@ -64,7 +79,7 @@ def test_writes_through_the_buffer_reach_the_memory_and_read_only_is_refused():
     t = dlport.from_dlpack(ro)
     assert memoryview(t).readonly
     with pytest.raises(BufferError, match="read-only"):
-        io.BytesIO(b"12345678").readinto(t)  # asks for a writable buffer
+        get_buffer(t, PYBUF_WRITABLE)
 
 
 def test_pinned_host_memory_is_reachable_device_memory_is_not():
