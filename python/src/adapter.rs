@@ -166,7 +166,9 @@ pub fn export(t: &Held, presented: Device, how: &Export) -> Result<Owned, Failur
     let dl_device = how.dl_device.unwrap_or(presented);
     let request = StreamRequest::parse(how.stream, dl_device.device_type)?;
     let options = ExportOptions {
-        max_version: how.max_version.map(|(major, minor)| DLPackVersion::new(major, minor)),
+        max_version: how
+            .max_version
+            .map(|(major, minor)| DLPackVersion::new(major, minor)),
         dl_device: Some(dl_device),
         copy: policy(how.copy),
         max_alloc: None,

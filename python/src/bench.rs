@@ -20,12 +20,16 @@ use crate::exchange;
 #[pyo3(signature = (obj, n, full))]
 pub fn _exchange_loop(obj: &Bound<'_, PyAny>, n: u64, full: bool) -> PyResult<u64> {
     let ty = obj.get_type();
-    if exchange::lookup(&ty)?.is_none() {
-        return Err(PyTypeError::new_err("the object's type has no DLPack exchange API"));
-    }
+    let exchange::Route::Exchange(_) = exchange::route(&ty)? else {
+        return Err(PyTypeError::new_err(
+            "the object's type has no DLPack exchange API",
+        ));
+    };
     let start = Instant::now();
     for _ in 0..n {
-        let api = exchange::lookup(&ty)?.expect("found above");
+        let exchange::Route::Exchange(api) = exchange::route(&ty)? else {
+            unreachable!("the route of a type is cached");
+        };
         let raw = exchange::take_from(api, obj)?;
         if full {
             // SAFETY: just handed over by the producer.

@@ -144,7 +144,11 @@ fn format(dtype: DataType) -> Option<&'static std::ffi::CStr> {
 ///
 /// # Safety
 /// Called by CPython, attached, with an instance of the type and a writable view.
-unsafe extern "C" fn get_buffer(obj: *mut ffi::PyObject, view: *mut PyBuffer, flags: c_int) -> c_int {
+unsafe extern "C" fn get_buffer(
+    obj: *mut ffi::PyObject,
+    view: *mut PyBuffer,
+    flags: c_int,
+) -> c_int {
     Python::attach(|py| {
         // SAFETY: forwarded contract.
         let outcome = catch_unwind(AssertUnwindSafe(|| unsafe { fill(py, obj, view, flags) }))
@@ -167,7 +171,12 @@ unsafe extern "C" fn get_buffer(obj: *mut ffi::PyObject, view: *mut PyBuffer, fl
 ///
 /// # Safety
 /// As [`get_buffer`].
-unsafe fn fill(py: Python<'_>, obj: *mut ffi::PyObject, view: *mut PyBuffer, flags: c_int) -> PyResult<()> {
+unsafe fn fill(
+    py: Python<'_>,
+    obj: *mut ffi::PyObject,
+    view: *mut PyBuffer,
+    flags: c_int,
+) -> PyResult<()> {
     if view.is_null() {
         return Err(buffer_error("getbuffer: the view is NULL"));
     }
@@ -238,7 +247,11 @@ unsafe fn fill(py: Python<'_>, obj: *mut ffi::PyObject, view: *mut PyBuffer, fla
         },
         shape: if with_nd { base } else { null_mut() },
         // SAFETY: `base + ndim` is inside (or one past the end of) the 2 × ndim elements.
-        strides: if strided { unsafe { base.add(ndim) } } else { null_mut() },
+        strides: if strided {
+            unsafe { base.add(ndim) }
+        } else {
+            null_mut()
+        },
         suboffsets: null_mut(),
         internal: internal.cast(),
     };

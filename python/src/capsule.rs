@@ -34,8 +34,10 @@ pub fn take(obj: &Bound<'_, PyAny>) -> PyResult<RawManaged> {
         )));
     }
     let capsule = obj.as_ptr();
-    for (name, used, versioned) in [(VERSIONED, USED_VERSIONED, true), (LEGACY, USED_LEGACY, false)]
-    {
+    for (name, used, versioned) in [
+        (VERSIONED, USED_VERSIONED, true),
+        (LEGACY, USED_LEGACY, false),
+    ] {
         // SAFETY: a capsule; IsValid never raises.
         if unsafe { ffi::PyCapsule_IsValid(capsule, name.as_ptr()) } != 1 {
             continue;

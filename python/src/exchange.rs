@@ -6,6 +6,7 @@
 //! Python exception set, as the header asks. None of them synchronises: dlport's own device
 //! work is synchronous, so the current work stream is the default one (NULL).
 
+use std::cell::Cell;
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{NonNull, null_mut};
@@ -45,9 +46,11 @@ pub type Allocator = unsafe extern "C" fn(
     Option<SetError>,
 ) -> c_int;
 /// `DLPackManagedTensorFromPyObjectNoSync`.
-pub type FromPyObject = unsafe extern "C" fn(*mut c_void, *mut *mut DLManagedTensorVersioned) -> c_int;
+pub type FromPyObject =
+    unsafe extern "C" fn(*mut c_void, *mut *mut DLManagedTensorVersioned) -> c_int;
 /// `DLPackManagedTensorToPyObjectNoSync`.
-pub type ToPyObject = unsafe extern "C" fn(*mut DLManagedTensorVersioned, *mut *mut c_void) -> c_int;
+pub type ToPyObject =
+    unsafe extern "C" fn(*mut DLManagedTensorVersioned, *mut *mut c_void) -> c_int;
 /// `DLPackDLTensorFromPyObjectNoSync`.
 pub type DLTensorFromPyObject = unsafe extern "C" fn(*mut c_void, *mut DLTensor) -> c_int;
 /// `DLPackCurrentWorkStream`.
@@ -167,7 +170,9 @@ unsafe extern "C" fn from_py_object(
         // SAFETY: forwarded contract.
         let t = unsafe { tensor_of(py, py_obj) }?;
         let RawManaged::Versioned(p) = t.get().export_versioned()? else {
-            return Err(PySystemError::new_err("a versioned export came back legacy"));
+            return Err(PySystemError::new_err(
+                "a versioned export came back legacy",
+            ));
         };
         // SAFETY: writable (contract).
         unsafe { out.as_ptr().write(p.as_ptr()) };
@@ -230,7 +235,10 @@ unsafe extern "C" fn dltensor_from_py_object(py_obj: *mut c_void, out: *mut DLTe
         let (shape, strides) = if ndim == 0 {
             (null_mut(), null_mut())
         } else {
-            (h.shape().as_ptr().cast_mut(), h.strides().as_ptr().cast_mut())
+            (
+                h.shape().as_ptr().cast_mut(),
+                h.strides().as_ptr().cast_mut(),
+            )
         };
         let lent = DLTensor {
             data: h.data(),
@@ -322,40 +330,93 @@ unsafe fn allocate_like(
         unsafe { std::slice::from_raw_parts(proto.shape, ndim) }
     };
     let RawManaged::Versioned(p) = adapter::allocate(proto.device, proto.dtype, shape)? else {
-        return Err(Failure::new(Kind::Buffer, "a versioned export came back legacy"));
+        return Err(Failure::new(
+            Kind::Buffer,
+            "a versioned export came back legacy",
+        ));
     };
     // SAFETY: writable (contract).
     unsafe { out.write(p.as_ptr()) };
     Ok(())
 }
 
-/// The exchange API of a type, as a consumer finds it: `type.__dlpack_c_exchange_api__`, a
-/// capsule named "dlpack_exchange_api" over a table of major version 1 (walking `prev_api` for
-/// one) whose `managed_tensor_from_py_object_no_sync` is set. Results are cached per type (a
-/// dict holding the types); anything else — no attribute, another name, another major version
-/// — means "use `__dlpack__`".
-pub fn lookup(ty: &Bound<'_, PyType>) -> PyResult<Option<&'static DLPackExchangeAPI>> {
-    static CACHE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
-    let py = ty.py();
-    let cache = CACHE.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
-    if let Some(hit) = cache.get_item(ty)? {
-        return Ok(table_at(hit.extract::<usize>()?));
-    }
-    let found = ty
-        .getattr_opt(pyo3::intern!(py, "__dlpack_c_exchange_api__"))?
-        .and_then(|attr| find_table(&attr));
-    if cache.len() >= 1024 {
-        cache.clear();
-    }
-    cache.set_item(ty, found.map_or(0, |t| std::ptr::from_ref(t) as usize))?;
-    Ok(found)
+/// How `from_dlpack` takes a tensor from objects of one type.
+#[derive(Clone, Copy, Debug)]
+pub enum Route {
+    /// Through the type's DLPack exchange API.
+    Exchange(&'static DLPackExchangeAPI),
+    /// Through `__dlpack__`; `ask_device`: whether `__dlpack_device__` can add anything to the
+    /// capsule's device.
+    Dunder {
+        /// Ask `__dlpack_device__` first (every type but NumPy's host-only `ndarray`).
+        ask_device: bool,
+    },
 }
 
-/// A cached table address back as a reference (0: none).
-fn table_at(address: usize) -> Option<&'static DLPackExchangeAPI> {
-    // SAFETY: a non-zero address was cached by `lookup` from a table that lives as long as the
-    // process (the header's rule).
-    (address != 0).then(|| unsafe { &*(address as *const DLPackExchangeAPI) })
+/// The route for a producer type, found once per type and cached (a dict holding the types).
+///
+/// The exchange API, as a consumer finds it: `type.__dlpack_c_exchange_api__`, a capsule named
+/// "dlpack_exchange_api" over a table of major version 1 (walking `prev_api` for one) whose
+/// `managed_tensor_from_py_object_no_sync` is set; anything else (no attribute, another name,
+/// another major version) means `__dlpack__`. `numpy.ndarray` holds host memory only and its
+/// capsule always says `kDLCPU`, so its `__dlpack_device__` (always `(1, 0)`) is not asked.
+pub fn route(ty: &Bound<'_, PyType>) -> PyResult<Route> {
+    static CACHE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    // The last type this thread asked about, by address: valid because the dict below keeps
+    // every type it caches alive and never removes one.
+    thread_local! {
+        static LAST: Cell<(usize, isize)> = const { Cell::new((0, 0)) };
+    }
+    let key = ty.as_ptr() as usize;
+    if let Ok((last, code)) = LAST.try_with(Cell::get) {
+        if last == key {
+            return Ok(decode(code));
+        }
+    }
+    let py = ty.py();
+    let cache = CACHE.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
+    let code = match cache.get_item(ty)? {
+        Some(hit) => hit.extract::<isize>()?,
+        None => {
+            let code = match ty
+                .getattr_opt(pyo3::intern!(py, "__dlpack_c_exchange_api__"))?
+                .and_then(|attr| find_table(&attr))
+            {
+                Some(table) => std::ptr::from_ref(table) as isize,
+                None if is_numpy_ndarray(ty) => SKIP_DEVICE,
+                None => ASK_DEVICE,
+            };
+            // Bounded: past 4096 producer types, new ones are looked up on every call.
+            if cache.len() >= 4096 {
+                return Ok(decode(code));
+            }
+            cache.set_item(ty, code)?;
+            code
+        }
+    };
+    let _ = LAST.try_with(|last| last.set((key, code)));
+    Ok(decode(code))
+}
+
+const ASK_DEVICE: isize = 0;
+const SKIP_DEVICE: isize = -1;
+
+/// A cached route code back as a route.
+fn decode(code: isize) -> Route {
+    match code {
+        ASK_DEVICE => Route::Dunder { ask_device: true },
+        SKIP_DEVICE => Route::Dunder { ask_device: false },
+        // SAFETY: a positive code is the address of a table `find_table` accepted; the header
+        // requires tables to live as long as the process.
+        address => Route::Exchange(unsafe { &*(address as *const DLPackExchangeAPI) }),
+    }
+}
+
+/// Exactly `numpy.ndarray` (a subclass may answer `__dlpack_device__` its own way).
+fn is_numpy_ndarray(ty: &Bound<'_, PyType>) -> bool {
+    let name = |r: PyResult<Bound<'_, pyo3::types::PyString>>| r.map(|s| s.to_string()).ok();
+    name(ty.module()).as_deref() == Some("numpy")
+        && name(ty.qualname()).as_deref() == Some("ndarray")
 }
 
 /// The usable table behind an attribute value, if any.
@@ -368,9 +429,8 @@ fn find_table(attr: &Bound<'_, PyAny>) -> Option<&'static DLPackExchangeAPI> {
         return None;
     }
     // SAFETY: valid with this name: GetPointer returns its pointer without raising.
-    let mut header =
-        unsafe { ffi::PyCapsule_GetPointer(attr.as_ptr(), CAPSULE_NAME.as_ptr()) }
-            .cast::<DLPackExchangeAPIHeader>();
+    let mut header = unsafe { ffi::PyCapsule_GetPointer(attr.as_ptr(), CAPSULE_NAME.as_ptr()) }
+        .cast::<DLPackExchangeAPIHeader>();
     while !header.is_null() {
         // SAFETY: a table the producer keeps for the process's lifetime; its header is stable.
         let h = unsafe { &*header };

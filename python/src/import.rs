@@ -2,11 +2,18 @@
 
 use dlport_core::abi::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
 use dlport_core::{Device, DeviceType, RawManaged};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
+#[cfg(unix)]
+use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
+#[cfg(unix)]
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyString};
+#[cfg(not(unix))]
+use pyo3::types::PyDict;
+use pyo3::types::PyString;
+#[cfg(unix)]
+use pyo3::types::PyTuple;
 
 use crate::adapter::{self, Import};
 use crate::capsule::{self, type_name};
@@ -50,41 +57,91 @@ fn produce(x: &Bound<'_, PyAny>) -> PyResult<(RawManaged, Option<Device>)> {
     if capsule::is_capsule(x) {
         return Ok((capsule::take(x)?, None));
     }
-    if let Some(api) = exchange::lookup(&x.get_type())? {
+    let ask_device = match exchange::route(&x.get_type())? {
         // The table's tensor carries its device; the exchange API has no second opinion.
-        return Ok((exchange::take_from(api, x)?, None));
-    }
+        exchange::Route::Exchange(api) => return Ok((exchange::take_from(api, x)?, None)),
+        exchange::Route::Dunder { ask_device } => ask_device,
+    };
     let py = x.py();
-    let Some(dlpack) = x.getattr_opt(intern!(py, "__dlpack__"))? else {
-        return Err(PyTypeError::new_err(format!(
-            "from_dlpack() takes an object with __dlpack__ or a DLPack capsule, got {}",
-            type_name(x)
-        )));
+    let advertised = if ask_device {
+        match x.getattr_opt(intern!(py, "__dlpack_device__"))? {
+            Some(f) => Some(device_tuple(x, &f.call0()?)?),
+            None => None,
+        }
+    } else {
+        None
     };
-    let advertised = match x.getattr_opt(intern!(py, "__dlpack_device__"))? {
-        Some(f) => Some(device_tuple(x, &f.call0()?)?),
-        None => None,
-    };
-    let capsule = match dlpack.call((), Some(max_version_kwargs(py))) {
+    let capsule = match call_dlpack(x, true) {
         Ok(c) => c,
         // A producer from before DLPack 1.0 does not know `max_version`: legacy.
-        Err(e) if e.is_instance_of::<PyTypeError>(py) => dlpack.call0()?,
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => call_dlpack(x, false)?,
+        Err(e)
+            if e.is_instance_of::<PyAttributeError>(py)
+                && x.getattr_opt(intern!(py, "__dlpack__"))?.is_none() =>
+        {
+            return Err(PyTypeError::new_err(format!(
+                "from_dlpack() takes an object with __dlpack__ or a DLPack capsule, got {}",
+                type_name(x)
+            )));
+        }
         Err(e) => return Err(e),
     };
     Ok((capsule::take(&capsule)?, advertised))
 }
 
-/// `{"max_version": (1, 3)}`, made once.
-fn max_version_kwargs(py: Python<'_>) -> &Bound<'_, PyDict> {
-    static KWARGS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
-    KWARGS
-        .get_or_init(py, || {
-            let d = PyDict::new(py);
-            d.set_item("max_version", (DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION))
-                .expect("a new dict takes a str key");
-            d.unbind()
-        })
-        .bind(py)
+/// `x.__dlpack__(max_version=(1, 3))`, or `x.__dlpack__()` when not `versioned`.
+#[cfg(unix)]
+fn call_dlpack<'py>(x: &Bound<'py, PyAny>, versioned: bool) -> PyResult<Bound<'py, PyAny>> {
+    // Public CPython API since 3.9 (in the limited API from 3.12): a method call without a bound
+    // method object or a keyword dict. Not declared by pyo3 for abi3-py39, hence here.
+    unsafe extern "C" {
+        fn PyObject_VectorcallMethod(
+            name: *mut ffi::PyObject,
+            args: *const *mut ffi::PyObject,
+            nargsf: usize,
+            kwnames: *mut ffi::PyObject,
+        ) -> *mut ffi::PyObject;
+    }
+    static KWNAMES: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+    static VERSION: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+    let py = x.py();
+    let name = intern!(py, "__dlpack__");
+    let result = if versioned {
+        let kwnames = KWNAMES.get_or_init(py, || {
+            PyTuple::new(py, ["max_version"]).expect("a tuple").unbind()
+        });
+        let version = VERSION.get_or_init(py, || {
+            PyTuple::new(py, [DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION])
+                .expect("a tuple")
+                .unbind()
+        });
+        let args = [x.as_ptr(), version.as_ptr()];
+        // SAFETY: attached; `args` holds the receiver then the one keyword value named by
+        // `kwnames`, all borrowed for the call; one positional argument (the receiver).
+        unsafe { PyObject_VectorcallMethod(name.as_ptr(), args.as_ptr(), 1, kwnames.as_ptr()) }
+    } else {
+        let args = [x.as_ptr()];
+        // SAFETY: as above, without keywords.
+        unsafe { PyObject_VectorcallMethod(name.as_ptr(), args.as_ptr(), 1, std::ptr::null_mut()) }
+    };
+    if result.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new reference returned to us.
+    Ok(unsafe { Bound::from_owned_ptr(py, result) })
+}
+
+/// `x.__dlpack__(max_version=(1, 3))`, or `x.__dlpack__()` when not `versioned`.
+#[cfg(not(unix))]
+fn call_dlpack<'py>(x: &Bound<'py, PyAny>, versioned: bool) -> PyResult<Bound<'py, PyAny>> {
+    let py = x.py();
+    let name = intern!(py, "__dlpack__");
+    if !versioned {
+        return x.call_method0(name);
+    }
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("max_version", (DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION))?;
+    x.call_method(name, (), Some(&kwargs))
 }
 
 /// `__dlpack_device__()`'s answer as a device.

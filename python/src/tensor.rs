@@ -38,11 +38,12 @@ impl PyTensor {
 
     /// A versioned export for a DLPack 1.x consumer (the exchange API's producer side).
     pub fn export_versioned(&self) -> Result<RawManaged, adapter::Failure> {
-        Ok(self.export(&Export {
-            max_version: Some((DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION)),
-            ..Export::default()
-        })?
-        .into_raw())
+        Ok(self
+            .export(&Export {
+                max_version: Some((DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION)),
+                ..Export::default()
+            })?
+            .into_raw())
     }
 
     /// An export as `how` asks.
