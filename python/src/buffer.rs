@@ -232,6 +232,8 @@ unsafe fn fill(
     let internal = Box::into_raw(Box::new(dims));
     // SAFETY: `internal` is ours until release_buffer; its elements do not move.
     let base = unsafe { (*internal).as_mut_ptr() };
+    // SAFETY: `base + ndim` is inside (or one past the end of) the 2 × ndim elements.
+    let strides = unsafe { base.add(ndim) };
     let with_nd = flags & PY_BUF_ND == PY_BUF_ND;
     let filled = PyBuffer {
         buf: address as *mut c_void,
@@ -246,12 +248,7 @@ unsafe fn fill(
             null_mut()
         },
         shape: if with_nd { base } else { null_mut() },
-        // SAFETY: `base + ndim` is inside (or one past the end of) the 2 × ndim elements.
-        strides: if strided {
-            unsafe { base.add(ndim) }
-        } else {
-            null_mut()
-        },
+        strides: if strided { strides } else { null_mut() },
         suboffsets: null_mut(),
         internal: internal.cast(),
     };
