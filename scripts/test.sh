@@ -68,6 +68,7 @@ step "real peers: the Python package dlport (maturin wheel in .venv, CPython 3.1
 bash scripts/python-env.sh
 bash scripts/python-build.sh
 .venv/bin/python -m pytest -q -p no:cacheprovider python/tests
+.venv/bin/python python/examples/seed.py
 (cd tests/python && ../../.venv/bin/python -m pytest -q -p no:cacheprovider)
 
 step "browser: the WebGPU backend in headless Chromium (SwiftShader), through wasm-pack"
