@@ -15,7 +15,10 @@ Usage: .venv/bin/python bench/python/exchange.py [--quick]
 import json
 import pathlib
 import platform
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import timeit
 
@@ -54,6 +57,29 @@ def native_loop(obj, full):
     return summary([_native._exchange_loop(obj, n, full) / n for _ in range(ROUNDS)])
 
 
+SETUP = """
+import numpy as np, dlport, tvm_ffi
+from dlport import _native
+a = np.arange(16, dtype=np.float32)
+t = dlport.from_dlpack(a)
+w = tvm_ffi.core.DLTensorTestWrapper(tvm_ffi.from_dlpack(a))
+"""
+
+
+def instructions(body, toggle=None, n=20_000):
+    """Instructions per call under callgrind (noise-free, unlike time on a shared machine):
+    the program with `body` run n times, less the same program with `pass` (or, with `toggle`,
+    only the instructions inside that native function)."""
+    def run(stmt, toggle_arg):
+        prog = SETUP + f"for _ in range({n}):\n    {stmt}\n"
+        cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + toggle_arg
+        out = subprocess.run(cmd + [sys.executable, "-c", prog], capture_output=True, text=True).stderr
+        return int(re.search(r"refs:\s+([\d,]+)", out).group(1).replace(",", ""))
+    if toggle:
+        return run(body, [f"--toggle-collect={toggle}"]) / n
+    return (run(body, []) - run("pass", [])) / n
+
+
 def main():
     a = np.arange(16, dtype=np.float32)
     numpy_vs = per_call({
@@ -83,6 +109,20 @@ def main():
             lambda: nop(tvm_ffi.from_dlpack(t.__dlpack__())),
     })
 
+    counts = {}
+    if shutil.which("valgrind"):
+        loop = "*__pyfunction__exchange_loop*"
+        counts = {
+            "dlport.from_dlpack(a)": instructions("dlport.from_dlpack(a)"),
+            "numpy.from_dlpack(a)": instructions("np.from_dlpack(a)"),
+            "dlport table: export + validate + release": instructions("_native._exchange_loop(t, 20000, False)", loop, 1) / 20000,
+            "tvm-ffi table: export + validate + release": instructions("_native._exchange_loop(w, 20000, False)", loop, 1) / 20000,
+            "dlport table: export + import into a dlport tensor + release": instructions("_native._exchange_loop(t, 20000, True)", loop, 1) / 20000,
+            "tvm-ffi table: export + import into a dlport tensor + release": instructions("_native._exchange_loop(w, 20000, True)", loop, 1) / 20000,
+            "tvm_ffi.from_dlpack(t) (exchange API)": instructions("tvm_ffi.from_dlpack(t)"),
+            "tvm_ffi.from_dlpack(t.__dlpack__()) (__dlpack__)": instructions("tvm_ffi.from_dlpack(t.__dlpack__())"),
+        }
+
     result = {
         "command": ".venv/bin/python bench/python/exchange.py" + (" --quick" if QUICK else ""),
         "python": platform.python_version(),
@@ -95,6 +135,7 @@ def main():
         "exchange_native": exchange,
         "from_python": from_python,
         "tvm_ffi_takes_dlport": tvm,
+        "instructions": counts,
     }
     out = ROOT / "target" / "bench"
     out.mkdir(parents=True, exist_ok=True)
@@ -103,6 +144,8 @@ def main():
         print(f"{section}:")
         for name, s in result[section].items():
             print(f"  {name}: {s['median']:.1f} ns (p25-p75 {s['p25']:.1f}-{s['p75']:.1f})")
+    for name, c in counts.items():
+        print(f"  instructions: {name}: {c:.0f}")
 
 
 if __name__ == "__main__":

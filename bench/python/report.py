@@ -76,6 +76,15 @@ def python_section(w):
     w(f"| a tvm-ffi function taking a dlport tensor argument: `nop(t)` | {q(t, ex)} | "
       f"`nop(tvm_ffi.from_dlpack(t.__dlpack__()))`: {q(t, du)} | {med(t, ex) / med(t, du):.2f} | |")
     w("")
+    c = r.get("instructions") or {}
+    if c:
+        w("Instructions per call, counted by callgrind in the same run (the time on this shared "
+          "2-core machine moves with its load; instruction counts do not):\n")
+        w("| call | instructions |")
+        w("|---|---|")
+        for k, v in c.items():
+            w(f"| {k} | {v:,.0f} |")
+        w("")
     notes = ROOT / "bench" / "python" / "exchange.md"
     if notes.exists():
         w(notes.read_text().rstrip() + "\n")
