@@ -68,7 +68,7 @@ def python_section(w):
     for k in e:
         w(f"| exchange-API import, per tensor, in native code — {k} | {q(e, k)} | | | ≤ 80 ns |")
     for k in f:
-        w(f"| `{k.split(' ')[0]}` of a {k.split('(')[1].rstrip(')')} from Python | {q(f, k)} | | | |")
+        w(f"| `{k}`, from Python | {q(f, k)} | | | |")
     ex, du = "tvm_ffi.from_dlpack(t) (exchange API)", "tvm_ffi.from_dlpack(t.__dlpack__()) (__dlpack__)"
     w(f"| tvm-ffi takes a dlport tensor: `tvm_ffi.from_dlpack(t)` (exchange API) | {q(t, ex)} | "
       f"through `__dlpack__`: {q(t, du)} | {med(t, ex) / med(t, du):.2f} | |")
