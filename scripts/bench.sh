@@ -10,6 +10,8 @@ bash scripts/python-env.sh
 cargo bench -p dlport-bench --bench exchange --locked
 cargo run --release --locked -p dlport-bench --bin copies -- $quick
 .venv/bin/python bench/python/numpy_copies.py $quick
+bash scripts/python-build.sh --release
+.venv/bin/python bench/python/exchange.py $quick
 cargo run --release --locked -p dlport-bench --bin wgpu_upload
 cargo run --release --locked -p dlport-bench --bin wgpu_compact
 cargo run --release --locked -p dlport-bench --bin share -- $quick

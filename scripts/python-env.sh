@@ -1,16 +1,38 @@
 #!/usr/bin/env bash
-# Creates .venv with the pinned Python peers (idempotent: skipped when already satisfied).
+# Creates .venv (CPython 3.12) with python/requirements-dev.txt: maturin, pytest and the real
+# DLPack peers. Idempotent: skipped when .venv already runs 3.12 with exactly these pins; a
+# .venv of another Python (an older checkout's 3.11) is replaced.
+# The interpreter: $DLPORT_PYTHON, else python3.12 on PATH, else pyenv's 3.12.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-req=tests/python/requirements.txt
+req=python/requirements-dev.txt
 stamp=.venv/.requirements.sha256
+want_minor=3.12
 want=$(sha256sum "$req" | cut -d' ' -f1)
-if [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  echo "[python] .venv up to date"
+have_minor=$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)
+if [ "$have_minor" = "$want_minor" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  echo "[python] .venv up to date (Python $have_minor)"
   exit 0
 fi
-python3 -m venv .venv
+py=${DLPORT_PYTHON:-}
+if [ -z "$py" ]; then
+  for cand in "$(command -v python3.12 || true)" "$HOME"/.pyenv/versions/3.12.*/bin/python3; do
+    if [ -n "$cand" ] && [ -x "$cand" ] && "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then
+      py=$cand
+      break
+    fi
+  done
+fi
+if [ -z "$py" ]; then
+  echo "[python] no CPython 3.12 found: install it (pyenv install 3.12) or set DLPORT_PYTHON" >&2
+  exit 1
+fi
+if [ -n "$have_minor" ] && [ "$have_minor" != "$want_minor" ]; then
+  echo "[python] replacing .venv (Python $have_minor) with Python $want_minor"
+  rm -rf .venv
+fi
+"$py" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -r "$req"
 echo "$want" > "$stamp"
-echo "[python] .venv ready: $(.venv/bin/python -c 'import numpy, jax; print("numpy", numpy.__version__, "jax", jax.__version__)')"
+echo "[python] .venv ready: $(.venv/bin/python -c 'import sys, numpy, jax, tvm_ffi; print("Python", sys.version.split()[0], "numpy", numpy.__version__, "jax", jax.__version__, "tvm_ffi", tvm_ffi.__version__)')"

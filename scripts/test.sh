@@ -11,6 +11,7 @@ bash scripts/install-deps.sh
 
 step "format"
 cargo fmt --all --check
+cargo fmt --manifest-path python/Cargo.toml --check
 
 step "C ABI: native/include/dlport.h is what cbindgen generates from the Rust source"
 bash scripts/header.sh --check
@@ -20,6 +21,8 @@ cargo clippy --workspace --all-targets --all-features --locked -- -D warnings -D
 cargo clippy --workspace --all-targets --locked -- -D warnings -D clippy::incompatible_msrv
 cargo clippy -p dlport-core --no-default-features --locked -- -D warnings -D clippy::incompatible_msrv
 cargo clippy -p dlport-wasm --target wasm32-unknown-unknown --all-targets --locked -- -D warnings -D clippy::incompatible_msrv
+# The Python package's crate is a workspace of its own (pyo3 stays out of `cargo test --workspace`).
+cargo clippy --manifest-path python/Cargo.toml --all-targets --locked -- -D warnings -D clippy::incompatible_msrv
 
 step "MSRV: each crate's rust-version against its dependencies' and its edition (no old toolchain here)"
 bash scripts/msrv-check.sh
@@ -60,8 +63,11 @@ CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
   cargo test -q -p dlport-core --no-run --target aarch64-unknown-linux-gnu --locked
 echo "[portability] dlport-core: aarch64-unknown-linux-gnu test binaries built and linked (aarch64-linux-gnu-gcc)"
 
-step "real peers: NumPy and JAX through the C ABI (pytest in .venv)"
+step "real peers: the Python package dlport (maturin wheel in .venv, CPython 3.12) with NumPy, JAX and tvm-ffi; the C ABI's ctypes tests"
 bash scripts/python-env.sh
+bash scripts/python-build.sh
+.venv/bin/python -m pytest -q -p no:cacheprovider python/tests
+.venv/bin/python python/examples/seed.py
 (cd tests/python && ../../.venv/bin/python -m pytest -q -p no:cacheprovider)
 
 step "Arrow: pyarrow reads the IPC streams dlport writes (fixed_shape_tensor) and dlport reads pyarrow's"

@@ -43,7 +43,73 @@ def machine():
     return f"{cpu}, {cores} cores, {mem} GiB; {platform.platform()}; {rustc}; Python {platform.python_version()}, NumPy {numpy.__version__}"
 
 
+PY_HEADING = "## The Python package: exchange costs"
+
+
+def python_section(w):
+    """BENCHMARKS.md's section for the Python package, from target/bench/python_exchange.json."""
+    pj = BENCH / "python_exchange.json"
+    if not pj.exists():
+        return
+    r = json.loads(pj.read_text())
+    med = lambda d, k: d[k]["median"]
+    q = lambda d, k: f"{d[k]['median']:.0f} ns ({d[k]['p25']:.0f}–{d[k]['p75']:.0f})"
+    w(PY_HEADING + "\n")
+    w(f"Command: `scripts/python-build.sh --release && {r['command']}` (Python {r['python']}, NumPy "
+      f"{r['numpy']}, tvm-ffi {r['tvm_ffi']}, dlport {r['dlport']}); medians over {r['rounds']} "
+      f"rounds of {r['calls_per_round']:,} calls, p25–p75 in parentheses, rounds of compared calls "
+      "alternating.\n")
+    n, e, f, t = r["numpy_vs"], r["exchange_native"], r["from_python"], r["tvm_ffi_takes_dlport"]
+    ours, theirs = "dlport.from_dlpack(a)", "numpy.from_dlpack(a)"
+    w("| what | time | against | ratio | goal |")
+    w("|---|---|---|---|---|")
+    w(f"| `dlport.from_dlpack(a)`, `a` a 16-element float32 NumPy array | {q(n, ours)} | "
+      f"`numpy.from_dlpack(a)`: {q(n, theirs)} | {med(n, ours) / med(n, theirs):.2f} × NumPy | ≤ 1 × NumPy |")
+    for k in e:
+        w(f"| exchange-API import, per tensor, in native code — {k} | {q(e, k)} | | | ≤ 80 ns |")
+    for k in f:
+        w(f"| `{k}`, from Python | {q(f, k)} | | | |")
+    ex, du = "tvm_ffi.from_dlpack(t) (exchange API)", "tvm_ffi.from_dlpack(t.__dlpack__()) (__dlpack__)"
+    w(f"| tvm-ffi takes a dlport tensor: `tvm_ffi.from_dlpack(t)` (exchange API) | {q(t, ex)} | "
+      f"through `__dlpack__`: {q(t, du)} | {med(t, ex) / med(t, du):.2f} | |")
+    ex, du = "testing.nop(t) (exchange API argument)", "testing.nop(tvm_ffi.from_dlpack(t.__dlpack__())) (__dlpack__)"
+    w(f"| a tvm-ffi function taking a dlport tensor argument: `nop(t)` | {q(t, ex)} | "
+      f"`nop(tvm_ffi.from_dlpack(t.__dlpack__()))`: {q(t, du)} | {med(t, ex) / med(t, du):.2f} | |")
+    w("")
+    c = r.get("instructions") or {}
+    if c:
+        w("Instructions per call, counted by callgrind in the same run (the time on this shared "
+          "2-core machine moves with its load; instruction counts do not):\n")
+        w("| call | instructions |")
+        w("|---|---|")
+        for k, v in c.items():
+            w(f"| {k} | {v:,.0f} |")
+        w("")
+    notes = ROOT / "bench" / "python" / "exchange.md"
+    if notes.exists():
+        w(notes.read_text().rstrip() + "\n")
+
+
+def splice_python_section():
+    """Replaces (or appends) only the Python package's section of the existing BENCHMARKS.md."""
+    path = ROOT / "BENCHMARKS.md"
+    text = path.read_text()
+    section = []
+    python_section(section.append)
+    body = "\n".join(section) + "\n"
+    if PY_HEADING in text:
+        start = text.index(PY_HEADING)
+        nxt = text.find("\n## ", start + len(PY_HEADING))
+        text = text[:start] + body + (text[nxt + 1:] if nxt != -1 else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + body
+    path.write_text(text)
+    print("wrote the Python package's section of BENCHMARKS.md")
+
+
 def main():
+    if "--python-only" in sys.argv:
+        return splice_python_section()
     out = []
     w = out.append
     w("# Benchmarks\n")
@@ -128,6 +194,7 @@ def main():
       "collapsed to 0.09 in a trial, so micro-tiles start at the first line-aligned column. "
       "The destination here is the 64-byte-aligned buffer dlport's CPU backend allocates; "
       "one 16 bytes past a line measured 0.58–0.61 for the transpose.\n")
+    python_section(w)
     wg = BENCH / "wgpu.json"
     if wg.exists():
         g = json.loads(wg.read_text())

@@ -1,5 +1,6 @@
-"""A thin ctypes binding of dlport's C ABI (native/include/dlport.h), enough to exchange
-tensors with NumPy and JAX through DLPack capsules. Not a packaged API: the tests use it.
+"""A thin ctypes binding of dlport's C ABI (native/include/dlport.h), for the C ABI's own
+tests (its capsule destructor, describe, convert, host view, error codes). Not a packaged API:
+Python programs use the package `dlport` (python/).
 """
 
 from __future__ import annotations

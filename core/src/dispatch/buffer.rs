@@ -259,15 +259,15 @@ impl Tensor {
             view.layout(),
             view.device(),
         );
-        let mut dims: Vec<i64> = view.shape().to_vec();
-        dims.extend(view.strides());
+        // One allocation: `shape` then `strides` (a trusted-length iterator collects in place).
+        let dims: Arc<[i64]> = view.shape().iter().copied().chain(view.strides()).collect();
         let _ = device;
         let buffer = Buffer::on_device(Box::new(export::Reexport::new(managed)), memory);
         Ok(Self {
             buffer,
             backend,
             dtype,
-            dims: dims.into(),
+            dims,
             byte_offset,
             flags,
             layout,

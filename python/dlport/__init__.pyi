@@ -1,0 +1,50 @@
+from typing import Any, Optional, Tuple, Union
+
+__version__: str
+__dlpack_version__: Tuple[int, int]
+
+Device = Union[str, Tuple[int, int]]
+
+class Tensor:
+    """A tensor held by dlport; a DLPack producer (``__dlpack__``, the C exchange API) and, in
+    host memory, a buffer-protocol exporter."""
+
+    __dlpack_c_exchange_api__: Any
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+    @property
+    def strides(self) -> Tuple[int, ...]:
+        """Strides in elements (DLPack's unit)."""
+    @property
+    def ndim(self) -> int: ...
+    @property
+    def dtype(self) -> str:
+        """``float32``, ``bfloat16``, ``float8_e4m3fn``, ``int4``, ..."""
+    @property
+    def device(self) -> str:
+        """The device it presents: ``cpu``, ``cuda:0``, ``cuda_host:0``, ..."""
+    @property
+    def memory(self) -> str:
+        """Where the memory really is (``cuda_host:0`` for pinned memory shown as ``cpu``)."""
+    @property
+    def readonly(self) -> bool: ...
+    @property
+    def nbytes(self) -> int: ...
+    def data_ptr(self) -> int:
+        """The address of the first element (``data + byte_offset``)."""
+    def __dlpack_device__(self) -> Tuple[int, int]: ...
+    def __dlpack__(
+        self,
+        *,
+        stream: Optional[int] = None,
+        max_version: Optional[Tuple[int, int]] = None,
+        dl_device: Optional[Tuple[int, int]] = None,
+        copy: Optional[bool] = None,
+    ) -> Any: ...
+    def compact(self) -> "Tensor":
+        """A row-major compact tensor with the same elements (no copy if it already is one)."""
+
+def from_dlpack(
+    x: Any, /, *, device: Optional[Device] = None, copy: Optional[bool] = None
+) -> Tensor:
+    """Imports any DLPack producer (or a bare DLPack capsule) as a ``dlport.Tensor``."""

@@ -1,0 +1,344 @@
+//! The binding's one door into dlport's Rust API.
+//!
+//! Everything the package does with dlport — the native registry, import, export, compaction,
+//! allocation, the CUDA stream hand-off and the error codes — goes through this module, so a
+//! change of dlport's API is absorbed here. Elsewhere the crate uses only dlport's C-layout
+//! types (`abi::*`, `Device`, `DataType`, `RawManaged`), which mirror `dlpack.h`.
+//!
+//! Errors leave as a [`Failure`] classified by [`Error::code`] (stable numbers shared with
+//! the C ABI), never by matching variants.
+
+use std::sync::OnceLock;
+
+use dlport_core::abi::{DLManagedTensorVersioned, DLPackVersion, FLAG_IS_SUBBYTE_TYPE_PADDED};
+use dlport_core::backend::{CPU_ALIGN, LayoutNeed, ViewRequirements, compact_bytes};
+use dlport_core::{CopyPolicy, ExportOptions, ImportOptions, Registry, StreamRequest, Tensor};
+use dlport_core::{DataType, Device, DeviceType, Error, ManagedTensor, RawManaged, TensorRef};
+
+/// How Python sees a failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The data cannot cross as asked (`BufferError`).
+    Buffer,
+    /// A bad argument value (`ValueError`).
+    Value,
+    /// An allocation failed (`MemoryError`).
+    Memory,
+}
+
+/// A dlport error on its way to Python: its class, its stable code (0 for the binding's own
+/// errors) and the core's message.
+#[derive(Debug)]
+pub struct Failure {
+    /// The Python exception class.
+    pub kind: Kind,
+    /// `Error::code()`, as in the C ABI's `DLPORT_ERR_*`; 0 for errors of the binding itself.
+    pub code: u32,
+    /// What went wrong, naming the field and the value.
+    pub message: String,
+}
+
+impl Failure {
+    /// An error of the binding itself (no core code).
+    pub fn new(kind: Kind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            code: 0,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Self {
+            kind: kind_of(e.code()),
+            code: e.code(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Classifies a core error code. Bad arguments (a device name, an option, a stream, a device id)
+/// are `ValueError`; a failed allocation is `MemoryError`; everything else says the data cannot
+/// cross as asked (`BufferError`, the array API's choice): invalid tensors, unsupported
+/// versions, devices without a backend, copies the policy forbids, flags a form cannot carry.
+fn kind_of(code: u32) -> Kind {
+    match code {
+        // InvalidName, InvalidDeviceId, InvalidStream, InvalidOption.
+        22 | 31 | 34 | 38 => Kind::Value,
+        // AllocationFailed.
+        29 => Kind::Memory,
+        _ => Kind::Buffer,
+    }
+}
+
+/// The tensor a `dlport.Tensor` holds: a backend tensor of the native registry.
+#[derive(Clone, Debug)]
+pub struct Held(Tensor);
+
+/// The registry of the package: every native backend that works on this machine (CPU with the
+/// fast copy kernels, pinned memory, CUDA when a driver answers).
+fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(dlport_native::registry)
+}
+
+/// The array-API `copy` argument as a policy.
+fn policy(copy: Option<bool>) -> CopyPolicy {
+    CopyPolicy::from_copy(copy)
+}
+
+/// What `from_dlpack(x, device=, copy=)` asked for, plus the producer's `__dlpack_device__`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Import {
+    /// The target device (`None`: the data's own).
+    pub device: Option<Device>,
+    /// What `__dlpack_device__` said, if asked.
+    pub advertised: Option<Device>,
+    /// The array-API `copy`.
+    pub copy: Option<bool>,
+}
+
+/// Takes ownership of a managed tensor, validates it and imports it onto the registry: a view
+/// when the target reaches the memory, a copy where the policy allows. Every error releases it.
+///
+/// # Safety
+/// `raw` is an owned managed tensor of the form it says, handed over (nobody else releases it),
+/// satisfying `ManagedTensor::from_raw`'s contract.
+pub unsafe fn import(raw: RawManaged, how: &Import) -> Result<Held, Failure> {
+    // SAFETY: forwarded contract.
+    let managed = unsafe { ManagedTensor::from_raw(raw) }?;
+    let options = ImportOptions {
+        device: how.device,
+        advertised: how.advertised,
+        copy: policy(how.copy),
+        requirements: None,
+        max_alloc: None,
+    };
+    Ok(Held(registry().from_dlpack(managed, &options)?))
+}
+
+/// Checks, without taking ownership, that a versioned tensor is valid and that [`import`] with
+/// default options would take it as a view (no copy). For entries whose caller keeps the tensor
+/// when they fail: after this succeeds, the import cannot fail for the tensor's sake.
+///
+/// # Safety
+/// `raw` is a live managed tensor whose header is readable and, for major version 1, whose
+/// `dl_tensor` satisfies `TensorRef::from_raw`'s contract.
+pub unsafe fn check_view(raw: *mut DLManagedTensorVersioned) -> Result<(), Failure> {
+    if raw.is_null() {
+        return Err(Error::Layout(dlport_core::LayoutError::NullManagedTensor).into());
+    }
+    // SAFETY: a live tensor (contract); the version and flags sit in the stable header.
+    let (version, flags) = unsafe { ((*raw).version, (*raw).flags) };
+    dlport_core::layout::check_version(version)?;
+    // SAFETY: major version 1, so the DLTensor is at its 1.x offset and valid (contract).
+    let view = unsafe { TensorRef::from_raw(&(*raw).dl_tensor, Some(version), flags) }?;
+    let options = ImportOptions {
+        copy: CopyPolicy::Never,
+        ..ImportOptions::default()
+    };
+    registry().decide(&view, &options)?;
+    Ok(())
+}
+
+/// What `__dlpack__(stream=, max_version=, dl_device=, copy=)` asked for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Export {
+    /// The consumer's stream (`None`: the device's default).
+    pub stream: Option<i64>,
+    /// The highest version the consumer reads (`None` or major 0: legacy).
+    pub max_version: Option<(u32, u32)>,
+    /// The device the consumer wants (`None`: the tensor's presented device).
+    pub dl_device: Option<Device>,
+    /// The array-API `copy`.
+    pub copy: Option<bool>,
+}
+
+/// Exports a held tensor as a new managed tensor the caller owns: an external reference (no
+/// copy), or a copy on `dl_device` where needed and allowed. `presented` is the device the
+/// Python tensor answers `__dlpack_device__` with. For CUDA memory, the consumer's `stream`
+/// waits on the producer's work (the DLPack stream hand-off).
+pub fn export(t: &Held, presented: Device, how: &Export) -> Result<Owned, Failure> {
+    let dl_device = how.dl_device.unwrap_or(presented);
+    let request = StreamRequest::parse(how.stream, dl_device.device_type)?;
+    let options = ExportOptions {
+        max_version: how
+            .max_version
+            .map(|(major, minor)| DLPackVersion::new(major, minor)),
+        dl_device: Some(dl_device),
+        copy: policy(how.copy),
+        max_alloc: None,
+    };
+    let managed = registry().to_dlpack(&t.0, &options)?;
+    hand_off(dl_device, request)?;
+    Ok(Owned(managed))
+}
+
+/// An export not yet handed to a consumer: released if dropped.
+#[derive(Debug)]
+pub struct Owned(ManagedTensor);
+
+impl Owned {
+    /// Hands the managed tensor over: the caller (or its consumer) releases it once.
+    pub fn into_raw(self) -> RawManaged {
+        self.0.into_raw()
+    }
+}
+
+/// The stream hand-off for CUDA memory: dlport's own device work is synchronous, and a foreign
+/// CUDA tensor was imported with `stream=None` (its producer's work ordered before the legacy
+/// default stream), so the consumer's stream waits on the legacy default stream.
+fn hand_off(device: Device, request: StreamRequest) -> Result<(), Failure> {
+    if device.device_type != DeviceType::CUDA && device.device_type != DeviceType::CUDA_MANAGED {
+        return Ok(());
+    }
+    static CUDA: OnceLock<Option<dlport_native::cuda::CudaBackend>> = OnceLock::new();
+    match CUDA.get_or_init(|| dlport_native::cuda::CudaBackend::new().ok()) {
+        Some(cuda) => Ok(cuda.hand_off(device, LEGACY_DEFAULT_STREAM, request)?),
+        None => Ok(()),
+    }
+}
+
+/// CUDA's legacy default stream handle (`cudaStreamLegacy`).
+const LEGACY_DEFAULT_STREAM: usize = 1;
+
+/// A row-major compact tensor with the same elements: the held tensor itself when it already is
+/// one (and, in host memory, 64-byte aligned), else a copy through the backend's copy kernels.
+pub fn compact(t: &Held) -> Result<Held, Failure> {
+    let own = t.0.device();
+    let alignment = if own.is_host_accessible() {
+        CPU_ALIGN
+    } else {
+        1
+    };
+    let exported = registry().to_dlpack(
+        &t.0,
+        &ExportOptions {
+            dl_device: Some(own),
+            ..ExportOptions::versioned()
+        },
+    )?;
+    let options = ImportOptions {
+        device: Some(own),
+        advertised: None,
+        copy: CopyPolicy::IfNeeded,
+        requirements: Some(ViewRequirements {
+            layout: LayoutNeed::RowMajor,
+            alignment,
+        }),
+        max_alloc: None,
+    };
+    Ok(Held(registry().from_dlpack(exported, &options)?))
+}
+
+/// A new compact, zeroed tensor on `device`, owned by the caller as a versioned managed tensor
+/// (the exchange API's allocator). Its size is checked against the allocation limit first.
+pub fn allocate(device: Device, dtype: DataType, shape: &[i64]) -> Result<RawManaged, Failure> {
+    let bytes = compact_bytes(dtype, shape)?;
+    dlport_core::check_alloc(bytes as u128, Some(registry().alloc_limit(None)))?;
+    let backend = registry().resolve(device)?;
+    let t = backend.allocate(device, dtype, shape)?;
+    Ok(backend.release_ownership(&t, true, device)?.into_raw())
+}
+
+/// Parses a device name as dlport writes it (`cpu`, `cuda:0`, `cuda_host:0`).
+pub fn parse_device(name: &str) -> Result<Device, Failure> {
+    Ok(name.parse::<Device>()?)
+}
+
+/// What the buffer protocol and the bare-DLTensor lending need to know about a held tensor.
+impl Held {
+    /// Extents.
+    pub fn shape(&self) -> &[i64] {
+        self.0.shape()
+    }
+
+    /// Strides in elements. The slice lives as long as the tensor (a stable address).
+    pub fn strides(&self) -> &[i64] {
+        self.0.strides()
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> DataType {
+        self.0.dtype()
+    }
+
+    /// Where the memory really is (`cuda_host:0` for a pinned tensor shown as `cpu`).
+    pub fn memory(&self) -> Device {
+        self.0.device()
+    }
+
+    /// The device a Python tensor presents (`__dlpack_device__`, `device`, exports): `cpu` when
+    /// the import asked for `cpu` and the memory is host-accessible (pinned or managed memory
+    /// shown to CPU-only consumers without a copy: the registry's relabelling rule), else where
+    /// the memory is.
+    pub fn presented(&self, requested: Option<Device>) -> Device {
+        match requested {
+            Some(d) if d == Device::cpu() && self.memory().is_host_accessible() => d,
+            _ => self.memory(),
+        }
+    }
+
+    /// READ_ONLY: nobody may write through an export.
+    pub fn is_read_only(&self) -> bool {
+        self.0.is_read_only()
+    }
+
+    /// The tensor is a copy made for its import.
+    pub fn is_copied(&self) -> bool {
+        self.0.is_copied()
+    }
+
+    /// Sub-byte elements padded to whole bytes (IS_SUBBYTE_TYPE_PADDED).
+    pub fn is_subbyte_padded(&self) -> bool {
+        self.0.flags() & FLAG_IS_SUBBYTE_TYPE_PADDED != 0
+    }
+
+    /// The buffer's base pointer or handle (`DLTensor::data`).
+    pub fn data(&self) -> *mut core::ffi::c_void {
+        self.0.buffer().ptr()
+    }
+
+    /// Bytes from [`data`](Self::data) to the first element.
+    pub fn byte_offset(&self) -> u64 {
+        self.0.byte_offset()
+    }
+
+    /// The first element's address in host-accessible memory; `None` for device memory.
+    pub fn host_address(&self) -> Option<usize> {
+        self.0.first_element_address()
+    }
+
+    /// Bytes of the elements in compact form (sub-byte elements packed).
+    pub fn nbytes(&self) -> usize {
+        compact_bytes(self.0.dtype(), self.0.shape()).unwrap_or(0)
+    }
+
+    /// Row-major (C) contiguous.
+    pub fn is_row_major(&self) -> bool {
+        self.0.contiguity().is_row_major()
+    }
+
+    /// Column-major (Fortran) contiguous.
+    pub fn is_column_major(&self) -> bool {
+        self.0.contiguity().is_column_major()
+    }
+
+    /// Outstanding DLPack references and reads of the memory (0 once every export is released).
+    pub fn users(&self) -> usize {
+        self.0.buffer().users()
+    }
+}
+
+/// Takes ownership of a managed tensor, validates it and releases it (the benchmark's
+/// validation-only import).
+///
+/// # Safety
+/// As [`import`].
+pub unsafe fn validate_and_release(raw: RawManaged) -> Result<(), Failure> {
+    // SAFETY: forwarded contract.
+    drop(unsafe { ManagedTensor::from_raw(raw) }?);
+    Ok(())
+}

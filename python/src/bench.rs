@@ -1,0 +1,43 @@
+//! A timing loop for `bench/python/exchange.py`: the per-tensor cost of an import through a
+//! type's DLPack exchange API, measured inside native code (a Python-level loop would add a
+//! call's overhead to every iteration).
+
+use std::time::Instant;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+
+use crate::adapter::{self, Import};
+use crate::exchange;
+
+/// Runs `n` imports of `obj` through `type(obj).__dlpack_c_exchange_api__` and returns the
+/// elapsed nanoseconds. Each iteration looks the table up (the per-type cache), exports with
+/// `managed_tensor_from_py_object_no_sync`, then either validates and releases the managed
+/// tensor (`full=False`: what a kernel library does with an argument) or imports it into a
+/// held dlport tensor and drops it (`full=True`: what `dlport.from_dlpack` does, less the
+/// Python call and the result object).
+#[pyfunction]
+#[pyo3(signature = (obj, n, full))]
+pub fn _exchange_loop(obj: &Bound<'_, PyAny>, n: u64, full: bool) -> PyResult<u64> {
+    let ty = obj.get_type();
+    let exchange::Route::Exchange(_) = exchange::route(&ty)? else {
+        return Err(PyTypeError::new_err(
+            "the object's type has no DLPack exchange API",
+        ));
+    };
+    let start = Instant::now();
+    for _ in 0..n {
+        let exchange::Route::Exchange(api) = exchange::route(&ty)? else {
+            unreachable!("the route of a type is cached");
+        };
+        let raw = exchange::take_from(api, obj)?;
+        if full {
+            // SAFETY: just handed over by the producer.
+            drop(unsafe { adapter::import(raw, &Import::default()) }?);
+        } else {
+            // SAFETY: just handed over by the producer.
+            unsafe { adapter::validate_and_release(raw) }?;
+        }
+    }
+    Ok(start.elapsed().as_nanos() as u64)
+}

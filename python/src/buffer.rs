@@ -1,0 +1,281 @@
+//! The buffer protocol (PEP 3118) for tensors in host-accessible memory: `memoryview(t)`,
+//! `bytes(t)`, `numpy.asarray(t)`, `array`, `struct` — without a copy.
+//!
+//! pyo3 generates `__getbuffer__` only where the limited API has `Py_buffer` (3.11 and later),
+//! and the wheel is abi3 for CPython 3.9. So, as pyo3 itself does for static types under
+//! abi3 < 3.10, the binding mirrors the two structs whose layout CPython has kept since 3.3
+//! (`Py_buffer`, `PyBufferProcs`) and the head of `PyTypeObject` up to `tp_as_buffer`
+//! (unchanged from 3.8 to 3.14 in every build an abi3 module loads into), and writes its two
+//! functions into the heap type's own `PyBufferProcs` once, at import. Each step is checked
+//! against what CPython reports (`__basicsize__`, `__itemsize__`, `PyType_GetSlot`); if any
+//! check disagrees nothing is written, and the tensor simply has no buffer protocol.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::null_mut;
+
+use dlport_core::DataType;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+use crate::errors::buffer_error;
+use crate::tensor::PyTensor;
+
+/// `Py_buffer`.
+#[repr(C)]
+struct PyBuffer {
+    buf: *mut c_void,
+    obj: *mut ffi::PyObject,
+    len: isize,
+    itemsize: isize,
+    readonly: c_int,
+    ndim: c_int,
+    format: *mut c_char,
+    shape: *mut isize,
+    strides: *mut isize,
+    suboffsets: *mut isize,
+    internal: *mut c_void,
+}
+
+type GetBuffer = unsafe extern "C" fn(*mut ffi::PyObject, *mut PyBuffer, c_int) -> c_int;
+type ReleaseBuffer = unsafe extern "C" fn(*mut ffi::PyObject, *mut PyBuffer);
+
+/// `PyBufferProcs`.
+#[repr(C)]
+struct PyBufferProcs {
+    bf_getbuffer: Option<GetBuffer>,
+    bf_releasebuffer: Option<ReleaseBuffer>,
+}
+
+/// `PyTypeObject` from its start to `tp_as_buffer`: every member is pointer-sized.
+#[repr(C)]
+struct TypeHead {
+    ob_refcnt: isize,
+    ob_type: *mut c_void,
+    ob_size: isize,
+    tp_name: *const c_char,
+    tp_basicsize: isize,
+    tp_itemsize: isize,
+    slots_before_buffer: [*mut c_void; 14],
+    tp_as_buffer: *mut PyBufferProcs,
+}
+
+const _: () = assert!(std::mem::offset_of!(TypeHead, tp_as_buffer) == 20 * size_of::<usize>());
+
+/// `Py_bf_getbuffer`, the slot number (stable ABI; named in the limited headers from 3.11).
+const PY_BF_GETBUFFER: c_int = 1;
+const PY_BUF_WRITABLE: c_int = 0x0001;
+const PY_BUF_FORMAT: c_int = 0x0004;
+const PY_BUF_ND: c_int = 0x0008;
+const PY_BUF_STRIDES: c_int = 0x0010 | PY_BUF_ND;
+const PY_BUF_C_CONTIGUOUS: c_int = 0x0020 | PY_BUF_STRIDES;
+const PY_BUF_F_CONTIGUOUS: c_int = 0x0040 | PY_BUF_STRIDES;
+const PY_BUF_ANY_CONTIGUOUS: c_int = 0x0080 | PY_BUF_STRIDES;
+
+/// Installs the buffer protocol on `dlport.Tensor`. Returns whether it did (false: a layout
+/// check disagreed, and nothing was written).
+pub fn install(ty: &Bound<'_, PyType>) -> PyResult<bool> {
+    let basicsize: isize = ty.getattr("__basicsize__")?.extract()?;
+    let itemsize: isize = ty.getattr("__itemsize__")?.extract()?;
+    let tp = ty.as_type_ptr();
+    // SAFETY: a live type object; PyType_GetFlags only reads it.
+    let heap = unsafe { ffi::PyType_GetFlags(tp) } & ffi::Py_TPFLAGS_HEAPTYPE != 0;
+    let head = tp.cast::<TypeHead>();
+    // SAFETY: every type object starts with this head (checked just below against CPython's
+    // own answers before anything is written).
+    let (size_ok, procs) = unsafe {
+        (
+            (*head).tp_basicsize == basicsize && (*head).tp_itemsize == itemsize,
+            (*head).tp_as_buffer,
+        )
+    };
+    // A heap type's PyBufferProcs sits inside its own (larger) allocation.
+    let inside = (procs as usize) > (tp as usize) && (procs as usize) < (tp as usize) + 4096;
+    if !(heap && size_ok && inside) {
+        return Ok(false);
+    }
+    // SAFETY: PyType_GetSlot reads the slot through tp_as_buffer; for a heap type it does not
+    // raise for a slot number it knows.
+    if !unsafe { ffi::PyType_GetSlot(tp, PY_BF_GETBUFFER) }.is_null() {
+        return Ok(false);
+    }
+    // SAFETY: `procs` is the type's own PyBufferProcs (checked above), written once, at import,
+    // before any instance exists; PyType_Modified drops CPython's caches of the type.
+    unsafe {
+        (*procs).bf_getbuffer = Some(get_buffer);
+        (*procs).bf_releasebuffer = Some(release_buffer);
+        ffi::PyType_Modified(tp);
+    }
+    // SAFETY: as above.
+    let seen = unsafe { ffi::PyType_GetSlot(tp, PY_BF_GETBUFFER) };
+    if seen != get_buffer as GetBuffer as *mut c_void {
+        return Err(PyRuntimeError::new_err(
+            "dlport could not install the buffer protocol on dlport.Tensor",
+        ));
+    }
+    Ok(true)
+}
+
+/// The struct-module format of a dtype, if it has one (sub-byte, 8-bit floats, bfloat16 and
+/// vector types have none).
+fn format(dtype: DataType) -> Option<&'static std::ffi::CStr> {
+    Some(match dtype {
+        DataType::BOOL => c"?",
+        DataType::INT8 => c"b",
+        DataType::INT16 => c"h",
+        DataType::INT32 => c"i",
+        DataType::INT64 => c"q",
+        DataType::UINT8 => c"B",
+        DataType::UINT16 => c"H",
+        DataType::UINT32 => c"I",
+        DataType::UINT64 => c"Q",
+        DataType::FLOAT16 => c"e",
+        DataType::FLOAT32 => c"f",
+        DataType::FLOAT64 => c"d",
+        DataType::COMPLEX64 => c"Zf",
+        DataType::COMPLEX128 => c"Zd",
+        _ => return None,
+    })
+}
+
+/// `bf_getbuffer`.
+///
+/// # Safety
+/// Called by CPython, attached, with an instance of the type and a writable view.
+unsafe extern "C" fn get_buffer(
+    obj: *mut ffi::PyObject,
+    view: *mut PyBuffer,
+    flags: c_int,
+) -> c_int {
+    Python::attach(|py| {
+        // SAFETY: forwarded contract.
+        let outcome = catch_unwind(AssertUnwindSafe(|| unsafe { fill(py, obj, view, flags) }))
+            .unwrap_or_else(|_| Err(PyRuntimeError::new_err("dlport panicked in getbuffer")));
+        match outcome {
+            Ok(()) => 0,
+            Err(e) => {
+                if !view.is_null() {
+                    // SAFETY: writable (contract); CPython requires obj = NULL on failure.
+                    unsafe { (*view).obj = null_mut() };
+                }
+                e.restore(py);
+                -1
+            }
+        }
+    })
+}
+
+/// Fills `view` for a tensor in host memory, honouring the consumer's flags.
+///
+/// # Safety
+/// As [`get_buffer`].
+unsafe fn fill(
+    py: Python<'_>,
+    obj: *mut ffi::PyObject,
+    view: *mut PyBuffer,
+    flags: c_int,
+) -> PyResult<()> {
+    if view.is_null() {
+        return Err(buffer_error("getbuffer: the view is NULL"));
+    }
+    // SAFETY: a live instance (contract), borrowed for the call.
+    let any = unsafe { Borrowed::from_ptr(py, obj) };
+    let t = any.cast::<PyTensor>()?.get();
+    let h = t.held();
+    let Some(address) = h.host_address() else {
+        return Err(buffer_error(format!(
+            "the tensor is in {} memory, which the buffer protocol cannot reach: copy it to the \
+             host with dlport.from_dlpack(t, device=\"cpu\")",
+            h.memory()
+        )));
+    };
+    if flags & PY_BUF_WRITABLE != 0 && h.is_read_only() {
+        return Err(buffer_error(
+            "the tensor is read-only (READ_ONLY): ask for a read-only buffer",
+        ));
+    }
+    let dtype = h.dtype();
+    let fmt = format(dtype).ok_or_else(|| {
+        buffer_error(format!(
+            "dtype {dtype} has no buffer-protocol format: use DLPack instead (numpy.from_dlpack(t))"
+        ))
+    })?;
+    let c_ok = h.is_row_major();
+    let strided = flags & PY_BUF_STRIDES == PY_BUF_STRIDES;
+    let need = if !strided || flags & PY_BUF_C_CONTIGUOUS == PY_BUF_C_CONTIGUOUS {
+        Some(("C-contiguous", c_ok))
+    } else if flags & PY_BUF_F_CONTIGUOUS == PY_BUF_F_CONTIGUOUS {
+        Some(("Fortran-contiguous", h.is_column_major()))
+    } else if flags & PY_BUF_ANY_CONTIGUOUS == PY_BUF_ANY_CONTIGUOUS {
+        Some(("contiguous", c_ok || h.is_column_major()))
+    } else {
+        None
+    };
+    if let Some((what, false)) = need {
+        return Err(buffer_error(format!(
+            "the consumer needs a {what} buffer and the tensor's strides are {:?} (elements): \
+             t.compact() gives a row-major copy",
+            h.strides()
+        )));
+    }
+    let itemsize = dtype.size_bytes() as isize;
+    let overflow = || buffer_error("the tensor's byte strides overflow isize");
+    let mut dims: Vec<isize> = Vec::with_capacity(2 * h.shape().len());
+    dims.extend(h.shape().iter().map(|&n| n as isize));
+    for &s in h.strides() {
+        dims.push((s as isize).checked_mul(itemsize).ok_or_else(overflow)?);
+    }
+    let numel: isize = h.shape().iter().map(|&n| n as isize).product();
+    let ndim = h.shape().len();
+    let internal = Box::into_raw(Box::new(dims));
+    // SAFETY: `internal` is ours until release_buffer; its elements do not move.
+    let base = unsafe { (*internal).as_mut_ptr() };
+    // SAFETY: `base + ndim` is inside (or one past the end of) the 2 × ndim elements.
+    let strides = unsafe { base.add(ndim) };
+    let with_nd = flags & PY_BUF_ND == PY_BUF_ND;
+    let filled = PyBuffer {
+        buf: address as *mut c_void,
+        obj: new_ref(obj),
+        len: numel * itemsize,
+        itemsize,
+        readonly: c_int::from(h.is_read_only()),
+        ndim: ndim as c_int,
+        format: if flags & PY_BUF_FORMAT != 0 {
+            fmt.as_ptr().cast_mut()
+        } else {
+            null_mut()
+        },
+        shape: if with_nd { base } else { null_mut() },
+        strides: if strided { strides } else { null_mut() },
+        suboffsets: null_mut(),
+        internal: internal.cast(),
+    };
+    // SAFETY: writable (contract).
+    unsafe { view.write(filled) };
+    Ok(())
+}
+
+/// A new strong reference to a live object (`Py_NewRef`, which the 3.9 limited API lacks).
+fn new_ref(obj: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: `obj` is the live instance `get_buffer` was called with; the view holds this
+    // reference until PyBuffer_Release drops it.
+    unsafe { ffi::Py_IncRef(obj) };
+    obj
+}
+
+/// `bf_releasebuffer`: frees the shape and strides of a view `fill` made.
+///
+/// # Safety
+/// Called by CPython once per successful `get_buffer`, with that view.
+unsafe extern "C" fn release_buffer(_obj: *mut ffi::PyObject, view: *mut PyBuffer) {
+    // SAFETY: the view `fill` wrote (contract).
+    let internal = unsafe { (*view).internal }.cast::<Vec<isize>>();
+    if !internal.is_null() {
+        // SAFETY: made by Box::into_raw in `fill`, released once (contract).
+        drop(unsafe { Box::from_raw(internal) });
+        // SAFETY: as above.
+        unsafe { (*view).internal = null_mut() };
+    }
+}

@@ -1,0 +1,31 @@
+//! dlport's failures as Python exceptions, following the array API: `BufferError` when the
+//! data cannot cross as asked, `ValueError` for a bad argument value, `MemoryError` for a failed
+//! allocation (`TypeError` for a bad argument type comes from the argument parsing). Each
+//! carries the core's message, and `code`: the core's stable error number (`DLPORT_ERR_*` in
+//! the C ABI), or 0 for the binding's own errors.
+
+use pyo3::exceptions::{PyBufferError, PyMemoryError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::adapter::{Failure, Kind};
+
+impl From<Failure> for PyErr {
+    fn from(f: Failure) -> Self {
+        let err = match f.kind {
+            Kind::Buffer => PyBufferError::new_err(f.message),
+            Kind::Value => PyValueError::new_err(f.message),
+            Kind::Memory => PyMemoryError::new_err(f.message),
+        };
+        Python::attach(|py| {
+            // Only a failed attribute store on a fresh exception could fail here; the exception
+            // itself is what matters.
+            let _ = err.value(py).setattr("code", f.code);
+        });
+        err
+    }
+}
+
+/// A `BufferError` of the binding itself.
+pub fn buffer_error(message: impl Into<String>) -> PyErr {
+    Failure::new(Kind::Buffer, message).into()
+}

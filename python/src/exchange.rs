@@ -1,0 +1,471 @@
+//! The DLPack 1.3 C exchange API (`dlpack.h`: `DLPackExchangeAPI`): dlport's static table as a
+//! producer, and finding and calling another type's table as a consumer.
+//!
+//! Every entry that touches Python attaches to the interpreter (the caller normally is: then
+//! attaching costs a thread-local read), catches panics, and reports failure as -1 with a
+//! Python exception set, as the header asks. None of them synchronises: dlport's own device
+//! work is synchronous, so the current work stream is the default one (NULL).
+
+use std::cell::Cell;
+use std::ffi::{CString, c_char, c_int, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::{NonNull, null_mut};
+
+use dlport_core::abi::{
+    DLManagedTensorVersioned, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DLPackVersion, DLTensor,
+};
+use dlport_core::layout::check_ndim;
+use dlport_core::{DeviceType, RawManaged};
+use pyo3::exceptions::{PyRuntimeError, PySystemError, PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyType};
+
+use crate::adapter::{self, Failure, Import, Kind};
+use crate::errors::buffer_error;
+use crate::tensor::PyTensor;
+
+/// `DLPackExchangeAPIHeader`: the part that stays stable across versions.
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLPackExchangeAPIHeader {
+    /// The DLPack version of the table (a consumer checks the major version first).
+    pub version: DLPackVersion,
+    /// An older table, or NULL.
+    pub prev_api: *mut DLPackExchangeAPIHeader,
+}
+
+/// `SetError(error_ctx, kind, message)` of the allocator.
+pub type SetError = unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char);
+/// `DLPackManagedTensorAllocator`.
+pub type Allocator = unsafe extern "C" fn(
+    *mut DLTensor,
+    *mut *mut DLManagedTensorVersioned,
+    *mut c_void,
+    Option<SetError>,
+) -> c_int;
+/// `DLPackManagedTensorFromPyObjectNoSync`.
+pub type FromPyObject =
+    unsafe extern "C" fn(*mut c_void, *mut *mut DLManagedTensorVersioned) -> c_int;
+/// `DLPackManagedTensorToPyObjectNoSync`.
+pub type ToPyObject =
+    unsafe extern "C" fn(*mut DLManagedTensorVersioned, *mut *mut c_void) -> c_int;
+/// `DLPackDLTensorFromPyObjectNoSync`.
+pub type DLTensorFromPyObject = unsafe extern "C" fn(*mut c_void, *mut DLTensor) -> c_int;
+/// `DLPackCurrentWorkStream`.
+pub type CurrentWorkStream = unsafe extern "C" fn(DeviceType, i32, *mut *mut c_void) -> c_int;
+
+/// `DLPackExchangeAPI`, member for member as in `dlpack.h` 1.3.
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLPackExchangeAPI {
+    /// Version and older tables.
+    pub header: DLPackExchangeAPIHeader,
+    /// Allocates a tensor like a prototype (never NULL).
+    pub managed_tensor_allocator: Option<Allocator>,
+    /// Exports a Python object of the type (never NULL).
+    pub managed_tensor_from_py_object_no_sync: Option<FromPyObject>,
+    /// Wraps a managed tensor in a Python object of the type (never NULL).
+    pub managed_tensor_to_py_object_no_sync: Option<ToPyObject>,
+    /// Lends a borrowed `DLTensor` (may be NULL).
+    pub dltensor_from_py_object_no_sync: Option<DLTensorFromPyObject>,
+    /// The producer's current stream for a device (never NULL).
+    pub current_work_stream: Option<CurrentWorkStream>,
+}
+
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<DLPackExchangeAPIHeader>() == 16);
+    assert!(offset_of!(DLPackExchangeAPI, managed_tensor_allocator) == 16);
+    assert!(offset_of!(DLPackExchangeAPI, managed_tensor_from_py_object_no_sync) == 24);
+    assert!(offset_of!(DLPackExchangeAPI, managed_tensor_to_py_object_no_sync) == 32);
+    assert!(offset_of!(DLPackExchangeAPI, dltensor_from_py_object_no_sync) == 40);
+    assert!(offset_of!(DLPackExchangeAPI, current_work_stream) == 48);
+    assert!(size_of::<DLPackExchangeAPI>() == 56);
+};
+
+/// dlport's table. A static: the header requires it to live as long as the process.
+struct Table(DLPackExchangeAPI);
+
+// SAFETY: immutable after compilation; `prev_api` is NULL and never written.
+unsafe impl Sync for Table {}
+
+static API: Table = Table(DLPackExchangeAPI {
+    header: DLPackExchangeAPIHeader {
+        version: DLPackVersion::new(DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION),
+        prev_api: null_mut(),
+    },
+    managed_tensor_allocator: Some(allocator),
+    managed_tensor_from_py_object_no_sync: Some(from_py_object),
+    managed_tensor_to_py_object_no_sync: Some(to_py_object),
+    dltensor_from_py_object_no_sync: Some(dltensor_from_py_object),
+    current_work_stream: Some(current_work_stream),
+});
+
+const CAPSULE_NAME: &std::ffi::CStr = c"dlpack_exchange_api";
+
+/// The value of `Tensor.__dlpack_c_exchange_api__`: a capsule named "dlpack_exchange_api" over
+/// dlport's static table.
+pub fn api_capsule(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    let table = (&raw const API.0).cast_mut().cast::<c_void>();
+    // SAFETY: a non-NULL pointer to a static, a static name, no destructor.
+    let capsule = unsafe { ffi::PyCapsule_New(table, CAPSULE_NAME.as_ptr(), None) };
+    if capsule.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new reference we own.
+    Ok(unsafe { Bound::from_owned_ptr(py, capsule) }.unbind())
+}
+
+/// Runs an entry that touches Python: attaches, catches panics, turns an error into -1 with
+/// the Python exception set.
+fn entry(f: impl FnOnce(Python<'_>) -> PyResult<()>) -> c_int {
+    Python::attach(|py| match catch_unwind(AssertUnwindSafe(|| f(py))) {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            e.restore(py);
+            -1
+        }
+        Err(_) => {
+            PyRuntimeError::new_err("dlport panicked in the DLPack exchange API").restore(py);
+            -1
+        }
+    })
+}
+
+/// The `dlport.Tensor` behind an object pointer, or a `TypeError`.
+///
+/// # Safety
+/// `py_obj` is NULL or a live Python object that stays alive while `py` is attached.
+unsafe fn tensor_of<'a, 'py>(
+    py: Python<'py>,
+    py_obj: *mut c_void,
+) -> PyResult<Borrowed<'a, 'py, PyTensor>> {
+    if py_obj.is_null() {
+        return Err(PyValueError::new_err("py_object is NULL"));
+    }
+    // SAFETY: a live object (contract), borrowed for the call.
+    let any = unsafe { Borrowed::from_ptr(py, py_obj.cast::<ffi::PyObject>()) };
+    any.cast::<PyTensor>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "dlport's exchange API takes dlport.Tensor objects, got {}",
+            crate::capsule::type_name(&any)
+        ))
+    })
+}
+
+/// `managed_tensor_from_py_object_no_sync`: a versioned export of a `dlport.Tensor` (a counted
+/// reference to its memory, on the device it presents), owned by the caller.
+///
+/// # Safety
+/// Called attached to the interpreter with a live object and a writable `out`.
+unsafe extern "C" fn from_py_object(
+    py_obj: *mut c_void,
+    out: *mut *mut DLManagedTensorVersioned,
+) -> c_int {
+    entry(|py| {
+        let out = NonNull::new(out).ok_or_else(|| PyValueError::new_err("out is NULL"))?;
+        // SAFETY: forwarded contract.
+        let t = unsafe { tensor_of(py, py_obj) }?;
+        let RawManaged::Versioned(p) = t.get().export_versioned()? else {
+            return Err(PySystemError::new_err(
+                "a versioned export came back legacy",
+            ));
+        };
+        // SAFETY: writable (contract).
+        unsafe { out.as_ptr().write(p.as_ptr()) };
+        Ok(())
+    })
+}
+
+/// `managed_tensor_to_py_object_no_sync`: a new `dlport.Tensor` viewing the tensor, which it
+/// owns from then on. On failure the tensor stays the caller's: everything that can refuse it
+/// (version, layout, device) is checked before ownership is taken, so a caller that releases
+/// it after a failure (as tvm-ffi does) cannot release it twice.
+///
+/// # Safety
+/// Called attached to the interpreter; `tensor` is an owned managed tensor handed over on
+/// success; `out` writable.
+unsafe extern "C" fn to_py_object(
+    tensor: *mut DLManagedTensorVersioned,
+    out: *mut *mut c_void,
+) -> c_int {
+    entry(|py| {
+        let out = NonNull::new(out).ok_or_else(|| PyValueError::new_err("out is NULL"))?;
+        // SAFETY: a live tensor (contract); nothing is taken.
+        unsafe { adapter::check_view(tensor) }?;
+        let raw = RawManaged::Versioned(NonNull::new(tensor).expect("checked non-NULL"));
+        let view_only = Import {
+            copy: Some(false),
+            ..Import::default()
+        };
+        // SAFETY: owned and handed over (contract); check_view showed it imports as a view.
+        let held = unsafe { adapter::import(raw, &view_only) }?;
+        // Were the object allocation to fail, this handle keeps the tensor alive for good: a
+        // leak, never a deleter call the caller does not expect.
+        let keep = held.clone();
+        let obj = Py::new(py, PyTensor::new(held, None)).inspect_err(|_| std::mem::forget(keep))?;
+        // SAFETY: writable (contract); the new reference goes to the caller.
+        unsafe { out.as_ptr().write(obj.into_ptr().cast()) };
+        Ok(())
+    })
+}
+
+/// `dltensor_from_py_object_no_sync`: lends the tensor's own `DLTensor` fields (its shape and
+/// strides arrays live as long as the object). A bare `DLTensor` has no flags, so a read-only or
+/// padded sub-byte tensor is refused (`BufferError`) rather than lent without them.
+///
+/// # Safety
+/// Called attached to the interpreter with a live object and a writable `out`.
+unsafe extern "C" fn dltensor_from_py_object(py_obj: *mut c_void, out: *mut DLTensor) -> c_int {
+    entry(|py| {
+        let out = NonNull::new(out).ok_or_else(|| PyValueError::new_err("out is NULL"))?;
+        // SAFETY: forwarded contract.
+        let t = unsafe { tensor_of(py, py_obj) }?;
+        let (h, device) = (t.get().held(), t.get().device());
+        if h.is_read_only() || h.is_subbyte_padded() {
+            return Err(buffer_error(
+                "the tensor is read-only or has padded sub-byte elements, which a bare DLTensor \
+                 cannot say: take a managed tensor (managed_tensor_from_py_object_no_sync)",
+            ));
+        }
+        let ndim = h.shape().len();
+        let (shape, strides) = if ndim == 0 {
+            (null_mut(), null_mut())
+        } else {
+            (
+                h.shape().as_ptr().cast_mut(),
+                h.strides().as_ptr().cast_mut(),
+            )
+        };
+        let lent = DLTensor {
+            data: h.data(),
+            device,
+            ndim: ndim as i32,
+            dtype: h.dtype(),
+            shape,
+            strides,
+            byte_offset: h.byte_offset(),
+        };
+        // SAFETY: writable (contract).
+        unsafe { out.as_ptr().write(lent) };
+        Ok(())
+    })
+}
+
+/// `current_work_stream`: dlport's device work is synchronous, so its stream is the default
+/// one, NULL, for every device.
+///
+/// # Safety
+/// `out` is writable or NULL.
+unsafe extern "C" fn current_work_stream(_: DeviceType, _: i32, out: *mut *mut c_void) -> c_int {
+    if out.is_null() {
+        return entry(|_| Err(PyValueError::new_err("out_current_stream is NULL")));
+    }
+    // SAFETY: writable (contract).
+    unsafe { out.write(null_mut()) };
+    0
+}
+
+/// `managed_tensor_allocator`: a zeroed compact tensor like `prototype` (its dtype, shape and
+/// device), from the backend serving that device. Errors go to `set_error` with the Python
+/// exception's name as the kind; it touches no Python itself.
+///
+/// # Safety
+/// `prototype` is NULL or a readable DLTensor whose `shape` holds `ndim` extents; `out` is
+/// writable; `set_error` is NULL or callable with `error_ctx`.
+unsafe extern "C" fn allocator(
+    prototype: *mut DLTensor,
+    out: *mut *mut DLManagedTensorVersioned,
+    error_ctx: *mut c_void,
+    set_error: Option<SetError>,
+) -> c_int {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: forwarded contract.
+        unsafe { allocate_like(prototype, out) }
+    }))
+    .unwrap_or_else(|_| {
+        Err(Failure::new(
+            Kind::Buffer,
+            "dlport panicked in managed_tensor_allocator",
+        ))
+    });
+    let Err(failure) = outcome else { return 0 };
+    if let Some(set_error) = set_error {
+        let kind = match failure.kind {
+            Kind::Buffer => c"BufferError",
+            Kind::Value => c"ValueError",
+            Kind::Memory => c"MemoryError",
+        };
+        let message = CString::new(failure.message.replace('\0', " ")).unwrap_or_default();
+        // SAFETY: callable with its context (contract); both strings live across the call.
+        unsafe { set_error(error_ctx, kind.as_ptr(), message.as_ptr()) };
+    }
+    -1
+}
+
+/// The allocator's work.
+///
+/// # Safety
+/// As [`allocator`].
+unsafe fn allocate_like(
+    prototype: *mut DLTensor,
+    out: *mut *mut DLManagedTensorVersioned,
+) -> Result<(), Failure> {
+    let null = |what: &str| Failure::new(Kind::Value, format!("{what} is NULL"));
+    if out.is_null() {
+        return Err(null("out"));
+    }
+    // SAFETY: NULL or readable (contract).
+    let proto = unsafe { prototype.as_ref() }.ok_or_else(|| null("prototype"))?;
+    let ndim = check_ndim(i64::from(proto.ndim))?;
+    let shape: &[i64] = if ndim == 0 {
+        &[]
+    } else if proto.shape.is_null() {
+        return Err(null("prototype.shape"));
+    } else {
+        // SAFETY: `ndim` readable extents (contract), ndim checked against MAX_NDIM.
+        unsafe { std::slice::from_raw_parts(proto.shape, ndim) }
+    };
+    let RawManaged::Versioned(p) = adapter::allocate(proto.device, proto.dtype, shape)? else {
+        return Err(Failure::new(
+            Kind::Buffer,
+            "a versioned export came back legacy",
+        ));
+    };
+    // SAFETY: writable (contract).
+    unsafe { out.write(p.as_ptr()) };
+    Ok(())
+}
+
+/// How `from_dlpack` takes a tensor from objects of one type.
+#[derive(Clone, Copy, Debug)]
+pub enum Route {
+    /// Through the type's DLPack exchange API.
+    Exchange(&'static DLPackExchangeAPI),
+    /// Through `__dlpack__`; `ask_device`: whether `__dlpack_device__` can add anything to the
+    /// capsule's device.
+    Dunder {
+        /// Ask `__dlpack_device__` first (every type but NumPy's host-only `ndarray`).
+        ask_device: bool,
+    },
+}
+
+/// The route for a producer type, found once per type and cached (a dict holding the types).
+///
+/// The exchange API, as a consumer finds it: `type.__dlpack_c_exchange_api__`, a capsule named
+/// "dlpack_exchange_api" over a table of major version 1 (walking `prev_api` for one) whose
+/// `managed_tensor_from_py_object_no_sync` is set; anything else (no attribute, another name,
+/// another major version) means `__dlpack__`. `numpy.ndarray` holds host memory only and its
+/// capsule always says `kDLCPU`, so its `__dlpack_device__` (always `(1, 0)`) is not asked.
+pub fn route(ty: &Bound<'_, PyType>) -> PyResult<Route> {
+    static CACHE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    // The last type this thread asked about, by address: valid because the dict below keeps
+    // every type it caches alive and never removes one.
+    thread_local! {
+        static LAST: Cell<(usize, isize)> = const { Cell::new((0, 0)) };
+    }
+    let key = ty.as_ptr() as usize;
+    if let Ok((last, code)) = LAST.try_with(Cell::get) {
+        if last == key {
+            return Ok(decode(code));
+        }
+    }
+    let py = ty.py();
+    let cache = CACHE.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
+    let code = match cache.get_item(ty)? {
+        Some(hit) => hit.extract::<isize>()?,
+        None => {
+            let code = match ty
+                .getattr_opt(pyo3::intern!(py, "__dlpack_c_exchange_api__"))?
+                .and_then(|attr| find_table(&attr))
+            {
+                Some(table) => std::ptr::from_ref(table) as isize,
+                None if is_numpy_ndarray(ty) => SKIP_DEVICE,
+                None => ASK_DEVICE,
+            };
+            // Bounded: past 4096 producer types, new ones are looked up on every call.
+            if cache.len() >= 4096 {
+                return Ok(decode(code));
+            }
+            cache.set_item(ty, code)?;
+            code
+        }
+    };
+    let _ = LAST.try_with(|last| last.set((key, code)));
+    Ok(decode(code))
+}
+
+const ASK_DEVICE: isize = 0;
+const SKIP_DEVICE: isize = -1;
+
+/// A cached route code back as a route.
+fn decode(code: isize) -> Route {
+    match code {
+        ASK_DEVICE => Route::Dunder { ask_device: true },
+        SKIP_DEVICE => Route::Dunder { ask_device: false },
+        // SAFETY: a positive code is the address of a table `find_table` accepted; the header
+        // requires tables to live as long as the process.
+        address => Route::Exchange(unsafe { &*(address as *const DLPackExchangeAPI) }),
+    }
+}
+
+/// Exactly `numpy.ndarray` (a subclass may answer `__dlpack_device__` its own way).
+fn is_numpy_ndarray(ty: &Bound<'_, PyType>) -> bool {
+    let name = |r: PyResult<Bound<'_, pyo3::types::PyString>>| r.map(|s| s.to_string()).ok();
+    name(ty.module()).as_deref() == Some("numpy")
+        && name(ty.qualname()).as_deref() == Some("ndarray")
+}
+
+/// The usable table behind an attribute value, if any.
+fn find_table(attr: &Bound<'_, PyAny>) -> Option<&'static DLPackExchangeAPI> {
+    if !crate::capsule::is_capsule(attr) {
+        return None;
+    }
+    // SAFETY: a capsule; IsValid never raises.
+    if unsafe { ffi::PyCapsule_IsValid(attr.as_ptr(), CAPSULE_NAME.as_ptr()) } != 1 {
+        return None;
+    }
+    // SAFETY: valid with this name: GetPointer returns its pointer without raising.
+    let mut header = unsafe { ffi::PyCapsule_GetPointer(attr.as_ptr(), CAPSULE_NAME.as_ptr()) }
+        .cast::<DLPackExchangeAPIHeader>();
+    while !header.is_null() {
+        // SAFETY: a table the producer keeps for the process's lifetime; its header is stable.
+        let h = unsafe { &*header };
+        if h.version.major == DLPACK_MAJOR_VERSION {
+            // SAFETY: major version 1: the whole DLPackExchangeAPI follows the header.
+            let table = unsafe { &*header.cast::<DLPackExchangeAPI>() };
+            return table.managed_tensor_from_py_object_no_sync.map(|_| table);
+        }
+        header = h.prev_api;
+    }
+    None
+}
+
+/// Exports `obj` through its type's table: the managed tensor its producer made, owned by the
+/// caller. Nothing Python-level (`__dlpack__`) is called.
+pub fn take_from(api: &DLPackExchangeAPI, obj: &Bound<'_, PyAny>) -> PyResult<RawManaged> {
+    let export = api
+        .managed_tensor_from_py_object_no_sync
+        .ok_or_else(|| PySystemError::new_err("exchange API without an export function"))?;
+    let mut out: *mut DLManagedTensorVersioned = null_mut();
+    // SAFETY: the table's own function, called attached with an object of its type and a
+    // writable out-pointer, as the header specifies.
+    let status = unsafe { export(obj.as_ptr().cast(), &mut out) };
+    if status != 0 {
+        return Err(PyErr::take(obj.py()).unwrap_or_else(|| {
+            PySystemError::new_err(format!(
+                "the DLPack exchange API of {} failed without setting an exception",
+                crate::capsule::type_name(obj)
+            ))
+        }));
+    }
+    NonNull::new(out).map(RawManaged::Versioned).ok_or_else(|| {
+        buffer_error(format!(
+            "the DLPack exchange API of {} returned success and a NULL tensor",
+            crate::capsule::type_name(obj)
+        ))
+    })
+}

@@ -1,0 +1,179 @@
+//! `dlport.from_dlpack`: a tensor from any DLPack producer.
+
+use dlport_core::abi::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
+use dlport_core::{Device, DeviceType, RawManaged};
+use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
+#[cfg(unix)]
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+#[cfg(unix)]
+use pyo3::sync::PyOnceLock;
+#[cfg(not(unix))]
+use pyo3::types::PyDict;
+use pyo3::types::PyString;
+#[cfg(unix)]
+use pyo3::types::PyTuple;
+
+use crate::adapter::{self, Import};
+use crate::capsule::{self, type_name};
+use crate::exchange;
+use crate::tensor::PyTensor;
+
+/// Imports `x` — any object with `__dlpack__`, or a bare DLPack capsule of either kind — as a
+/// `dlport.Tensor`, validated by dlport.
+///
+/// - Where `type(x)` has `__dlpack_c_exchange_api__` (DLPack 1.3), its C function exports the
+///   tensor; nothing Python-level is called.
+/// - Otherwise `x.__dlpack_device__()` is asked first, then `x.__dlpack__(max_version=(1, 3))`,
+///   and `x.__dlpack__()` where the producer refuses `max_version` (a `TypeError`): a legacy
+///   capsule. The capsule's device is reconciled with the advertised one (PyTorch's pinned
+///   tensors say `cpu` in the capsule and `cuda_host` in `__dlpack_device__`).
+/// - `device` (a name such as `"cpu"` or `"cuda:0"`, or a `(device_type, device_id)` tuple) and
+///   `copy` follow the array API: `device="cpu"` shows pinned or managed memory without a copy;
+///   device memory is copied to the host where `copy` allows (`None`: if needed; `True`:
+///   always; `False`: never, else `BufferError`).
+#[pyfunction]
+#[pyo3(signature = (x, /, *, device=None, copy=None))]
+pub fn from_dlpack(
+    x: &Bound<'_, PyAny>,
+    device: Option<&Bound<'_, PyAny>>,
+    copy: Option<bool>,
+) -> PyResult<PyTensor> {
+    let target = device.map(device_arg).transpose()?;
+    let (raw, advertised) = produce(x)?;
+    let how = Import {
+        device: target,
+        advertised,
+        copy,
+    };
+    // SAFETY: `raw` was just handed over by its producer and is owned by nobody else.
+    let held = unsafe { adapter::import(raw, &how) }?;
+    Ok(PyTensor::new(held, target))
+}
+
+/// The managed tensor of `x`, owned by the caller, and the device its producer advertised.
+fn produce(x: &Bound<'_, PyAny>) -> PyResult<(RawManaged, Option<Device>)> {
+    if capsule::is_capsule(x) {
+        return Ok((capsule::take(x)?, None));
+    }
+    let ask_device = match exchange::route(&x.get_type())? {
+        // The table's tensor carries its device; the exchange API has no second opinion.
+        exchange::Route::Exchange(api) => return Ok((exchange::take_from(api, x)?, None)),
+        exchange::Route::Dunder { ask_device } => ask_device,
+    };
+    let py = x.py();
+    let advertised = if ask_device {
+        match x.getattr_opt(intern!(py, "__dlpack_device__"))? {
+            Some(f) => Some(device_tuple(x, &f.call0()?)?),
+            None => None,
+        }
+    } else {
+        None
+    };
+    let capsule = match call_dlpack(x, true) {
+        Ok(c) => c,
+        // A producer from before DLPack 1.0 does not know `max_version`: legacy.
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => call_dlpack(x, false)?,
+        Err(e)
+            if e.is_instance_of::<PyAttributeError>(py)
+                && x.getattr_opt(intern!(py, "__dlpack__"))?.is_none() =>
+        {
+            return Err(PyTypeError::new_err(format!(
+                "from_dlpack() takes an object with __dlpack__ or a DLPack capsule, got {}",
+                type_name(x)
+            )));
+        }
+        Err(e) => return Err(e),
+    };
+    Ok((capsule::take(&capsule)?, advertised))
+}
+
+/// `x.__dlpack__(max_version=(1, 3))`, or `x.__dlpack__()` when not `versioned`.
+#[cfg(unix)]
+fn call_dlpack<'py>(x: &Bound<'py, PyAny>, versioned: bool) -> PyResult<Bound<'py, PyAny>> {
+    // Public CPython API since 3.9 (in the limited API from 3.12): a method call without a bound
+    // method object or a keyword dict. Not declared by pyo3 for abi3-py39, hence here.
+    unsafe extern "C" {
+        fn PyObject_VectorcallMethod(
+            name: *mut ffi::PyObject,
+            args: *const *mut ffi::PyObject,
+            nargsf: usize,
+            kwnames: *mut ffi::PyObject,
+        ) -> *mut ffi::PyObject;
+    }
+    static KWNAMES: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+    static VERSION: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+    let py = x.py();
+    let name = intern!(py, "__dlpack__");
+    let result = if versioned {
+        let kwnames = KWNAMES.get_or_init(py, || {
+            PyTuple::new(py, ["max_version"]).expect("a tuple").unbind()
+        });
+        let version = VERSION.get_or_init(py, || {
+            PyTuple::new(py, [DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION])
+                .expect("a tuple")
+                .unbind()
+        });
+        let args = [x.as_ptr(), version.as_ptr()];
+        // SAFETY: attached; `args` holds the receiver then the one keyword value named by
+        // `kwnames`, all borrowed for the call; one positional argument (the receiver).
+        unsafe { PyObject_VectorcallMethod(name.as_ptr(), args.as_ptr(), 1, kwnames.as_ptr()) }
+    } else {
+        let args = [x.as_ptr()];
+        // SAFETY: as above, without keywords.
+        unsafe { PyObject_VectorcallMethod(name.as_ptr(), args.as_ptr(), 1, std::ptr::null_mut()) }
+    };
+    if result.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new reference returned to us.
+    Ok(unsafe { Bound::from_owned_ptr(py, result) })
+}
+
+/// `x.__dlpack__(max_version=(1, 3))`, or `x.__dlpack__()` when not `versioned`.
+#[cfg(not(unix))]
+fn call_dlpack<'py>(x: &Bound<'py, PyAny>, versioned: bool) -> PyResult<Bound<'py, PyAny>> {
+    let py = x.py();
+    let name = intern!(py, "__dlpack__");
+    if !versioned {
+        return x.call_method0(name);
+    }
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("max_version", (DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION))?;
+    x.call_method(name, (), Some(&kwargs))
+}
+
+/// `__dlpack_device__()`'s answer as a device.
+fn device_tuple(x: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Device> {
+    let (device_type, device_id) = value.extract::<(i32, i32)>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{}.__dlpack_device__() returned {}, not a (device_type, device_id) pair of ints",
+            type_name(x),
+            value.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+        ))
+    })?;
+    Ok(Device::new(DeviceType(device_type), device_id))
+}
+
+/// The `device` argument: a name dlport parses (`cpu`, `cuda:1`, `cuda_host`), or a
+/// `(device_type, device_id)` tuple as `__dlpack_device__` returns.
+pub fn device_arg(value: &Bound<'_, PyAny>) -> PyResult<Device> {
+    if let Ok(name) = value.cast::<PyString>() {
+        return Ok(adapter::parse_device(&name.to_cow()?)?);
+    }
+    if let Ok((device_type, device_id)) = value.extract::<(i32, i32)>() {
+        if device_type <= 0 {
+            return Err(PyValueError::new_err(format!(
+                "device = ({device_type}, {device_id}): the device type must be a DLDeviceType \
+                 (1 = kDLCPU, 2 = kDLCUDA, ...)"
+            )));
+        }
+        return Ok(Device::new(DeviceType(device_type), device_id));
+    }
+    Err(PyTypeError::new_err(format!(
+        "device must be a name such as \"cpu\" or \"cuda:0\", or a (device_type, device_id) \
+         tuple as __dlpack_device__ returns; got {}",
+        type_name(value)
+    )))
+}

@@ -1,0 +1,41 @@
+//! The Python package `dlport` (module `dlport._native`): DLPack import from any producer,
+//! `dlport.Tensor` as a producer, and the DLPack 1.3 C exchange API both ways, over
+//! dlport-native's registry.
+//!
+//! - [`adapter`]: the one module that calls dlport's Rust API;
+//! - [`import`]: `from_dlpack` (capsules, the exchange API, `__dlpack__`);
+//! - [`tensor`]: `dlport.Tensor`; [`buffer`]: its buffer protocol;
+//! - [`exchange`]: the `DLPackExchangeAPI` table, as producer and consumer;
+//! - [`capsule`]: DLPack capsules and their destructor; [`errors`]: exceptions.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod adapter;
+mod bench;
+mod buffer;
+mod capsule;
+mod errors;
+mod exchange;
+mod import;
+mod tensor;
+
+use pyo3::prelude::*;
+
+/// The extension module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<tensor::PyTensor>()?;
+    m.add_function(wrap_pyfunction!(import::from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::_exchange_loop, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add(
+        "__dlpack_version__",
+        (
+            dlport_core::abi::DLPACK_MAJOR_VERSION,
+            dlport_core::abi::DLPACK_MINOR_VERSION,
+        ),
+    )?;
+    let installed = buffer::install(&py.get_type::<tensor::PyTensor>())?;
+    m.add("_buffer_protocol", installed)?;
+    Ok(())
+}

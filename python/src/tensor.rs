@@ -1,0 +1,196 @@
+//! `dlport.Tensor`: a tensor held by a dlport backend, and a DLPack producer.
+
+use dlport_core::abi::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
+use dlport_core::{Device, DeviceType, RawManaged};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::adapter::{self, Export, Held};
+use crate::{capsule, exchange};
+
+/// A tensor held by dlport: memory of any producer (a view, or a copy where one was needed and
+/// allowed), validated once. It is a DLPack producer (`__dlpack__`, `__dlpack_device__`, the
+/// DLPack 1.3 C exchange API), exposes host memory through the buffer protocol, and answers
+/// every device query from one value: the device it presents.
+#[pyclass(module = "dlport", name = "Tensor", frozen, weakref)]
+pub struct PyTensor {
+    held: Held,
+    /// What `__dlpack_device__`, `device` and exports say (see [`Held::presented`]).
+    device: Device,
+}
+
+impl PyTensor {
+    /// Wraps a held tensor; `requested` is the device the import asked for.
+    pub fn new(held: Held, requested: Option<Device>) -> Self {
+        let device = held.presented(requested);
+        Self { held, device }
+    }
+
+    /// The held tensor.
+    pub fn held(&self) -> &Held {
+        &self.held
+    }
+
+    /// The device it presents.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// A versioned export for a DLPack 1.x consumer (the exchange API's producer side).
+    pub fn export_versioned(&self) -> Result<RawManaged, adapter::Failure> {
+        Ok(self
+            .export(&Export {
+                max_version: Some((DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION)),
+                ..Export::default()
+            })?
+            .into_raw())
+    }
+
+    /// An export as `how` asks.
+    fn export(&self, how: &Export) -> Result<adapter::Owned, adapter::Failure> {
+        adapter::export(&self.held, self.device, how)
+    }
+}
+
+#[pymethods]
+impl PyTensor {
+    /// The DLPack 1.3 C exchange API: a capsule named "dlpack_exchange_api" holding a pointer
+    /// to dlport's static `DLPackExchangeAPI`.
+    #[classattr]
+    fn __dlpack_c_exchange_api__(py: Python<'_>) -> PyResult<Py<PyAny>> {
+        exchange::api_capsule(py)
+    }
+
+    /// Extents.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.held.shape())
+    }
+
+    /// Strides in elements (DLPack's unit, as `torch.Tensor.stride()`; NumPy counts bytes).
+    #[getter]
+    fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.held.strides())
+    }
+
+    /// Number of axes.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.held.shape().len()
+    }
+
+    /// The element type's name: `float32`, `bfloat16`, `float8_e4m3fn`, `int4`, ...
+    #[getter]
+    fn dtype(&self) -> String {
+        self.held.dtype().to_string()
+    }
+
+    /// The device it presents: `cpu`, `cuda:0`, `cuda_host:0`, ...
+    #[getter(device)]
+    fn device_name(&self) -> String {
+        self.device.to_string()
+    }
+
+    /// Where the memory really is: `cuda_host:0` for pinned memory presented as `cpu`.
+    #[getter]
+    fn memory(&self) -> String {
+        self.held.memory().to_string()
+    }
+
+    /// READ_ONLY: consumers must not write (exports carry the flag; legacy ones are copies).
+    #[getter]
+    fn readonly(&self) -> bool {
+        self.held.is_read_only()
+    }
+
+    /// Bytes of the elements in compact form (sub-byte elements packed).
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.held.nbytes()
+    }
+
+    /// The address of the first element (`data + byte_offset`), as `torch.Tensor.data_ptr()`.
+    fn data_ptr(&self) -> usize {
+        (self.held.data() as usize).wrapping_add(self.held.byte_offset() as usize)
+    }
+
+    /// Outstanding DLPack references to the memory (for tests: 0 once every consumer released
+    /// its export, which a second release would underflow).
+    #[getter]
+    fn _dlpack_users(&self) -> usize {
+        self.held.users()
+    }
+
+    /// `(device_type, device_id)` of the device it presents.
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (self.device.device_type.0, self.device.device_id)
+    }
+
+    /// A DLPack capsule (the array API's `__dlpack__`): versioned (1.3) when `max_version` has a
+    /// major version of 1 or more, legacy otherwise; on `dl_device` (default: the device it
+    /// presents), copied there when needed and `copy` allows; `copy=True` always copies. For
+    /// CUDA memory, `stream` waits on dlport's work (the DLPack stream hand-off).
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<i64>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let how = Export {
+            stream,
+            max_version,
+            dl_device: dl_device.map(|(t, id)| Device::new(DeviceType(t), id)),
+            copy,
+        };
+        let exported = if how.copy == Some(true) {
+            // A copy can be large: let other threads run meanwhile.
+            py.detach(|| self.export(&how))?
+        } else {
+            self.export(&how)?
+        };
+        capsule::wrap(py, exported.into_raw())
+    }
+
+    /// A row-major compact tensor with the same elements, on the same memory: this tensor's
+    /// memory when it already is one (64-byte aligned in host memory), else a copy through the
+    /// backend's copy kernels (strided, negative and broadcast strides alike).
+    fn compact(&self, py: Python<'_>) -> PyResult<Self> {
+        let held = &self.held;
+        let compacted = py.detach(|| adapter::compact(held))?;
+        Ok(Self::new(compacted, Some(self.device)))
+    }
+
+    fn __repr__(&self) -> String {
+        let h = &self.held;
+        let mut s = format!(
+            "dlport.Tensor(shape={}, dtype={}, device={}",
+            tuple_repr(h.shape()),
+            h.dtype(),
+            self.device
+        );
+        if h.memory() != self.device {
+            s += &format!(", memory={}", h.memory());
+        }
+        if !h.is_row_major() {
+            s += &format!(", strides={}", tuple_repr(h.strides()));
+        }
+        if h.is_read_only() {
+            s += ", readonly=True";
+        }
+        s + ")"
+    }
+}
+
+/// `(2, 3)`, `(5,)`, `()` as Python writes tuples.
+fn tuple_repr(v: &[i64]) -> String {
+    match v {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            v.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}

@@ -1,0 +1,17 @@
+"""Shared helpers for the dlport package tests."""
+
+import gc
+
+import pytest
+
+
+def collect():
+    """Runs the garbage collector twice (capsules and arrays in cycles go in the first pass)."""
+    gc.collect()
+    gc.collect()
+
+
+@pytest.fixture
+def jax():
+    jax = pytest.importorskip("jax")
+    return jax

@@ -1,0 +1,115 @@
+"""Bad inputs raise the array API's exceptions with dlport's message, never crash, and every
+tensor handed over is released exactly once."""
+
+import numpy as np
+import pytest
+
+import dlport
+from conftest import collect
+from producers import DLDataType, Producer, aligned, bare_capsule, capsule_name
+
+
+def test_a_consumed_capsule_and_a_foreign_name_are_value_errors():
+    a = np.arange(4.0)
+    cap = a.__dlpack__(max_version=(1, 3))
+    dlport.from_dlpack(cap)
+    assert capsule_name(cap) == "used_dltensor_versioned"
+    with pytest.raises(ValueError, match="already consumed"):
+        dlport.from_dlpack(cap)
+    with pytest.raises(ValueError, match='name is "not_a_tensor"'):
+        dlport.from_dlpack(bare_capsule(a.ctypes.data, b"not_a_tensor"))
+
+
+def test_objects_that_are_not_producers_are_type_errors():
+    with pytest.raises(TypeError, match="__dlpack__ or a DLPack capsule, got list"):
+        dlport.from_dlpack([1, 2, 3])
+    with pytest.raises(TypeError):
+        dlport.from_dlpack()
+
+
+@pytest.mark.parametrize("producer, message", [
+    (dict(versioned=True, version=(2, 0)), r"version = 2.0 is not supported"),
+    (dict(shape=(2, -3)), r"shape\[1\] = -3 is negative"),
+    (dict(dtype=DLDataType(17, 8, 1)), "dtype.bits = 8 is invalid for kDLFloat4_e2m1fn"),
+    (dict(versioned=True, flags=1 << 9), "flags"),
+])
+def test_invalid_tensors_are_buffer_errors_and_are_released(producer, message):
+    src = Producer(aligned(6, np.float64), **producer)
+    with pytest.raises(BufferError, match=message) as e:
+        dlport.from_dlpack(src)
+    assert e.value.code > 0, "the core's stable error code"
+    collect()
+    assert src.deleted == 1, "released exactly once"
+
+
+def test_a_producer_without_max_version_gets_the_legacy_call():
+    src = Producer(aligned(4, np.float32), knows_max_version=False)
+    t = dlport.from_dlpack(src)
+    assert [c["max_version"] for c in src.calls] == [(1, 3), None]
+    assert t.data_ptr() == src.address
+
+
+def test_a_bad_dlpack_device_answer_is_a_type_error():
+    src = Producer(aligned(4, np.float32), advertised="cpu")
+    with pytest.raises(TypeError, match=r"__dlpack_device__\(\) returned 'cpu'"):
+        dlport.from_dlpack(src)
+    assert src.calls == [], "nothing was exported"
+
+
+def test_bad_from_dlpack_arguments():
+    a = np.arange(3.0)
+    with pytest.raises(ValueError, match="device") as e:
+        dlport.from_dlpack(a, device="gpu:0")
+    assert e.value.code == 22
+    with pytest.raises(TypeError, match="device must be a name"):
+        dlport.from_dlpack(a, device=1.5)
+    with pytest.raises(ValueError, match="device type must be a DLDeviceType"):
+        dlport.from_dlpack(a, device=(0, 0))
+    with pytest.raises(TypeError):
+        dlport.from_dlpack(a, copy="yes")
+    with pytest.raises(BufferError, match=r"no backend for device_type\(99\)"):
+        dlport.from_dlpack(a, device=(99, 0))
+
+
+def test_bad_dlpack_arguments():
+    t = dlport.from_dlpack(np.arange(3.0))
+    with pytest.raises(ValueError, match="stream") as e:
+        t.__dlpack__(stream=5)
+    assert e.value.code == 34
+    with pytest.raises(TypeError):
+        t.__dlpack__(max_version=1)
+    with pytest.raises(TypeError):
+        t.__dlpack__(dl_device="cpu")
+    with pytest.raises(BufferError, match="cuda:0"):
+        t.__dlpack__(max_version=(1, 3), dl_device=(2, 0), copy=False)
+    with pytest.raises(TypeError, match="positional"):
+        t.__dlpack__(None)
+    assert t._dlpack_users == 0, "no failed export left a reference behind"
+
+
+def test_tensors_are_made_by_from_dlpack_only():
+    with pytest.raises(TypeError):
+        dlport.Tensor()
+
+
+def test_an_unconsumed_dlport_capsule_is_released_even_with_an_exception_set():
+    t = dlport.from_dlpack(np.arange(4.0))
+    # int(capsule) fails; CPython drops the temporary capsule while the TypeError is set.
+    with pytest.raises(TypeError):
+        int(t.__dlpack__(max_version=(1, 3)))
+    collect()
+    assert t._dlpack_users == 0, "released exactly once, and the pending TypeError survived"
+    cap = t.__dlpack__()
+    assert capsule_name(cap) == "dltensor" and t._dlpack_users == 1
+    del cap
+    collect()
+    assert t._dlpack_users == 0
+
+
+def test_the_exchange_api_is_skipped_when_a_type_offers_a_broken_one():
+    class Odd(Producer):
+        __dlpack_c_exchange_api__ = 12345  # not a capsule: __dlpack__ is used instead
+
+    src = Odd(aligned(4, np.float32))
+    t = dlport.from_dlpack(src)
+    assert src.calls and t.data_ptr() == src.address

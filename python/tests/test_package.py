@@ -1,0 +1,34 @@
+"""The installed package: version, stubs, and what a tensor says about itself."""
+
+import pathlib
+import re
+
+import numpy as np
+
+import dlport
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def test_version_is_the_crates_and_the_dlpack_version_is_1_3():
+    cargo = (HERE.parent / "Cargo.toml").read_text()
+    assert dlport.__version__ == re.search(r'^version = "([^"]+)"', cargo, re.M).group(1)
+    assert dlport.__dlpack_version__ == (1, 3)
+
+
+def test_the_package_ships_its_stubs_and_py_typed():
+    pkg = pathlib.Path(dlport.__file__).parent
+    assert (pkg / "py.typed").is_file()
+    stub = (pkg / "__init__.pyi").read_text()
+    for name in ("def from_dlpack", "class Tensor", "def __dlpack__", "def compact", "__dlpack_c_exchange_api__"):
+        assert name in stub, name
+
+
+def test_repr_and_properties():
+    a = np.arange(6, dtype=np.int16).reshape(2, 3)
+    t = dlport.from_dlpack(a)
+    assert repr(t) == "dlport.Tensor(shape=(2, 3), dtype=int16, device=cpu)"
+    assert (t.ndim, t.nbytes, t.memory, t.readonly) == (2, 12, "cpu", False)
+    assert repr(dlport.from_dlpack(np.array(1.5, dtype=np.float32))).startswith("dlport.Tensor(shape=(), ")
+    assert "shape=(3,)" in repr(dlport.from_dlpack(np.arange(3)))
+    assert isinstance(dlport.Tensor.__dlpack_c_exchange_api__, type(a.__dlpack__()))

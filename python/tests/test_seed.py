@@ -1,0 +1,107 @@
+"""The seed, end to end through the package: a pinned PyTorch-style tensor goes to JAX.
+
+PyTorch's pinned tensors say kDLCPU in the capsule and kDLCUDAHost (3, 0) in
+__dlpack_device__; other producers write (3, 0) in the capsule too. A CPU-only JAX maps (3, 0)
+to its "cuda" backend and refuses both. Through dlport (device="cpu") JAX and NumPy take the
+same memory without a copy, and the original owner is released exactly once."""
+
+import jax
+import numpy as np
+import pytest
+
+import dlport
+from conftest import collect
+from producers import Producer, aligned
+
+STYLES = {
+    # capsule device, advertised device, JAX's refusal
+    "torch_pinned": ((1, 0), (3, 0), (RuntimeError, "Unknown backend cuda")),
+    "capsule_pinned": ((3, 0), (3, 0), (RuntimeError, "Unknown backend cuda")),
+    "managed": ((13, 0), (13, 0), (TypeError, r"unsupported device type \(DLDeviceType: 13")),
+}
+
+
+@pytest.mark.parametrize("style", list(STYLES))
+@pytest.mark.parametrize("versioned", [False, True])
+def test_pinned_and_managed_memory_reach_jax_through_dlport(style, versioned):
+    capsule_device, advertised, (refusal, message) = STYLES[style]
+    data = aligned(32, np.float32)
+    data[:] = np.arange(32, dtype=np.float32)
+    obj = Producer(data, capsule_device=capsule_device, advertised=advertised, versioned=versioned)
+
+    # Refused directly: JAX 0.12 on a CPU-only machine has no backend for these devices.
+    with pytest.raises(refusal, match=message):
+        jax.dlpack.from_dlpack(obj)
+    collect()
+    assert obj.deleted == (1 if obj.calls else 0), "a capsule JAX refused is released once"
+    released_before = obj.deleted
+
+    # Accepted through dlport: the same memory, shown as cpu.
+    t = dlport.from_dlpack(obj, device="cpu")
+    assert t.device == "cpu" and t.__dlpack_device__() == (1, 0)
+    assert t.memory == ("cuda_managed:0" if style == "managed" else "cuda_host:0")
+    assert t.data_ptr() == data.ctypes.data
+    x = jax.dlpack.from_dlpack(t)
+    a = np.from_dlpack(t)
+    assert x.unsafe_buffer_pointer() == data.ctypes.data, "JAX got the pinned memory itself"
+    assert a.ctypes.data == data.ctypes.data, "NumPy got the pinned memory itself"
+    np.testing.assert_array_equal(np.asarray(x), data)
+    np.testing.assert_array_equal(a, data)
+    assert t._dlpack_users == 2
+
+    # The owner is released exactly once, when the last of dlport, JAX and NumPy lets go.
+    del t
+    collect()
+    assert obj.deleted == released_before, "JAX and NumPy still hold it"
+    del x
+    collect()
+    assert obj.deleted == released_before, "NumPy still holds it"
+    del a
+    collect()
+    assert obj.deleted == released_before + 1
+
+
+def test_without_a_target_device_the_reconciled_device_is_kept():
+    data = aligned(8, np.float32)
+    obj = Producer(data, capsule_device=(1, 0), advertised=(3, 0))
+    t = dlport.from_dlpack(obj)
+    # The capsule said cpu; the advertised pinned class is the more specific truth.
+    assert t.device == "cuda_host:0" and t.__dlpack_device__() == (3, 0)
+    assert t.data_ptr() == data.ctypes.data
+    # A CPU consumer asking for cpu still gets the memory without a copy.
+    cap = t.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False)
+    a = np.from_dlpack(_Capsule(cap))
+    assert a.ctypes.data == data.ctypes.data
+    del a, cap, t
+    collect()
+    assert obj.deleted == 1
+
+
+def test_device_memory_is_refused_without_a_copy_and_released():
+    obj = Producer(aligned(4, np.float32), capsule_device=(2, 0), advertised=(2, 0))
+    with pytest.raises(BufferError) as e:
+        dlport.from_dlpack(obj, device="cpu", copy=False)
+    assert "cuda:0" in str(e.value) and e.value.code > 0
+    collect()
+    assert obj.deleted == 1, "the refused tensor was released once"
+
+
+def test_a_capsule_that_contradicts_the_advertised_device_is_refused():
+    obj = Producer(aligned(4, np.float32), capsule_device=(2, 0), advertised=(1, 0))
+    with pytest.raises(BufferError, match="cuda:0"):
+        dlport.from_dlpack(obj)
+    collect()
+    assert obj.deleted == 1
+
+
+class _Capsule:
+    """Hands one prepared capsule to a consumer that calls __dlpack__."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **_):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Builds the Python package dlport (python/) with maturin and installs the wheel into .venv
+# (made by scripts/python-env.sh): one abi3 wheel for CPython >= 3.9 in python/target/wheels.
+# The build directory python/target is kept between runs, so a rebuild only compiles what changed.
+# Usage: scripts/python-build.sh [--release]   (default: the dev profile, with debug assertions)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+profile=dev
+if [ "${1:-}" = "--release" ]; then profile=release; fi
+rm -rf python/target/wheels
+.venv/bin/maturin build --quiet -m python/Cargo.toml --profile "$profile" --locked \
+  --compatibility linux --interpreter .venv/bin/python --out python/target/wheels
+.venv/bin/python -m pip install --quiet --force-reinstall --no-deps python/target/wheels/dlport-*.whl
+echo "[python] installed $(basename python/target/wheels/dlport-*.whl) ($profile) into .venv"
