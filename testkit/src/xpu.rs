@@ -143,3 +143,43 @@ impl Backend for Xpu {
         CpuBackend.copy(&host, Device::cpu())
     }
 }
+
+/// A registry with the CPU backend and a fresh plugin, and the plugin's free counter.
+pub fn registry() -> (dlport_core::Registry, Arc<AtomicUsize>) {
+    let xpu = Xpu::new();
+    let freed = xpu.freed();
+    let mut r = dlport_core::Registry::with_cpu();
+    r.register(Arc::new(xpu))
+        .expect("a fresh registry has no backend named xpu");
+    (r, freed)
+}
+
+/// A producer's 2×2 float32 tensor on any device (host memory underneath, so a plugin can
+/// read it), counting its deleter calls in `counter`.
+pub fn counted_export(counter: &Arc<AtomicUsize>, device: Device) -> dlport_core::ManagedTensor {
+    struct Counting(Vec<f32>, Device, Arc<AtomicUsize>);
+    impl Drop for Counting {
+        fn drop(&mut self) {
+            self.2.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    // SAFETY: a Vec's buffer, stable and owned alone, `4 * len` bytes.
+    unsafe impl TensorStorage for Counting {
+        fn data_ptr(&mut self) -> *mut c_void {
+            self.0.as_mut_ptr().cast()
+        }
+        fn byte_len(&self) -> usize {
+            self.0.len() * 4
+        }
+        fn device(&self) -> Device {
+            self.1
+        }
+    }
+    dlport_core::ExportBuilder::new(
+        Counting(vec![1.0, 2.0, 3.0, 4.0], device, Arc::clone(counter)),
+        DataType::FLOAT32,
+        &[2, 2],
+    )
+    .build()
+    .expect("a compact 2x2 export of 4 floats is valid")
+}
