@@ -65,4 +65,38 @@ dl.check(dl.lib.dlport_alloc(None, 1, 0, 2, 32, 1, shape, 1, ctypes.byref(h)))
 h = None  # the handle is dropped without dlport_tensor_free: a leak
 ')
 check_lsan "$neg" leaky
+
+# The Python package (the wheel scripts/python-build.sh installed in .venv). Its module
+# initialisation allocates the type object and constants once, for the interpreter's lifetime;
+# any other leak whose stack passes through the extension fails.
+check_package_lsan() { # $1: report directory; $2: "clean" or "leaky"
+  .venv/bin/python - "$1" "$2" <<'PY'
+import pathlib, re, sys
+blocks = []
+for f in pathlib.Path(sys.argv[1]).glob("report.*"):
+    blocks += re.split(r"\n\s*\n", f.read_text())
+ours = [b for b in blocks if re.search(r"(Direct|Indirect) leak", b)
+        and re.search(r"_native\.abi3\.so|_native::|dlport_core::|dlport_native::", b)
+        and "__pyo3_module_exec" not in b]
+if sys.argv[2] == "clean" and ours:
+    print("\n\n".join(ours[:3]))
+    sys.exit("[sanitize] FAILED: LeakSanitizer found leaks through the Python package")
+if sys.argv[2] == "leaky" and not ours:
+    sys.exit("[sanitize] FAILED: the Python package's negative control was not detected")
+PY
+}
+echo "[sanitize] the Python package's tests under LeakSanitizer"
+pyrep=$(mktemp -d)
+pylsan="exitcode=0:malloc_context_size=40:fast_unwind_on_malloc=0"
+(cd python/tests && PYTHONMALLOC=malloc LSAN_OPTIONS="$pylsan:log_path=$pyrep/report" LD_PRELOAD="$lsan" \
+  ../../.venv/bin/python -m pytest -q -p no:cacheprovider test_numpy.py test_errors.py test_threads.py test_tvm_ffi.py)
+check_package_lsan "$pyrep" clean
+echo "[sanitize] negative control: a dlport export whose capsule was marked used but never consumed is reported"
+pyneg=$(mktemp -d)
+PYTHONMALLOC=malloc LSAN_OPTIONS="$pylsan:log_path=$pyneg/report" LD_PRELOAD="$lsan" .venv/bin/python -c '
+import ctypes, numpy as np, dlport
+cap = dlport.from_dlpack(np.arange(4.0)).__dlpack__(max_version=(1, 3))
+ctypes.pythonapi.PyCapsule_SetName(ctypes.py_object(cap), b"used_dltensor_versioned")  # nobody owns it now
+'
+check_package_lsan "$pyneg" leaky
 echo "[sanitize] 0 leaks and 0 invalid accesses attributable to dlport"

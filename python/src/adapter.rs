@@ -243,6 +243,11 @@ pub fn allocate(device: Device, dtype: DataType, shape: &[i64]) -> Result<RawMan
     Ok(backend.release_ownership(&t, true, device)?.into_raw())
 }
 
+/// `ndim` of a foreign prototype, checked (0 to 64) before any array is read.
+pub fn check_ndim(ndim: i32) -> Result<usize, Failure> {
+    Ok(dlport_core::layout::check_ndim(i64::from(ndim))?)
+}
+
 /// Parses a device name as dlport writes it (`cpu`, `cuda:0`, `cuda_host:0`).
 pub fn parse_device(name: &str) -> Result<Device, Failure> {
     Ok(name.parse::<Device>()?)

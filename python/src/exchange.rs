@@ -14,7 +14,6 @@ use std::ptr::{NonNull, null_mut};
 use dlport_core::abi::{
     DLManagedTensorVersioned, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DLPackVersion, DLTensor,
 };
-use dlport_core::layout::check_ndim;
 use dlport_core::{DeviceType, RawManaged};
 use pyo3::exceptions::{PyRuntimeError, PySystemError, PyTypeError, PyValueError};
 use pyo3::ffi;
@@ -320,7 +319,7 @@ unsafe fn allocate_like(
     }
     // SAFETY: NULL or readable (contract).
     let proto = unsafe { prototype.as_ref() }.ok_or_else(|| null("prototype"))?;
-    let ndim = check_ndim(i64::from(proto.ndim))?;
+    let ndim = adapter::check_ndim(proto.ndim)?;
     let shape: &[i64] = if ndim == 0 {
         &[]
     } else if proto.shape.is_null() {

@@ -2,16 +2,8 @@
 
 import gc
 
-import pytest
-
 
 def collect():
     """Runs the garbage collector twice (capsules and arrays in cycles go in the first pass)."""
     gc.collect()
     gc.collect()
-
-
-@pytest.fixture
-def jax():
-    jax = pytest.importorskip("jax")
-    return jax
