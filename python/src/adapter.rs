@@ -77,11 +77,12 @@ fn kind_of(code: u32) -> Kind {
 #[derive(Clone, Debug)]
 pub struct Held(Tensor);
 
-/// The registry of the package: every native backend that works on this machine (CPU with the
-/// fast copy kernels, pinned memory, CUDA when a driver answers).
+/// The registry of the package: the process-wide default, shared with the C ABI and Rust code
+/// in the same process. `dlport_native::install()` installs it on first use (every native
+/// backend that works on this machine: CPU with the fast copy kernels, pinned memory, CUDA when
+/// a driver answers), unless a program embedding Python installed its own first.
 fn registry() -> &'static Registry {
-    static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(dlport_native::registry)
+    dlport_native::install().unwrap_or_else(|_| dlport_core::default_registry())
 }
 
 /// The array-API `copy` argument as a policy.
