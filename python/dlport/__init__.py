@@ -6,8 +6,29 @@
 memory that a CPU-only consumer refuses is shown to it as ``cpu`` without a copy
 (``device="cpu"``). The DLPack 1.3 C exchange API (``__dlpack_c_exchange_api__``) is used when a
 producer offers it and offered by ``dlport.Tensor``.
+
+``dlport.share(x)`` shares a tensor with another process on the same machine (Linux): a
+``dlport.Shared`` (descriptor bytes plus file descriptors) that travels over a Unix socket
+(``Shared.send`` / ``Shared.recv``) and opens there without a copy (``Shared.open``,
+``dlport.open_shared``).
 """
 
-from ._native import Tensor, __dlpack_version__, __version__, from_dlpack
+from ._native import (
+    Shared,
+    Tensor,
+    __dlpack_version__,
+    __version__,
+    from_dlpack,
+    open_shared,
+    share,
+)
 
-__all__ = ["Tensor", "from_dlpack", "__version__", "__dlpack_version__"]
+__all__ = [
+    "Shared",
+    "Tensor",
+    "from_dlpack",
+    "open_shared",
+    "share",
+    "__version__",
+    "__dlpack_version__",
+]

@@ -1,4 +1,5 @@
-from typing import Any, Optional, Tuple, Union
+import socket
+from typing import Any, List, Optional, Tuple, Union
 
 __version__: str
 __dlpack_version__: Tuple[int, int]
@@ -48,3 +49,29 @@ def from_dlpack(
     x: Any, /, *, device: Optional[Device] = None, copy: Optional[bool] = None
 ) -> Tensor:
     """Imports any DLPack producer (or a bare DLPack capsule) as a ``dlport.Tensor``."""
+
+class Shared:
+    """A tensor ready for another process on this machine (Linux): a descriptor plus the file
+    descriptors that travel with it. The fds close with this object; the memory lives while any
+    process maps it."""
+
+    @property
+    def descriptor(self) -> bytes:
+        """The descriptor's bytes: dtype, shape, strides, device, kind of handle."""
+    @property
+    def fds(self) -> List[int]:
+        """The fds that travel with the descriptor (borrowed: open while this object lives)."""
+    def open(self) -> Tensor:
+        """Opens the tensor in this process (a new mapping of the same memory)."""
+    def send(self, sock: socket.socket) -> None:
+        """Sends the descriptor and its fds over a connected AF_UNIX, SOCK_STREAM socket."""
+    @staticmethod
+    def recv(sock: socket.socket) -> "Shared":
+        """Receives one descriptor and its fds from a connected AF_UNIX, SOCK_STREAM socket."""
+
+def share(x: Any, /, *, copy: Optional[bool] = None, read_only: bool = False) -> Shared:
+    """Shares a DLPack producer (or a ``dlport.Tensor``) with other processes: host memory in a
+    sealed memfd (copied into one as ``copy`` allows), CUDA memory through CUDA IPC."""
+
+def open_shared(descriptor: bytes, fds: List[int]) -> Tensor:
+    """Opens a shared tensor without a copy; ``fds`` are borrowed (duplicated inside)."""

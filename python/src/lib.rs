@@ -6,7 +6,8 @@
 //! - [`import`]: `from_dlpack` (capsules, the exchange API, `__dlpack__`);
 //! - [`tensor`]: `dlport.Tensor`; [`buffer`]: its buffer protocol;
 //! - [`exchange`]: the `DLPackExchangeAPI` table, as producer and consumer;
-//! - [`capsule`]: DLPack capsules and their destructor; [`errors`]: exceptions.
+//! - [`capsule`]: DLPack capsules and their destructor; [`errors`]: exceptions;
+//! - [`share`]: tensors shared with another process (`share`, `Shared`, `open_shared`).
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod adapter;
@@ -16,6 +17,7 @@ mod capsule;
 mod errors;
 mod exchange;
 mod import;
+mod share;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -26,6 +28,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<tensor::PyTensor>()?;
     m.add_function(wrap_pyfunction!(import::from_dlpack, m)?)?;
+    m.add_class::<share::PyShared>()?;
+    m.add_function(wrap_pyfunction!(share::share, m)?)?;
+    m.add_function(wrap_pyfunction!(share::open_shared, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_exchange_loop, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(
