@@ -17,8 +17,9 @@
 //! [`ShareOptions::copy`] allows.
 //!
 //! Linux only in this release (memfd seals and `SCM_RIGHTS` as Linux has them): elsewhere the
-//! Rust functions and the C entries return [`Error::Backend(dlport_core::BackendError::Unsupported)`]. Descriptors themselves
-//! ([`Descriptor::to_bytes`], [`Descriptor::from_bytes`]) work everywhere.
+//! Rust functions return `BackendError::Unsupported` and the C entries
+//! `DLPORT_ERR_UNSUPPORTED`. Descriptors themselves ([`Descriptor::to_bytes`],
+//! [`Descriptor::from_bytes`]) work everywhere.
 //!
 //! ```
 //! # #[cfg(target_os = "linux")] {
@@ -72,7 +73,7 @@ use dlport_core::{DataType, ManagedTensor, TensorRef};
 /// cbindgen:ignore
 pub const MAX_FDS: usize = 4;
 
-/// The name in this module's errors (`Error::Backend`, `Error::Backend(dlport_core::BackendError::Unsupported)`).
+/// The name in this module's errors (`BackendError::Failed`, `BackendError::Unsupported`).
 pub const NAME: &str = "share";
 
 /// How to share a tensor.
