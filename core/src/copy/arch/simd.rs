@@ -143,20 +143,27 @@ unsafe fn network<V: Vector, const W: usize, const N: usize>(v: &mut [V; N]) {
 }
 
 /// One micro-tile: `a[j]` holds source column j (64 bytes: E consecutive rows); destination row
-/// i (E elements, 64 bytes) goes to `out + i × out_stride`.
+/// i (E elements, 64 bytes) goes to `out + i × out_stride`, each row's line written whole, back
+/// to back (streamed with `stream`): lines of rows a power of two apart share a cache set, and
+/// interleaved partial writes would evict each other, or leave write-combining buffers half
+/// full.
 ///
 /// # Safety
-/// The instruction set of `V` is present; the E rows at `out` are writable for 64 bytes each.
+/// The instruction set of `V` is present; the E rows at `out` are writable for 64 bytes each,
+/// and 64-byte aligned with `stream`.
 #[inline(always)]
 unsafe fn micro<V: Vector, const W: usize, const N: usize>(
     a: &[Line; 64],
     out: *mut u8,
     out_stride: usize,
+    stream: bool,
 ) {
     for k in 0..4 {
-        for q in (0..4).step_by(V::LANES) {
-            // SAFETY: forwarded contract.
-            let mut v = [unsafe { V::zero() }; N];
+        // The 4 / LANES blocks of rows k·N .. (k + 1)·N, left to right.
+        // SAFETY: forwarded contract.
+        let mut rows = [[unsafe { V::zero() }; N]; 4];
+        for (qi, q) in (0..4).step_by(V::LANES).enumerate() {
+            let v = &mut rows[qi];
             for (j, vj) in v.iter_mut().enumerate() {
                 let lo = a[q * N + j].0[16 * k..].as_ptr();
                 // Lane 1 (AVX2) takes the next column group; 1-lane vectors ignore it.
@@ -165,27 +172,37 @@ unsafe fn micro<V: Vector, const W: usize, const N: usize>(
                 *vj = unsafe { V::load(lo, hi) };
             }
             // SAFETY: forwarded contract.
-            unsafe { network::<V, W, N>(&mut v) };
-            for (i, vi) in v.into_iter().enumerate() {
-                // SAFETY: row k·N + i of the tile, bytes 16q .. 16(q + LANES) ≤ 64 (contract).
-                unsafe { V::store(out.add((k * N + i) * out_stride + 16 * q), vi) };
+            unsafe { network::<V, W, N>(v) };
+        }
+        let mut line = out.wrapping_add(k * N * out_stride);
+        for i in 0..N {
+            for (q, block) in (0..4).step_by(V::LANES).zip(&rows) {
+                // SAFETY: row k·N + i of the tile, bytes 16q .. 16(q + LANES) ≤ 64, aligned to
+                // 16 × LANES when streaming (contract).
+                unsafe {
+                    if stream {
+                        V::stream(line.add(16 * q), block[i]);
+                    } else {
+                        V::store(line.add(16 * q), block[i]);
+                    }
+                }
             }
+            line = line.wrapping_add(out_stride);
         }
     }
 }
 
-/// The staging buffers of one micro-tile: source lines in, destination lines out.
+/// The staging buffers of one micro-tile: its source lines, and (1- and 2-byte elements) its
+/// destination lines.
 struct Stage {
     a: [Line; 64],
     b: [Line; 64],
 }
 
 /// One micro-tile from memory to memory: the E source lines (columns `cs` bytes apart from
-/// `from`) are copied whole into `stage.a`, transposed into `stage.b`, and each destination line
-/// (rows `row` bytes apart from `to`) written whole, back to back: lines of rows a power of two
-/// apart share a cache set, and interleaved partial writes would evict each other (or, streamed,
-/// leave write-combining buffers half full). With `ahead`, the source lines
-/// [`PREFETCH_TILES`] tiles further down are prefetched.
+/// `from`) are copied whole into `stage.a`, then transposed into the destination lines (rows
+/// `row` bytes apart from `to`), directly or through `stage.b`. With `ahead`, the source lines [`PREFETCH_TILES`] tiles further
+/// down are prefetched.
 ///
 /// # Safety
 /// The 64 bytes from each source line are readable and the 64 bytes at each destination line
@@ -211,9 +228,19 @@ unsafe fn tile<V: Vector, const W: usize, const N: usize>(
             unsafe { V::prefetch(col.wrapping_add(64 * PREFETCH_TILES)) };
         }
     }
-    // SAFETY: `stage.b` holds e lines of 64 writable bytes; the instruction set is present
+    if N <= 4 {
+        // 4- and 8-byte elements: the blocks of one row group fit in registers, so each
+        // destination line is written straight from them.
+        // SAFETY: the destination lines are writable, and aligned with `stream`; the
+        // instruction set is present (contract).
+        unsafe { micro::<V, W, N>(&stage.a, to, row, stream) };
+        return;
+    }
+    // 1- and 2-byte elements: 16 or 32 vectors per row group would spill, so the tile is
+    // transposed into `stage.b` (L1) and copied out line by line (measured faster).
+    // SAFETY: `stage.b` holds 64 lines of 64 writable bytes; the instruction set is present
     // (contract).
-    unsafe { micro::<V, W, N>(&stage.a, stage.b.as_mut_ptr().cast(), 64) };
+    unsafe { micro::<V, W, N>(&stage.a, stage.b.as_mut_ptr().cast(), 64, false) };
     for (i, line) in stage.b[..e].iter().enumerate() {
         let out = to.wrapping_add(i * row);
         for h in (0..64).step_by(16 * V::LANES) {

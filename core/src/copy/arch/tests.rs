@@ -42,7 +42,23 @@ fn untouched_outside(backing: &[u8], start: usize, len: usize, what: &str) {
     );
 }
 
-#[test]
+/// Destination offsets past a 64-byte boundary: aligned, one element past (streaming starts at
+/// the next line), one byte past (no streaming). Under Miri, the last two.
+fn shifts(elem: usize) -> &'static [usize] {
+    match (cfg!(miri), elem) {
+        (true, 1) => &[1],
+        (true, 2) => &[2, 1],
+        (true, 4) => &[4, 1],
+        (true, _) => &[8, 1],
+        (false, 1) => &[0, 1],
+        (false, 2) => &[0, 2, 1],
+        (false, 4) => &[0, 4, 1],
+        (false, _) => &[0, 8, 1],
+    }
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn transposes_match_the_reference() {
     let mut rng = Lcg(1);
     for (name, transpose, _) in kernels() {
@@ -51,7 +67,7 @@ fn transposes_match_the_reference() {
             // (planes, rows, columns): whole micro-tiles, ragged edges, fewer than one tile,
             // and rows of whole lines (the streaming shape).
             let shapes: Vec<(usize, usize, usize)> = if cfg!(miri) {
-                alloc::vec![(1, e + 1, e + 3), (2, e + 5, 2 * e)]
+                alloc::vec![(2, e + 1, 2 * e)]
             } else {
                 alloc::vec![
                     (1, e, e),
@@ -64,7 +80,12 @@ fn transposes_match_the_reference() {
                 ]
             };
             for (planes, nr, nc) in shapes {
-                for (pad, negative) in [(0usize, false), (3, true), (1, false)] {
+                let layouts: &[(usize, bool)] = if cfg!(miri) {
+                    &[(3, true)]
+                } else {
+                    &[(0, false), (3, true), (1, false)]
+                };
+                for &(pad, negative) in layouts {
                     let column = (nr + pad) * elem;
                     let plane = nc * column + 5 * elem;
                     let base = if negative { (nc - 1) * column } else { 0 };
@@ -87,7 +108,7 @@ fn transposes_match_the_reference() {
                         stride: cs,
                     };
                     let len = planes * nr * nc * elem;
-                    for shift in [0, elem, 1] {
+                    for &shift in shifts(elem) {
                         for stream_from in [0, usize::MAX] {
                             let what = alloc::format!(
                                 "{name} elem {elem} {planes}x{nr}x{nc} pad {pad} negative \
@@ -133,7 +154,8 @@ fn transposes_match_the_reference() {
     }
 }
 
-#[test]
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn reversed_rows_match_the_reference() {
     let mut rng = Lcg(2);
     for (name, _, reverse) in kernels() {
@@ -157,7 +179,7 @@ fn reversed_rows_match_the_reference() {
                         stride: -(elem as isize),
                     };
                     let len = nrows * n * elem;
-                    for shift in [0, elem, 1] {
+                    for &shift in shifts(elem) {
                         for stream_from in [0, usize::MAX] {
                             let what = alloc::format!(
                                 "{name} elem {elem} {nrows}x{n} shift {shift} stream_from \
@@ -199,7 +221,8 @@ fn reversed_rows_match_the_reference() {
     }
 }
 
-#[test]
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn other_element_sizes_are_left_to_the_portable_kernels() {
     for (name, transpose, reverse) in kernels() {
         let axis = Axis {

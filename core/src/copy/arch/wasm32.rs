@@ -1,6 +1,6 @@
 //! wasm32 built with `+simd128` (without it the portable kernels run). WebAssembly has no
 //! streaming stores or prefetch hints; see [`super::simd`] for the kernels.
-// The shuffles are safe functions when simd128 is enabled; the loads and stores are not.
+// The shuffles are safe to call since Rust 1.86 where simd128 is enabled, but not on the MSRV.
 #![allow(unused_unsafe)]
 
 use core::arch::wasm32::{
@@ -22,7 +22,8 @@ unsafe impl Vector for Simd128 {
 
     #[inline(always)]
     unsafe fn zero() -> Self {
-        Self(u8x16_splat(0))
+        // SAFETY: simd128 is enabled (safe since Rust 1.86; the block is for the MSRV).
+        Self(unsafe { u8x16_splat(0) })
     }
     #[inline(always)]
     unsafe fn load(lo: *const u8, _hi: *const u8) -> Self {
@@ -46,23 +47,29 @@ unsafe impl Vector for Simd128 {
     #[inline(always)]
     unsafe fn zip_lo<const W: usize>(a: Self, b: Self) -> Self {
         let (a, b) = (a.0, b.0);
-        Self(match W {
-            1 => u8x16_shuffle::<0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23>(a, b),
-            2 => u16x8_shuffle::<0, 8, 1, 9, 2, 10, 3, 11>(a, b),
-            4 => u32x4_shuffle::<0, 4, 1, 5>(a, b),
-            _ => u64x2_shuffle::<0, 2>(a, b),
+        // SAFETY: simd128 is enabled (safe since Rust 1.86; the block is for the MSRV).
+        Self(unsafe {
+            match W {
+                1 => u8x16_shuffle::<0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23>(a, b),
+                2 => u16x8_shuffle::<0, 8, 1, 9, 2, 10, 3, 11>(a, b),
+                4 => u32x4_shuffle::<0, 4, 1, 5>(a, b),
+                _ => u64x2_shuffle::<0, 2>(a, b),
+            }
         })
     }
     #[inline(always)]
     unsafe fn zip_hi<const W: usize>(a: Self, b: Self) -> Self {
         let (a, b) = (a.0, b.0);
-        Self(match W {
-            1 => {
-                u8x16_shuffle::<8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31>(a, b)
+        // SAFETY: simd128 is enabled (safe since Rust 1.86; the block is for the MSRV).
+        Self(unsafe {
+            match W {
+                1 => u8x16_shuffle::<8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31>(
+                    a, b,
+                ),
+                2 => u16x8_shuffle::<4, 12, 5, 13, 6, 14, 7, 15>(a, b),
+                4 => u32x4_shuffle::<2, 6, 3, 7>(a, b),
+                _ => u64x2_shuffle::<1, 3>(a, b),
             }
-            2 => u16x8_shuffle::<4, 12, 5, 13, 6, 14, 7, 15>(a, b),
-            4 => u32x4_shuffle::<2, 6, 3, 7>(a, b),
-            _ => u64x2_shuffle::<1, 3>(a, b),
         })
     }
 }
@@ -72,11 +79,14 @@ unsafe impl Reverse for Simd128 {
     #[inline(always)]
     unsafe fn reverse<const W: usize>(v: Self) -> Self {
         let v = v.0;
-        Self(match W {
-            1 => u8x16_shuffle::<15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0>(v, v),
-            2 => u16x8_shuffle::<7, 6, 5, 4, 3, 2, 1, 0>(v, v),
-            4 => u32x4_shuffle::<3, 2, 1, 0>(v, v),
-            _ => u64x2_shuffle::<1, 0>(v, v),
+        // SAFETY: simd128 is enabled (safe since Rust 1.86; the block is for the MSRV).
+        Self(unsafe {
+            match W {
+                1 => u8x16_shuffle::<15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0>(v, v),
+                2 => u16x8_shuffle::<7, 6, 5, 4, 3, 2, 1, 0>(v, v),
+                4 => u32x4_shuffle::<3, 2, 1, 0>(v, v),
+                _ => u64x2_shuffle::<1, 0>(v, v),
+            }
         })
     }
 }

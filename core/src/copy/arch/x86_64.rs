@@ -6,17 +6,30 @@
 
 use core::arch::x86_64::{
     __m128i, __m256i, _MM_HINT_T1, _mm_loadu_si128, _mm_or_si128, _mm_prefetch, _mm_setzero_si128,
-    _mm_sfence, _mm_shuffle_epi32, _mm_shufflehi_epi16, _mm_shufflelo_epi16, _mm_slli_epi16,
-    _mm_srli_epi16, _mm_storeu_si128, _mm_stream_si128, _mm_unpackhi_epi8, _mm_unpackhi_epi16,
-    _mm_unpackhi_epi32, _mm_unpackhi_epi64, _mm_unpacklo_epi8, _mm_unpacklo_epi16,
-    _mm_unpacklo_epi32, _mm_unpacklo_epi64, _mm256_castsi128_si256, _mm256_inserti128_si256,
-    _mm256_setzero_si256, _mm256_storeu_si256, _mm256_stream_si256, _mm256_unpackhi_epi8,
-    _mm256_unpackhi_epi16, _mm256_unpackhi_epi32, _mm256_unpackhi_epi64, _mm256_unpacklo_epi8,
-    _mm256_unpacklo_epi16, _mm256_unpacklo_epi32, _mm256_unpacklo_epi64,
+    _mm_shuffle_epi32, _mm_shufflehi_epi16, _mm_shufflelo_epi16, _mm_slli_epi16, _mm_srli_epi16,
+    _mm_storeu_si128, _mm_unpackhi_epi8, _mm_unpackhi_epi16, _mm_unpackhi_epi32,
+    _mm_unpackhi_epi64, _mm_unpacklo_epi8, _mm_unpacklo_epi16, _mm_unpacklo_epi32,
+    _mm_unpacklo_epi64, _mm256_castsi128_si256, _mm256_inserti128_si256, _mm256_setzero_si256,
+    _mm256_storeu_si256, _mm256_unpackhi_epi8, _mm256_unpackhi_epi16, _mm256_unpackhi_epi32,
+    _mm256_unpackhi_epi64, _mm256_unpacklo_epi8, _mm256_unpacklo_epi16, _mm256_unpacklo_epi32,
+    _mm256_unpacklo_epi64,
 };
 
 use super::Axis;
 use super::simd::{self, Reverse, STREAM_BYTES, Vector};
+
+/// Orders earlier streaming stores before later stores: `sfence`, or under Miri (which has no
+/// `sfence` and models streaming stores as plain ones) a sequentially consistent fence.
+#[inline(always)]
+fn sfence() {
+    #[cfg(miri)]
+    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+    #[cfg(not(miri))]
+    // SAFETY: SSE2 is part of x86-64; a fence has no other effect.
+    unsafe {
+        core::arch::x86_64::_mm_sfence()
+    };
+}
 
 /// One SSE2 register.
 #[derive(Clone, Copy)]
@@ -48,13 +61,22 @@ unsafe impl Vector for Sse2 {
     }
     #[inline(always)]
     unsafe fn stream(p: *mut u8, v: Self) {
+        // Miri runs no inline assembly (`movntdq`): an aligned plain store there, which also
+        // checks the alignment.
+        #[cfg(miri)]
         // SAFETY: 16 writable, 16-byte-aligned bytes (contract).
-        unsafe { _mm_stream_si128(p.cast(), v.0) }
+        unsafe {
+            p.cast::<__m128i>().write(v.0)
+        };
+        #[cfg(not(miri))]
+        // SAFETY: 16 writable, 16-byte-aligned bytes (contract).
+        unsafe {
+            core::arch::x86_64::_mm_stream_si128(p.cast(), v.0)
+        };
     }
     #[inline(always)]
     unsafe fn fence() {
-        // SAFETY: SSE2 is present; a fence has no other effect.
-        unsafe { _mm_sfence() }
+        sfence();
     }
     #[inline(always)]
     unsafe fn prefetch(p: *const u8) {
@@ -141,13 +163,21 @@ unsafe impl Vector for Avx2 {
     }
     #[inline(always)]
     unsafe fn stream(p: *mut u8, v: Self) {
+        // As for SSE2 under Miri.
+        #[cfg(miri)]
         // SAFETY: 32 writable, 32-byte-aligned bytes (contract).
-        unsafe { _mm256_stream_si256(p.cast(), v.0) }
+        unsafe {
+            p.cast::<__m256i>().write(v.0)
+        };
+        #[cfg(not(miri))]
+        // SAFETY: 32 writable, 32-byte-aligned bytes (contract).
+        unsafe {
+            core::arch::x86_64::_mm256_stream_si256(p.cast(), v.0)
+        };
     }
     #[inline(always)]
     unsafe fn fence() {
-        // SAFETY: SSE2 is present; a fence has no other effect.
-        unsafe { _mm_sfence() }
+        sfence();
     }
     #[inline(always)]
     unsafe fn prefetch(p: *const u8) {
