@@ -34,6 +34,11 @@ unsafe impl Vector for Neon {
         Self(unsafe { vld1q_u8(lo) })
     }
     #[inline(always)]
+    unsafe fn load_full(p: *const u8) -> Self {
+        // SAFETY: as `load`.
+        unsafe { Self::load(p, p) }
+    }
+    #[inline(always)]
     unsafe fn store(p: *mut u8, v: Self) {
         // SAFETY: 16 writable bytes (contract); no alignment needed.
         unsafe { vst1q_u8(p, v.0) }

@@ -63,6 +63,12 @@ pub(super) unsafe trait Vector: Copy {
     /// The bytes are readable; the instruction set is present.
     unsafe fn load(lo: *const u8, hi: *const u8) -> Self;
 
+    /// The `16 × LANES` bytes at `p`, unaligned (lane 0 first).
+    ///
+    /// # Safety
+    /// The bytes are readable; the instruction set is present.
+    unsafe fn load_full(p: *const u8) -> Self;
+
     /// Stores `16 × LANES` bytes at `p`, unaligned.
     ///
     /// # Safety
@@ -119,34 +125,85 @@ pub(super) unsafe trait Reverse: Vector {
 #[repr(C, align(64))]
 struct Line([u8; 64]);
 
-/// Transposes the n × n block of `W`-byte elements in each lane of `v[..N]` (N = 16 / W).
+/// `zip_lo` (`high` false) or `zip_hi` of `width`-byte elements (a constant after inlining).
+///
+/// # Safety
+/// The instruction set of `V` is present; `width` is 1, 2, 4 or 8.
+#[inline(always)]
+unsafe fn zip<V: Vector>(width: usize, high: bool, a: V, b: V) -> V {
+    // SAFETY: forwarded contract.
+    unsafe {
+        match (width, high) {
+            (1, false) => V::zip_lo::<1>(a, b),
+            (1, true) => V::zip_hi::<1>(a, b),
+            (2, false) => V::zip_lo::<2>(a, b),
+            (2, true) => V::zip_hi::<2>(a, b),
+            (4, false) => V::zip_lo::<4>(a, b),
+            (4, true) => V::zip_hi::<4>(a, b),
+            (_, false) => V::zip_lo::<8>(a, b),
+            (_, true) => V::zip_hi::<8>(a, b),
+        }
+    }
+}
+
+/// Transposes the n × n block of `W`-byte elements in each lane of `v[..N]` (N = 16 / W), in
+/// place: round s zips rows `d = 2^s` apart at a width of `W·2^s` bytes (the low half stays,
+/// the high half goes d rows down). Its first rounds touch neighbouring rows only, so the
+/// register allocator can work through the block in parts.
 ///
 /// # Safety
 /// The instruction set of `V` is present.
 #[inline(always)]
 unsafe fn network<V: Vector, const W: usize, const N: usize>(v: &mut [V; N]) {
-    let mut rounds = N;
-    while rounds > 1 {
-        // SAFETY: forwarded contract.
-        let zero = unsafe { V::zero() };
-        let mut next = [zero; N];
-        for i in 0..N / 2 {
-            // SAFETY: forwarded contract; W is 1, 2, 4 or 8 (N = 16 / W).
-            unsafe {
-                next[2 * i] = V::zip_lo::<W>(v[i], v[i + N / 2]);
-                next[2 * i + 1] = V::zip_hi::<W>(v[i], v[i + N / 2]);
+    // Written out with constant indices, so that the block stays in registers.
+    macro_rules! round {
+        ($d:literal: $($i:literal)*) => {
+            $(
+                let (x, y) = (v[$i], v[$i + $d]);
+                // SAFETY: forwarded contract; W·d is at most 8 (N = 16 / W).
+                unsafe {
+                    v[$i] = zip::<V>(W * $d, false, x, y);
+                    v[$i + $d] = zip::<V>(W * $d, true, x, y);
+                }
+            )*
+        };
+    }
+    // Then row i is in v[rev(i)], rev reversing the log2(N) bits: swapped into place (free,
+    // with constant indices).
+    match N {
+        2 => {
+            round!(1: 0);
+        }
+        4 => {
+            round!(1: 0 2);
+            round!(2: 0 1);
+            v.swap(1, 2);
+        }
+        8 => {
+            round!(1: 0 2 4 6);
+            round!(2: 0 1 4 5);
+            round!(4: 0 1 2 3);
+            v.swap(1, 4);
+            v.swap(3, 6);
+        }
+        _ => {
+            round!(1: 0 2 4 6 8 10 12 14);
+            round!(2: 0 1 4 5 8 9 12 13);
+            round!(4: 0 1 2 3 8 9 10 11);
+            round!(8: 0 1 2 3 4 5 6 7);
+            for (i, j) in [(1, 8), (2, 4), (3, 12), (5, 10), (7, 14), (11, 13)] {
+                v.swap(i, j);
             }
         }
-        *v = next;
-        rounds /= 2;
     }
 }
 
 /// One micro-tile: `a[j]` holds source column j (64 bytes: E consecutive rows); destination row
-/// i (E elements, 64 bytes) goes to `out + i × out_stride`, each row's line written whole, back
-/// to back (streamed with `stream`): lines of rows a power of two apart share a cache set, and
-/// interleaved partial writes would evict each other, or leave write-combining buffers half
-/// full.
+/// i (E elements, 64 bytes) goes to `out + i × out_stride`. With 4- and 8-byte elements each
+/// row's line is written whole, back to back (streamed with `stream`): lines of rows a power of
+/// two apart share a cache set, and interleaved partial writes would evict each other, or leave
+/// write-combining buffers half full. With 1- and 2-byte elements `out` is the L1 staging
+/// buffer (`stream` is false).
 ///
 /// # Safety
 /// The instruction set of `V` is present; the E rows at `out` are writable for 64 bytes each,
@@ -158,6 +215,30 @@ unsafe fn micro<V: Vector, const W: usize, const N: usize>(
     out_stride: usize,
     stream: bool,
 ) {
+    if N > 4 {
+        // 1- and 2-byte elements (into `Stage::b`, never streamed): 16 or 32 registers per row
+        // group would spill, so each block is stored as soon as it is transposed.
+        for k in 0..4 {
+            for q in (0..4).step_by(V::LANES) {
+                // SAFETY: forwarded contract.
+                let mut v = [unsafe { V::zero() }; N];
+                for (j, vj) in v.iter_mut().enumerate() {
+                    let lo = a[q * N + j].0[16 * k..].as_ptr();
+                    let hi = a[((q + 1) * N + j) % 64].0[16 * k..].as_ptr();
+                    // SAFETY: both point at 16 bytes inside `a`.
+                    *vj = unsafe { V::load(lo, hi) };
+                }
+                // SAFETY: forwarded contract.
+                unsafe { network::<V, W, N>(&mut v) };
+                for (i, vi) in v.into_iter().enumerate() {
+                    // SAFETY: row k·N + i of the tile, bytes 16q .. 16(q + LANES) ≤ 64
+                    // (contract).
+                    unsafe { V::store(out.add((k * N + i) * out_stride + 16 * q), vi) };
+                }
+            }
+        }
+        return;
+    }
     for k in 0..4 {
         // The 4 / LANES blocks of rows k·N .. (k + 1)·N, left to right.
         // SAFETY: forwarded contract.
@@ -245,10 +326,9 @@ unsafe fn tile<V: Vector, const W: usize, const N: usize>(
         let out = to.wrapping_add(i * row);
         for h in (0..64).step_by(16 * V::LANES) {
             // SAFETY: destination line i is writable (and aligned when streaming; contract);
-            // h + 16 × LANES ≤ 64 bytes of `line` are read.
+            // bytes h .. h + 16 × LANES ≤ 64 of `line` are read.
             unsafe {
-                let p = line.0.as_ptr();
-                let v = V::load(p.add(h), p.add(h + 16));
+                let v = V::load_full(line.0.as_ptr().add(h));
                 if stream {
                     V::stream(out.add(h), v);
                 } else {

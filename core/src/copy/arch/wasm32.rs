@@ -31,6 +31,11 @@ unsafe impl Vector for Simd128 {
         Self(unsafe { v128_load(lo.cast()) })
     }
     #[inline(always)]
+    unsafe fn load_full(p: *const u8) -> Self {
+        // SAFETY: as `load`.
+        unsafe { Self::load(p, p) }
+    }
+    #[inline(always)]
     unsafe fn store(p: *mut u8, v: Self) {
         // SAFETY: 16 writable bytes (contract); wasm stores need no alignment.
         unsafe { v128_store(p.cast(), v.0) }

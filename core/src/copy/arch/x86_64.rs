@@ -55,6 +55,11 @@ unsafe impl Vector for Sse2 {
         Self(unsafe { _mm_loadu_si128(lo.cast()) })
     }
     #[inline(always)]
+    unsafe fn load_full(p: *const u8) -> Self {
+        // SAFETY: 16 readable bytes (contract); unaligned load.
+        Self(unsafe { _mm_loadu_si128(p.cast()) })
+    }
+    #[inline(always)]
     unsafe fn store(p: *mut u8, v: Self) {
         // SAFETY: 16 writable bytes (contract); unaligned store.
         unsafe { _mm_storeu_si128(p.cast(), v.0) }
@@ -155,6 +160,11 @@ unsafe impl Vector for Avx2 {
                 _mm_loadu_si128(hi.cast()),
             )
         })
+    }
+    #[inline(always)]
+    unsafe fn load_full(p: *const u8) -> Self {
+        // SAFETY: 32 readable bytes (contract); AVX2 is present; unaligned load.
+        Self(unsafe { core::arch::x86_64::_mm256_loadu_si256(p.cast()) })
     }
     #[inline(always)]
     unsafe fn store(p: *mut u8, v: Self) {
