@@ -37,7 +37,7 @@ step "wasm32 with simd128: dlport-core's SIMD copy kernels (clippy, and their te
 simd128=(env RUSTFLAGS='-C target-feature=+simd128' CARGO_TARGET_DIR=target/wasm-simd128
   CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner)
 "${simd128[@]}" cargo clippy -p dlport-core --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
-"${simd128[@]}" cargo test -q -p dlport-core --target wasm32-unknown-unknown --locked --lib copy::arch
+"${simd128[@]}" cargo test -p dlport-core --target wasm32-unknown-unknown --locked --lib copy::arch
 
 step "tests (all features)"
 cargo test --workspace --all-features --locked
