@@ -84,6 +84,13 @@ else
   log "cmake, pkg-config and gcc-aarch64-linux-gnu: installing"
   apt-get install -y -q cmake pkg-config gcc-aarch64-linux-gnu libc6-dev-arm64-cross >/dev/null
 fi
+# QEMU user mode runs dlport-core's aarch64 copy tests (the NEON kernels).
+if command -v qemu-aarch64 >/dev/null; then
+  log "qemu-user (qemu-aarch64): present"
+else
+  log "qemu-user: installing"
+  apt-get install -y -q qemu-user >/dev/null
+fi
 # Build Miri's sysroot once (cached under ~/.cache/miri afterwards).
 cargo +nightly miri setup >/dev/null 2>&1 || cargo +nightly miri setup
 log "done"

@@ -36,6 +36,12 @@ for target in thumbv7em-none-eabi wasm32-unknown-unknown; do
   cargo build -p dlport-core --target "$target" --locked
 done
 
+step "wasm32 with simd128: dlport-core's SIMD copy kernels (clippy, and their tests under node)"
+simd128=(env RUSTFLAGS='-C target-feature=+simd128' CARGO_TARGET_DIR=target/wasm-simd128
+  CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner)
+"${simd128[@]}" cargo clippy -p dlport-core --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
+"${simd128[@]}" cargo test -p dlport-core --target wasm32-unknown-unknown --locked --lib copy::arch
+
 step "tests (all features)"
 cargo test --workspace --all-features --locked
 
@@ -54,7 +60,7 @@ bash scripts/c-test.sh
 step "C ABI: install into a temporary prefix; the C and C++ examples through pkg-config and CMake"
 bash scripts/c-examples.sh
 
-step "portability: dlport-native type-checks for Windows, macOS and aarch64 Linux; dlport-core's tests link for aarch64"
+step "portability: dlport-native type-checks for Windows, macOS and aarch64 Linux; dlport-core's tests link for aarch64, its copy tests run there (QEMU)"
 for target in x86_64-pc-windows-msvc aarch64-apple-darwin aarch64-unknown-linux-gnu; do
   RUSTFLAGS=-Dwarnings cargo check -q -p dlport-native --target "$target" --locked
   echo "[portability] dlport-native: $target checks"
@@ -62,6 +68,11 @@ done
 CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
   cargo test -q -p dlport-core --no-run --target aarch64-unknown-linux-gnu --locked
 echo "[portability] dlport-core: aarch64-unknown-linux-gnu test binaries built and linked (aarch64-linux-gnu-gcc)"
+# The copy kernels' tests (NEON) run under QEMU user mode; the tens-of-MiB ones are skipped.
+CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" \
+  cargo test -q -p dlport-core --target aarch64-unknown-linux-gnu --locked --lib --test copy -- --skip large_
+echo "[portability] dlport-core: the copy tests (NEON kernels) pass on aarch64 under qemu-aarch64"
 
 step "real peers: the Python package dlport (maturin wheel in .venv, CPython 3.12) with NumPy, JAX and tvm-ffi; the C ABI's ctypes tests"
 bash scripts/python-env.sh

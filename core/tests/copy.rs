@@ -106,12 +106,18 @@ fn transposes_take_the_tiled_path_and_stay_exact() {
         &[(8, 8), (33, 70), (100, 77), (256, 3), (64, 64), (37, 41)]
     };
     for &(rows, cols) in sizes {
-        for elem in [1usize, 4, 8] {
+        for elem in [1usize, 2, 4, 8] {
             let n = rows * cols;
             let data: Vec<u64> = (0..n as u64).collect();
             // Source is (cols, rows) row-major; we copy its transpose (rows, cols).
             let (dtype, bytes): (DataType, Vec<u8>) = match elem {
                 1 => (DataType::UINT8, data.iter().map(|&x| x as u8).collect()),
+                2 => (
+                    DataType::BFLOAT16,
+                    data.iter()
+                        .flat_map(|&x| (x as u16).to_ne_bytes())
+                        .collect(),
+                ),
                 4 => (
                     DataType::UINT32,
                     data.iter()
@@ -191,6 +197,53 @@ fn large_transposes_stay_exact_with_and_without_streaming_stores() {
         // first aligned column on), and only 4-byte aligned (not streamed).
         let want = |i: usize| src[(i % cols) * rows + i / cols];
         copy_at_shifts(&t, n, 64, &[0, 4, 1], want, &format!("{rows}x{cols}"));
+    }
+}
+
+/// Transposes of every SIMD element size (u8, bf16, f32, f64) beyond 8 MiB take the streaming
+/// path when the destination rows are whole lines; check them byte by byte, with the destination
+/// aligned, one element past a line (streaming from the first aligned column) and one byte past
+/// one (no streaming), and a smaller ragged transpose.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "tens of MiB of element-by-element checks is too slow under Miri"
+)]
+fn large_transposes_of_every_element_size_stay_exact() {
+    for (elem, dtype) in [
+        (1usize, DataType::UINT8),
+        (2, DataType::BFLOAT16),
+        (4, DataType::FLOAT32),
+        (8, DataType::FLOAT64),
+    ] {
+        // Rows of whole lines past 8 MiB (streamed), and a ragged, smaller one (not streamed).
+        for (rows, cols) in [(1027usize, 8192 / elem + 64), (101, 803)] {
+            let n = rows * cols;
+            let bytes: Vec<u8> = (0..n * elem)
+                .map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_right(13) as u8)
+                .collect();
+            let t = ExportBuilder::new(bytes.clone(), dtype, &[rows as i64, cols as i64])
+                .strides(&[1, rows as i64])
+                .build()
+                .unwrap();
+            let mut want = vec![0u8; n * elem];
+            for r in 0..rows {
+                for c in 0..cols {
+                    let (s, d) = ((c * rows + r) * elem, (r * cols + c) * elem);
+                    want[d..d + elem].copy_from_slice(&bytes[s..s + elem]);
+                }
+            }
+            let mut backing = vec![0u8; n * elem + 128];
+            let lead = backing.as_ptr().align_offset(64);
+            for shift in [0, elem, 1] {
+                let out = &mut backing[lead + shift..lead + shift + n * elem];
+                copy_to_compact(&t.view(), out).unwrap();
+                if let Some(at) = out.iter().zip(&want).position(|(a, b)| a != b) {
+                    let (r, c) = (at / elem / cols, at / elem % cols);
+                    panic!("elem {elem} {rows}x{cols} +{shift} bytes: ({r}, {c}) differs");
+                }
+            }
+        }
     }
 }
 

@@ -170,7 +170,9 @@ unsafe fn run(plan: &Plan, src: *const u8, dst: *mut u8) {
 }
 
 /// Calls `f(plane_index, source_offset)` for every combination of the outer axes, in
-/// row-major order.
+/// row-major order. Always inlined, so that a kernel's body (the closure) is compiled with its
+/// caller's target features (AVX2).
+#[inline(always)]
 pub(crate) fn for_each_plane(outer: &[Axis], mut f: impl FnMut(usize, isize)) {
     let planes: usize = outer.iter().map(|a| a.extent).product();
     let mut index = [0usize; MAX_NDIM];

@@ -1,13 +1,31 @@
-//! The SIMD kernels, one module per architecture, chosen under `cfg(target_arch)`. Each entry
-//! returns `false` when it does not handle a case (element size, size, alignment), and the
-//! caller then runs the portable kernel.
+//! The SIMD kernels, chosen under `cfg(target_arch)` in the style of `half`'s `binary16/arch`:
+//! [`simd`] writes each kernel once over a small vector trait, and each architecture module
+//! implements the trait and picks the instantiation (SSE2 or AVX2 on x86_64, NEON on aarch64,
+//! simd128 on wasm32 built with `+simd128`). Every entry returns `false` when it does not take a
+//! case (an element size other than 1, 2, 4 or 8 bytes), and the caller then runs the portable
+//! kernel; a target without SIMD kernels always does.
 
 use super::Axis;
 
 cfg_if::cfg_if! {
     if #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))] {
+        mod simd;
         mod x86_64;
         pub(super) use x86_64::{reverse_rows, transpose};
+        #[cfg(all(test, feature = "alloc"))]
+        use x86_64::kernels;
+    } else if #[cfg(all(target_arch = "aarch64", target_feature = "neon"))] {
+        mod simd;
+        mod aarch64;
+        pub(super) use aarch64::{reverse_rows, transpose};
+        #[cfg(all(test, feature = "alloc"))]
+        use aarch64::kernels;
+    } else if #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))] {
+        mod simd;
+        mod wasm32;
+        pub(super) use wasm32::{reverse_rows, transpose};
+        #[cfg(all(test, feature = "alloc"))]
+        use wasm32::kernels;
     } else {
         /// No SIMD transpose on this target.
         ///
@@ -40,3 +58,14 @@ cfg_if::cfg_if! {
         }
     }
 }
+
+#[cfg(all(
+    test,
+    feature = "alloc",
+    any(
+        all(target_arch = "x86_64", target_feature = "sse2"),
+        all(target_arch = "aarch64", target_feature = "neon"),
+        all(target_arch = "wasm32", target_feature = "simd128"),
+    )
+))]
+mod tests;

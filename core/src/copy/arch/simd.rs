@@ -1,0 +1,544 @@
+//! The SIMD kernels, written once over a [`Vector`] of one or two 16-byte lanes and
+//! instantiated per architecture (SSE2 and AVX2 on x86_64, NEON on aarch64, simd128 on wasm32).
+//!
+//! **Transposes** (1-, 2-, 4- and 8-byte elements). The unit of work is a micro-tile of E × E
+//! elements, E = 64 / elem: E source lines of 64 bytes (one per column, read whole and back to
+//! back into an aligned buffer, since power-of-two strides put them all in one cache set), out
+//! as E destination lines of 64 bytes. Inside, 16-byte blocks of n × n elements (n = 16 / elem)
+//! are transposed in registers by log2(n) rounds of interleaves ("zip": `unpacklo/hi`, `zip1/2`,
+//! shuffles): row i of the next round is zip_lo / zip_hi of rows i/2 and i/2 + n/2 of this one.
+//! With two lanes (AVX2) the second lane carries the block to the right, so each output vector is
+//! 32 contiguous destination bytes. Micro-tiles walk strips of [`STRIP_BYTES`] per destination
+//! row, in bands of [`BAND_TILES`] tiles down (tile column by tile column, so each source column
+//! is read 256 bytes at a time), prefetching the source lines [`PREFETCH_TILES`] tiles ahead.
+//! Destinations of [`STREAM_BYTES`] or more whose rows are whole lines are written with
+//! streaming stores where the target has them, and only whole lines. Ragged edges run the
+//! portable tiles.
+//!
+//! **Reversed rows** (`inner.stride == −elem`): 16-byte loads, an in-register reversal, and
+//! stores (streaming for large destinations), with scalar heads and tails.
+
+use super::Axis;
+use crate::copy::for_each_plane;
+use crate::copy::kernels::transpose_region;
+
+/// Destinations at least this large are written with non-temporal stores where the target has
+/// them (they would only evict the source from the caches).
+pub(super) const STREAM_BYTES: usize = 8 << 20;
+
+/// Bytes of each destination row a strip of micro-tiles covers (the strip's width). 256, 512
+/// and 1024 measured the same within the noise of the bench machine at 64 MiB.
+const STRIP_BYTES: usize = 256;
+
+/// Micro-tiles per band: a strip is walked in bands of this many micro-tiles down, column of
+/// micro-tiles by column, so that each source column is read 4 lines (256 bytes) at a time.
+/// Better than 1 by about 0.1 × memcpy at 64 MiB; 8 and 16 were no better.
+const BAND_TILES: usize = 4;
+
+/// How many micro-tiles ahead (down the band) the source lines are prefetched, into L2:
+/// their lines are a power of two apart, so L1 would evict them from its one set at once.
+const PREFETCH_TILES: usize = 2;
+
+/// One or two 16-byte SIMD lanes.
+///
+/// # Safety
+/// Implementors' functions use one instruction set; the caller guarantees that the CPU has it
+/// (by `cfg(target_feature)` or by run-time detection) and the kernels below are only
+/// instantiated under that guarantee.
+pub(super) unsafe trait Vector: Copy {
+    /// 16-byte lanes per vector (1 or 2).
+    const LANES: usize;
+    /// Whether [`stream`](Self::stream) is a non-temporal store.
+    const STREAMS: bool;
+
+    /// All zeroes.
+    ///
+    /// # Safety
+    /// The instruction set is present (see the trait).
+    unsafe fn zero() -> Self;
+
+    /// Lane 0 from the 16 bytes at `lo`; lane 1 (if any) from the 16 bytes at `hi`. Unaligned.
+    ///
+    /// # Safety
+    /// The bytes are readable; the instruction set is present.
+    unsafe fn load(lo: *const u8, hi: *const u8) -> Self;
+
+    /// The `16 × LANES` bytes at `p`, unaligned (lane 0 first).
+    ///
+    /// # Safety
+    /// The bytes are readable; the instruction set is present.
+    unsafe fn load_full(p: *const u8) -> Self;
+
+    /// Stores `16 × LANES` bytes at `p`, unaligned.
+    ///
+    /// # Safety
+    /// The bytes are writable; the instruction set is present.
+    unsafe fn store(p: *mut u8, v: Self);
+
+    /// Stores `16 × LANES` bytes at `p`, which is `16 × LANES`-byte aligned, bypassing the caches
+    /// where the target can ([`STREAMS`](Self::STREAMS)); [`fence`](Self::fence) orders them.
+    ///
+    /// # Safety
+    /// As [`store`](Self::store), and `p` is aligned.
+    unsafe fn stream(p: *mut u8, v: Self);
+
+    /// Orders earlier streaming stores before later stores.
+    ///
+    /// # Safety
+    /// The instruction set is present.
+    unsafe fn fence();
+
+    /// A hint that the line at `p` will be read soon (no access is made).
+    ///
+    /// # Safety
+    /// The instruction set is present (`p` need not be valid).
+    unsafe fn prefetch(p: *const u8);
+
+    /// Per lane: the `W`-byte elements of the low halves of `a` and `b`, interleaved
+    /// (`a0 b0 a1 b1 …`).
+    ///
+    /// # Safety
+    /// The instruction set is present; `W` is 1, 2, 4 or 8.
+    unsafe fn zip_lo<const W: usize>(a: Self, b: Self) -> Self;
+
+    /// Per lane: the same for the high halves.
+    ///
+    /// # Safety
+    /// As [`zip_lo`](Self::zip_lo).
+    unsafe fn zip_hi<const W: usize>(a: Self, b: Self) -> Self;
+}
+
+/// A [`Vector`] of one 16-byte lane that can reverse its `W`-byte elements.
+///
+/// # Safety
+/// As [`Vector`].
+pub(super) unsafe trait Reverse: Vector {
+    /// The `W`-byte elements of `v` in reverse order.
+    ///
+    /// # Safety
+    /// The instruction set is present; `W` is 1, 2, 4 or 8.
+    unsafe fn reverse<const W: usize>(v: Self) -> Self;
+}
+
+/// 64 bytes on a line of their own.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
+
+/// `zip_lo` (`high` false) or `zip_hi` of `width`-byte elements (a constant after inlining).
+///
+/// # Safety
+/// The instruction set of `V` is present; `width` is 1, 2, 4 or 8.
+#[inline(always)]
+unsafe fn zip<V: Vector>(width: usize, high: bool, a: V, b: V) -> V {
+    // SAFETY: forwarded contract.
+    unsafe {
+        match (width, high) {
+            (1, false) => V::zip_lo::<1>(a, b),
+            (1, true) => V::zip_hi::<1>(a, b),
+            (2, false) => V::zip_lo::<2>(a, b),
+            (2, true) => V::zip_hi::<2>(a, b),
+            (4, false) => V::zip_lo::<4>(a, b),
+            (4, true) => V::zip_hi::<4>(a, b),
+            (_, false) => V::zip_lo::<8>(a, b),
+            (_, true) => V::zip_hi::<8>(a, b),
+        }
+    }
+}
+
+/// Transposes the n × n block of `W`-byte elements in each lane of `v[..N]` (N = 16 / W), in
+/// place: round s zips rows `d = 2^s` apart at a width of `W·2^s` bytes (the low half stays,
+/// the high half goes d rows down). Its first rounds touch neighbouring rows only, so the
+/// register allocator can work through the block in parts.
+///
+/// # Safety
+/// The instruction set of `V` is present.
+#[inline(always)]
+unsafe fn network<V: Vector, const W: usize, const N: usize>(v: &mut [V; N]) {
+    // Written out with constant indices, so that the block stays in registers.
+    macro_rules! round {
+        ($d:literal: $($i:literal)*) => {
+            $(
+                let (x, y) = (v[$i], v[$i + $d]);
+                // SAFETY: forwarded contract; W·d is at most 8 (N = 16 / W).
+                unsafe {
+                    v[$i] = zip::<V>(W * $d, false, x, y);
+                    v[$i + $d] = zip::<V>(W * $d, true, x, y);
+                }
+            )*
+        };
+    }
+    // Then row i is in v[rev(i)], rev reversing the log2(N) bits: swapped into place (free,
+    // with constant indices).
+    match N {
+        2 => {
+            round!(1: 0);
+        }
+        4 => {
+            round!(1: 0 2);
+            round!(2: 0 1);
+            v.swap(1, 2);
+        }
+        8 => {
+            round!(1: 0 2 4 6);
+            round!(2: 0 1 4 5);
+            round!(4: 0 1 2 3);
+            v.swap(1, 4);
+            v.swap(3, 6);
+        }
+        _ => {
+            round!(1: 0 2 4 6 8 10 12 14);
+            round!(2: 0 1 4 5 8 9 12 13);
+            round!(4: 0 1 2 3 8 9 10 11);
+            round!(8: 0 1 2 3 4 5 6 7);
+            for (i, j) in [(1, 8), (2, 4), (3, 12), (5, 10), (7, 14), (11, 13)] {
+                v.swap(i, j);
+            }
+        }
+    }
+}
+
+/// One micro-tile: `a[j]` holds source column j (64 bytes: E consecutive rows); destination row
+/// i (E elements, 64 bytes) goes to `out + i × out_stride`. With 4- and 8-byte elements each
+/// row's line is written whole, back to back (streamed with `stream`): lines of rows a power of
+/// two apart share a cache set, and interleaved partial writes would evict each other, or leave
+/// write-combining buffers half full. With 1- and 2-byte elements `out` is the L1 staging
+/// buffer (`stream` is false).
+///
+/// # Safety
+/// The instruction set of `V` is present; the E rows at `out` are writable for 64 bytes each,
+/// and 64-byte aligned with `stream`.
+#[inline(always)]
+unsafe fn micro<V: Vector, const W: usize, const N: usize>(
+    a: &[Line; 64],
+    out: *mut u8,
+    out_stride: usize,
+    stream: bool,
+) {
+    if N > 4 {
+        // 1- and 2-byte elements (into `Stage::b`, never streamed): 16 or 32 registers per row
+        // group would spill, so each block is stored as soon as it is transposed.
+        for k in 0..4 {
+            for q in (0..4).step_by(V::LANES) {
+                // SAFETY: forwarded contract.
+                let mut v = [unsafe { V::zero() }; N];
+                for (j, vj) in v.iter_mut().enumerate() {
+                    let lo = a[q * N + j].0[16 * k..].as_ptr();
+                    let hi = a[((q + 1) * N + j) % 64].0[16 * k..].as_ptr();
+                    // SAFETY: both point at 16 bytes inside `a`.
+                    *vj = unsafe { V::load(lo, hi) };
+                }
+                // SAFETY: forwarded contract.
+                unsafe { network::<V, W, N>(&mut v) };
+                for (i, vi) in v.into_iter().enumerate() {
+                    // SAFETY: row k·N + i of the tile, bytes 16q .. 16(q + LANES) ≤ 64
+                    // (contract).
+                    unsafe { V::store(out.add((k * N + i) * out_stride + 16 * q), vi) };
+                }
+            }
+        }
+        return;
+    }
+    for k in 0..4 {
+        // The 4 / LANES blocks of rows k·N .. (k + 1)·N, left to right.
+        // SAFETY: forwarded contract.
+        let mut rows = [[unsafe { V::zero() }; N]; 4];
+        for (qi, q) in (0..4).step_by(V::LANES).enumerate() {
+            let v = &mut rows[qi];
+            for (j, vj) in v.iter_mut().enumerate() {
+                let lo = a[q * N + j].0[16 * k..].as_ptr();
+                // Lane 1 (AVX2) takes the next column group; 1-lane vectors ignore it.
+                let hi = a[((q + 1) * N + j) % 64].0[16 * k..].as_ptr();
+                // SAFETY: both point at 16 bytes inside `a`.
+                *vj = unsafe { V::load(lo, hi) };
+            }
+            // SAFETY: forwarded contract.
+            unsafe { network::<V, W, N>(v) };
+        }
+        let mut line = out.wrapping_add(k * N * out_stride);
+        for i in 0..N {
+            for (q, block) in (0..4).step_by(V::LANES).zip(&rows) {
+                // SAFETY: row k·N + i of the tile, bytes 16q .. 16(q + LANES) ≤ 64, aligned to
+                // 16 × LANES when streaming (contract).
+                unsafe {
+                    if stream {
+                        V::stream(line.add(16 * q), block[i]);
+                    } else {
+                        V::store(line.add(16 * q), block[i]);
+                    }
+                }
+            }
+            line = line.wrapping_add(out_stride);
+        }
+    }
+}
+
+/// The staging buffers of one micro-tile: its source lines, and (1- and 2-byte elements) its
+/// destination lines.
+struct Stage {
+    a: [Line; 64],
+    b: [Line; 64],
+}
+
+/// One micro-tile from memory to memory: the E source lines (columns `cs` bytes apart from
+/// `from`) are copied whole into `stage.a`, then transposed into the destination lines (rows
+/// `row` bytes apart from `to`), directly or through `stage.b`. With `ahead`, the source lines [`PREFETCH_TILES`] tiles further
+/// down are prefetched.
+///
+/// # Safety
+/// The 64 bytes from each source line are readable and the 64 bytes at each destination line
+/// writable; with `stream`, every destination line is 64-byte aligned; the instruction set of
+/// `V` is present.
+#[inline(always)]
+unsafe fn tile<V: Vector, const W: usize, const N: usize>(
+    stage: &mut Stage,
+    from: *const u8,
+    cs: isize,
+    to: *mut u8,
+    row: usize,
+    stream: bool,
+    ahead: bool,
+) {
+    let e = 64 / W;
+    for (j, line) in stage.a[..e].iter_mut().enumerate() {
+        let col = from.wrapping_offset(j as isize * cs);
+        // SAFETY: 64 readable bytes (contract); `line` is a distinct local.
+        unsafe { core::ptr::copy_nonoverlapping(col, line.0.as_mut_ptr(), 64) };
+        if ahead {
+            // SAFETY: a hint only.
+            unsafe { V::prefetch(col.wrapping_add(64 * PREFETCH_TILES)) };
+        }
+    }
+    if N <= 4 {
+        // 4- and 8-byte elements: the blocks of one row group fit in registers, so each
+        // destination line is written straight from them.
+        // SAFETY: the destination lines are writable, and aligned with `stream`; the
+        // instruction set is present (contract).
+        unsafe { micro::<V, W, N>(&stage.a, to, row, stream) };
+        return;
+    }
+    // 1- and 2-byte elements: 16 or 32 vectors per row group would spill, so the tile is
+    // transposed into `stage.b` (L1) and copied out line by line (measured faster).
+    // SAFETY: `stage.b` holds 64 lines of 64 writable bytes; the instruction set is present
+    // (contract).
+    unsafe { micro::<V, W, N>(&stage.a, stage.b.as_mut_ptr().cast(), 64, false) };
+    for (i, line) in stage.b[..e].iter().enumerate() {
+        let out = to.wrapping_add(i * row);
+        for h in (0..64).step_by(16 * V::LANES) {
+            // SAFETY: destination line i is writable (and aligned when streaming; contract);
+            // bytes h .. h + 16 × LANES ≤ 64 of `line` are read.
+            unsafe {
+                let v = V::load_full(line.0.as_ptr().add(h));
+                if stream {
+                    V::stream(out.add(h), v);
+                } else {
+                    V::store(out.add(h), v);
+                }
+            }
+        }
+    }
+}
+
+/// The SIMD transpose of `outer × rows × inner` (the source contiguous along `rows`) for
+/// `W`-byte elements (N = 16 / W), with streaming stores from `stream_from` bytes on.
+///
+/// # Safety
+/// As [`crate::copy::kernels::transpose`], with `W`-byte elements; the instruction set of `V`
+/// is present.
+#[inline(always)]
+unsafe fn transpose<V: Vector, const W: usize, const N: usize>(
+    outer: &[Axis],
+    rows: Axis,
+    inner: Axis,
+    src: *const u8,
+    dst: *mut u8,
+    stream_from: usize,
+) {
+    let e = 64 / W;
+    let (nr, nc, cs) = (rows.extent, inner.extent, inner.stride);
+    let planes: usize = outer.iter().map(|a| a.extent).product();
+    // Stream whole lines only: every row starts at the same offset in a line (rows are whole
+    // lines), and the destination is element-aligned so that some column starts a line.
+    let stream = V::STREAMS
+        && planes * nr * nc * W >= stream_from
+        && (nc * W) % 64 == 0
+        && (dst as usize) % W == 0;
+    // The first column whose destination is line-aligned (streaming only); whole micro-tiles
+    // from there.
+    let lead = if stream {
+        ((64 - (dst as usize) % 64) % 64 / W).min(nc)
+    } else {
+        0
+    };
+    let (r_hi, c_lo) = (nr / e * e, lead);
+    let c_hi = c_lo + (nc - c_lo) / e * e;
+    let (strip, band) = ((STRIP_BYTES / W).max(e), BAND_TILES * e);
+    let mut stage = Stage {
+        a: [Line([0; 64]); 64],
+        b: [Line([0; 64]); 64],
+    };
+    for_each_plane(outer, |p, offset| {
+        let base = src.wrapping_offset(offset);
+        let plane = dst.wrapping_add(p * nr * nc * W);
+        for s0 in (c_lo..c_hi).step_by(strip) {
+            for b0 in (0..r_hi).step_by(band) {
+                for c0 in (s0..(s0 + strip).min(c_hi)).step_by(e) {
+                    for r0 in (b0..(b0 + band).min(r_hi)).step_by(e) {
+                        let from = base.wrapping_add(r0 * W).wrapping_offset(c0 as isize * cs);
+                        let to = plane.wrapping_add((r0 * nc + c0) * W);
+                        let ahead = r0 + (PREFETCH_TILES + 1) * e <= nr;
+                        // SAFETY: rows r0 .. r0 + e and columns c0 .. c0 + e are in bounds on
+                        // both sides (r0 + e ≤ nr, c0 + e ≤ nc; contract); when streaming, the
+                        // destination rows are line-aligned: c0 − lead is a multiple of e and
+                        // rows are whole lines.
+                        unsafe { tile::<V, W, N>(&mut stage, from, cs, to, nc * W, stream, ahead) };
+                    }
+                }
+            }
+        }
+    });
+    if stream {
+        // SAFETY: the instruction set is present (contract).
+        unsafe { V::fence() };
+    }
+    // Ragged edges: the first and last columns of the full rows, then the last rows.
+    // SAFETY: forwarded contract; the regions are inside the box.
+    unsafe {
+        transpose_region::<W>(outer, rows, inner, src, dst, 0..r_hi, 0..c_lo);
+        transpose_region::<W>(outer, rows, inner, src, dst, 0..r_hi, c_hi..nc);
+        transpose_region::<W>(outer, rows, inner, src, dst, r_hi..nr, 0..nc);
+    }
+}
+
+/// Reversed rows: row r of `dst` (`inner.extent` elements of `W` bytes) is the row of the source
+/// at `outer`'s offset r, read backwards (`inner.stride == −W`), with streaming stores from
+/// `stream_from` bytes on.
+///
+/// # Safety
+/// Every row's source elements are readable; `dst` is writable for `planes × inner × W` bytes
+/// and does not overlap the source; the instruction set of `V` is present.
+#[inline(always)]
+unsafe fn reverse_rows<V: Reverse, const W: usize>(
+    outer: &[Axis],
+    inner: Axis,
+    src: *const u8,
+    dst: *mut u8,
+    stream_from: usize,
+) {
+    let n = inner.extent;
+    let row_bytes = n * W;
+    let planes: usize = outer.iter().map(|a| a.extent).product();
+    let stream = V::STREAMS && planes * row_bytes >= stream_from && (dst as usize) % W == 0;
+    let per = 16 / W;
+    for_each_plane(outer, |r, offset| {
+        // The source element i sits at `last − i × W`.
+        let last = src.wrapping_offset(offset);
+        let out = dst.wrapping_add(r * row_bytes);
+        // Elements before the first 16-byte-aligned destination (streaming only).
+        let head = if stream {
+            ((16 - (out as usize) % 16) % 16 / W).min(n)
+        } else {
+            0
+        };
+        let body = head + (n - head) / per * per;
+        let scalar = |i: usize| {
+            // SAFETY: element i is in bounds on both sides (contract); `[u8; W]` has
+            // alignment 1.
+            unsafe {
+                let v = last.wrapping_sub(i * W).cast::<[u8; W]>().read();
+                out.add(i * W).cast::<[u8; W]>().write(v);
+            }
+        };
+        (0..head).for_each(scalar);
+        for i in (head..body).step_by(per) {
+            // SAFETY: elements i .. i + per sit at last − (i + per − 1) × W .. last − i × W,
+            // readable (contract); destination bytes i × W .. (i + per) × W are in the row,
+            // and 16-byte aligned when streaming (past the head); the instruction set is
+            // present.
+            unsafe {
+                let p = last.wrapping_sub((i + per - 1) * W);
+                let v = V::reverse::<W>(V::load(p, p));
+                if stream {
+                    V::stream(out.add(i * W), v);
+                } else {
+                    V::store(out.add(i * W), v);
+                }
+            }
+        }
+        (body..n).for_each(scalar);
+    });
+    if stream {
+        // SAFETY: the instruction set is present (contract).
+        unsafe { V::fence() };
+    }
+}
+
+/// The signature of [`transpose_any`] (tests call every instantiation through it).
+#[cfg(test)]
+pub(super) type TransposeFn =
+    unsafe fn(&[Axis], Axis, Axis, usize, *const u8, *mut u8, usize) -> bool;
+
+/// The signature of [`reverse_any`].
+#[cfg(test)]
+pub(super) type ReverseFn = unsafe fn(&[Axis], Axis, usize, *const u8, *mut u8, usize) -> bool;
+
+/// [`transpose`] for an element size known at run time: `false` (nothing done) unless it is 1,
+/// 2, 4 or 8 bytes.
+///
+/// # Safety
+/// As [`crate::copy::kernels::transpose`]; the instruction set of `V` is present.
+#[inline(always)]
+pub(super) unsafe fn transpose_any<V: Vector>(
+    outer: &[Axis],
+    rows: Axis,
+    inner: Axis,
+    elem: usize,
+    src: *const u8,
+    dst: *mut u8,
+    stream_from: usize,
+) -> bool {
+    macro_rules! go {
+        ($w:literal, $n:literal) => {
+            // SAFETY: forwarded contract, with `$w`-byte elements.
+            unsafe { transpose::<V, $w, $n>(outer, rows, inner, src, dst, stream_from) }
+        };
+    }
+    match elem {
+        1 => go!(1, 16),
+        2 => go!(2, 8),
+        4 => go!(4, 4),
+        8 => go!(8, 2),
+        _ => return false,
+    }
+    true
+}
+
+/// [`reverse_rows`] for an element size known at run time: `false` (nothing done) unless it is
+/// 1, 2, 4 or 8 bytes.
+///
+/// # Safety
+/// As [`reverse_rows`], with `elem` in place of `W`.
+#[inline(always)]
+pub(super) unsafe fn reverse_any<V: Reverse>(
+    outer: &[Axis],
+    inner: Axis,
+    elem: usize,
+    src: *const u8,
+    dst: *mut u8,
+    stream_from: usize,
+) -> bool {
+    macro_rules! go {
+        ($w:literal) => {
+            // SAFETY: forwarded contract, with `$w`-byte elements.
+            unsafe { reverse_rows::<V, $w>(outer, inner, src, dst, stream_from) }
+        };
+    }
+    match elem {
+        1 => go!(1),
+        2 => go!(2),
+        4 => go!(4),
+        8 => go!(8),
+        _ => return false,
+    }
+    true
+}
