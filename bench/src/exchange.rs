@@ -81,6 +81,78 @@ impl Producer {
     }
 }
 
+/// The hand-written export floor's block: the header, the shape and strides of a 1-d tensor
+/// and the vector, in one box; the deleter frees it.
+#[repr(C)]
+struct FloorCtx {
+    header: DLManagedTensorVersioned,
+    dims: [i64; 2],
+    data: Vec<f32>,
+}
+
+unsafe extern "C" fn floor_deleter(m: *mut DLManagedTensorVersioned) {
+    // SAFETY: created by Box::into_raw in `floor_export`, released once.
+    drop(unsafe { Box::from_raw(m.cast::<FloorCtx>()) });
+}
+
+/// The export floor: a 1-d `Vec<f32>` as a versioned DLPack tensor, by hand, checking nothing.
+#[inline(never)]
+pub fn floor_export(data: Vec<f32>) -> *mut DLManagedTensorVersioned {
+    let n = data.len() as i64;
+    let ctx = Box::into_raw(Box::new(FloorCtx {
+        header: DLManagedTensorVersioned {
+            version: DLPackVersion::CURRENT,
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(floor_deleter),
+            flags: 0,
+            dl_tensor: DLTensor {
+                data: std::ptr::null_mut(),
+                device: Device::cpu(),
+                ndim: 1,
+                dtype: DataType::FLOAT32,
+                shape: std::ptr::null_mut(),
+                strides: std::ptr::null_mut(),
+                byte_offset: 0,
+            },
+        },
+        dims: [n, 1],
+        data,
+    }));
+    // SAFETY: a fresh, exclusively owned block.
+    unsafe {
+        (*ctx).header.dl_tensor.data = (*ctx).data.as_mut_ptr().cast();
+        (*ctx).header.dl_tensor.shape = std::ptr::addr_of_mut!((*ctx).dims).cast();
+        (*ctx).header.dl_tensor.strides = std::ptr::addr_of_mut!((*ctx).dims).cast::<i64>().add(1);
+        (*ctx).header.manager_ctx = ctx.cast::<c_void>();
+    }
+    ctx.cast()
+}
+
+/// The same export through dlpark 0.10's fixed allocation (the vector boxed as its context).
+#[inline(never)]
+pub fn dlpark_export(mut v: Vec<f32>) -> dlpark::versioned::Dlpack {
+    let data = v.as_mut_ptr();
+    let n = v.len() as i64;
+    let mut alloc =
+        dlpark::allocation::fixed::Allocation::<dlpark::ffi::DLManagedTensorVersioned, 1>::allocate()
+            .unwrap();
+    alloc.shape_mut()[0] = n;
+    alloc.strides_mut()[0] = 1;
+    let mut init = alloc.initialize(Box::new(v));
+    init.set_data(data.cast())
+        .set_dtype(dlpark::ffi::DLDataType {
+            code: dlpark::ffi::DLDataTypeCode(2),
+            bits: 32,
+            lanes: 1,
+        })
+        .set_device(dlpark::ffi::DLDevice {
+            device_type: dlpark::ffi::DLDeviceType::CPU,
+            device_id: 0,
+        });
+    // SAFETY: data, shape and strides stay valid until the tensor drops.
+    unsafe { init.finish() }
+}
+
 /// What the plain baseline learns about a tensor: what dlport's `Layout` holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlainLayout {

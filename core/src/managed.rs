@@ -342,7 +342,7 @@ impl ManagedTensor {
     }
 
     #[inline]
-    fn dl_tensor(&self) -> &DLTensor {
+    pub(crate) fn dl_tensor(&self) -> &DLTensor {
         match self.owner.0 {
             // SAFETY: we own the tensor until drop; it was readable at construction and DLPack
             // producers do not change it while a consumer holds it.

@@ -4,7 +4,7 @@
 use crate::abi::{DLPackVersion, FLAG_IS_SUBBYTE_TYPE_PADDED, KNOWN_FLAGS};
 use crate::dtype::DataType;
 
-use super::address::ADDRESS_TAG_MASK;
+use super::address::address_fits;
 use super::*;
 
 /// Every rule of [`validate`] for the common case, in one pass and without building a
@@ -71,27 +71,16 @@ pub(crate) fn validate_fast(fields: &RawFields<'_>) -> Option<Layout> {
     if data == 0 {
         return None;
     }
-    if device.is_host_accessible() {
-        // `check_address` in u64: lo ≤ 0 < hi, so the range is [first - |lo|, first + hi).
-        let first = (data as u64 & !ADDRESS_TAG_MASK).checked_add(byte_offset)?;
-        let start = first.checked_sub(lo_bytes.unsigned_abs())?;
-        let end = first.checked_add(hi_bytes as u64)?;
-        // With 0 < start and end ≤ USER_ADDRESS_END, the length is below USER_ADDRESS_END:
-        // within isize::MAX on 64-bit targets, so only 32-bit ones need the last test.
-        const LENGTH_BOUNDED: bool = USER_ADDRESS_END - 1 <= isize::MAX as u64;
-        if start == 0
-            || end > USER_ADDRESS_END
-            || (!LENGTH_BOUNDED && end - start > isize::MAX as u64)
-        {
-            return None;
-        }
+    let span = ByteSpan {
+        lo: lo_bytes,
+        hi: hi_bytes,
+    };
+    if device.is_host_accessible() && !address_fits(data, byte_offset, span) {
+        return None;
     }
     Some(Layout {
         numel: numel as u64,
-        span: ByteSpan {
-            lo: lo_bytes,
-            hi: hi_bytes,
-        },
+        span,
         contiguity,
         element_bits: 8 << log2,
     })
@@ -212,28 +201,33 @@ pub(super) fn fast_path(
 
 /// Fills `strides` with the compact row-major strides of `shape` and returns the layout that
 /// [`validate_metadata`] would compute for them (DLPack 1.x, `flags`), in one reverse pass: the
-/// export fast path, where the strides are valid by construction. Anything unusual (unknown
-/// flags or dtype, a negative extent, an overflow) returns `None`, and the caller goes through
+/// export fast path, where the strides are valid by construction. Every stride is written when
+/// it returns `Some`. Anything unusual (unknown flags or dtype, a negative extent, an
+/// overflow) returns `None`, with some strides perhaps unwritten, and the caller goes through
 /// the full validation, which names the exact error.
 #[cfg(feature = "alloc")]
 #[inline]
 pub(crate) fn compact_fast(
     dtype: DataType,
     shape: &[i64],
-    strides: &mut [i64],
+    strides: &mut [core::mem::MaybeUninit<i64>],
     flags: u64,
 ) -> Option<Layout> {
-    if flags & !KNOWN_FLAGS != 0 || shape.len() > MAX_NDIM || !dtype.is_valid() {
+    if flags & !KNOWN_FLAGS != 0 || shape.len() > MAX_NDIM || strides.len() != shape.len() {
         return None;
     }
-    let element_bits = dtype.storage_bits(flags & FLAG_IS_SUBBYTE_TYPE_PADDED != 0);
+    let element_bits = match dtype.whole_byte_log2() {
+        Some(log2) => 8 << log2,
+        None if dtype.is_valid() => dtype.storage_bits(flags & FLAG_IS_SUBBYTE_TYPE_PADDED != 0),
+        None => return None,
+    };
     let (mut acc, mut numel, mut nonunit) = (1i64, 1i64, 0usize);
     for (extent, stride) in shape.iter().zip(strides.iter_mut()).rev() {
         let extent = *extent;
         if extent < 0 {
             return None;
         }
-        *stride = acc;
+        stride.write(acc);
         acc = acc.checked_mul(extent.max(1))?;
         numel *= extent; // |numel| ≤ acc: no overflow
         nonunit += usize::from(extent > 1);

@@ -15,6 +15,7 @@ mod address;
 mod fast;
 mod rules;
 
+pub(crate) use address::address_fits;
 pub use address::{USER_ADDRESS_END, address_alignment, check_address};
 #[cfg(feature = "alloc")]
 pub(crate) use fast::compact_fast;
@@ -245,11 +246,14 @@ mod tests {
                 (0..ndim).map(|_| extents[next(extents.len())]).collect();
             let dtype = dtypes[next(dtypes.len())];
             let flags = [0, FLAG_READ_ONLY, FLAG_IS_SUBBYTE_TYPE_PADDED][next(3)];
-            let mut fast = alloc::vec![0i64; ndim];
+            let mut fast = alloc::vec![core::mem::MaybeUninit::<i64>::uninit(); ndim];
             let Some(layout) = compact_fast(dtype, &shape, &mut fast, flags) else {
                 continue;
             };
             answered += 1;
+            // SAFETY: `compact_fast` wrote every stride (it answered).
+            let fast: alloc::vec::Vec<i64> =
+                fast.iter().map(|v| unsafe { v.assume_init() }).collect();
             let mut slow = alloc::vec![0i64; ndim];
             compact_row_major(&shape, &mut slow).unwrap();
             assert_eq!(fast, slow, "{shape:?}");
