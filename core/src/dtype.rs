@@ -26,6 +26,55 @@ pub struct DataType {
     pub lanes: u16,
 }
 
+/// Which rule of [`DataType::validate`] a type breaks (the error is built only when asked).
+#[derive(Clone, Copy)]
+enum DtypeFault {
+    UnknownCode,
+    Bits(&'static str),
+    Lanes(&'static str),
+}
+
+impl DtypeFault {
+    #[cold]
+    const fn error(self, dtype: DataType) -> Error {
+        Error::Layout(match self {
+            Self::UnknownCode => LayoutError::UnknownTypeCode { code: dtype.code },
+            Self::Bits(expected) => LayoutError::InvalidBits { dtype, expected },
+            Self::Lanes(reason) => LayoutError::InvalidLanes { dtype, reason },
+        })
+    }
+}
+
+/// For each bit width, `k + 1` when it is `8 << k` bits (k = 0..=4, 8 to 128 bits), else 0.
+static WIDTH_OF_BITS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut k = 0;
+    while k < 5 {
+        table[8 << k] = k as u8 + 1;
+        k += 1;
+    }
+    table
+};
+
+/// For each type code, bit `k + 1` is set when the scalar type of `8 << k` bits (k = 0..=4)
+/// passes [`DataType::validate`], computed by the rules themselves at compile time; bit 0 is
+/// never set.
+static BYTE_WIDTHS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut code = 0;
+    while code < 256 {
+        let mut k = 0;
+        while k < 5 {
+            if DataType::new(TypeCode(code as u8), 8 << k, 1).is_valid() {
+                table[code] |= 2 << k;
+            }
+            k += 1;
+        }
+        code += 1;
+    }
+    table
+};
+
 macro_rules! scalar_consts {
     ($($(#[$m:meta])* $name:ident = $code:ident, $bits:expr;)*) => {
         impl DataType {
@@ -106,15 +155,27 @@ impl DataType {
     /// `_x2`); other sub-byte types need lanes = 1.
     #[inline]
     pub const fn validate(self) -> Result<(), Error> {
+        match self.fault() {
+            None => Ok(()),
+            Some(fault) => Err(fault.error(self)),
+        }
+    }
+
+    /// Whether [`validate`](Self::validate) accepts this type, without building an error.
+    #[inline]
+    pub(crate) const fn is_valid(self) -> bool {
+        self.fault().is_none()
+    }
+
+    /// The first rule of [`validate`](Self::validate) this type breaks, if any (plain data, so
+    /// that tables can be built from it at compile time).
+    const fn fault(self) -> Option<DtypeFault> {
         let code = self.code;
         if !code.is_known() {
-            return Err(Error::Layout(LayoutError::UnknownTypeCode { code }));
+            return Some(DtypeFault::UnknownCode);
         }
         if self.lanes == 0 {
-            return Err(Error::Layout(LayoutError::InvalidLanes {
-                dtype: self,
-                reason: "lanes must be at least 1",
-            }));
+            return Some(DtypeFault::Lanes("lanes must be at least 1"));
         }
         let expected: Option<&'static str> = match code {
             // Widths some producer really sends: sub-byte integers (int1..int7, uint1..uint7:
@@ -185,21 +246,32 @@ impl DataType {
             }
         };
         if let Some(expected) = expected {
-            return Err(Error::Layout(LayoutError::InvalidBits {
-                dtype: self,
-                expected,
-            }));
+            return Some(DtypeFault::Bits(expected));
         }
         if self.bits < 8
             && self.lanes != 1
             && !(code.0 == TypeCode::FLOAT4_E2M1FN.0 && self.lanes == 2)
         {
-            return Err(Error::Layout(LayoutError::InvalidLanes {
-                dtype: self,
-                reason: "sub-byte types take lanes = 1 (fp4 also takes 2, PyTorch's _x2)",
-            }));
+            return Some(DtypeFault::Lanes(
+                "sub-byte types take lanes = 1 (fp4 also takes 2, PyTorch's _x2)",
+            ));
         }
-        Ok(())
+        None
+    }
+
+    /// For a valid scalar type of 8, 16, 32, 64 or 128 bits, `log2` of its size in bytes (0 to
+    /// 4); `None` for anything else (invalid, sub-byte, vector or odd-width types), which the
+    /// full rules then judge. Two table lookups, the tables built at compile time from
+    /// [`validate`](Self::validate)'s own rules, so the two cannot disagree: the import fast
+    /// path.
+    #[inline(always)]
+    pub(crate) const fn whole_byte_log2(self) -> Option<u32> {
+        let width = WIDTH_OF_BITS[self.bits as usize] as u32;
+        if self.lanes != 1 || (BYTE_WIDTHS[self.code.0 as usize] >> width) & 1 == 0 {
+            return None;
+        }
+        // Bit 0 of BYTE_WIDTHS is never set, so `width ≥ 1` here.
+        Some(width - 1)
     }
 
     /// Whether one lane is narrower than a byte (int4, fp6, fp4, …).

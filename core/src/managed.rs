@@ -8,8 +8,8 @@
 use core::ptr::NonNull;
 
 use crate::abi::{
-    DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, FLAG_IS_COPIED,
-    FLAG_READ_ONLY,
+    DLManagedTensor, DLManagedTensorVersioned, DLPACK_MAJOR_VERSION, DLPackVersion, DLTensor,
+    FLAG_IS_COPIED, FLAG_READ_ONLY,
 };
 use crate::dtype::Element;
 use crate::error::{AccessError, Error, LayoutError};
@@ -31,6 +31,7 @@ impl RawManaged {
     /// # Safety
     /// The pointer must be an owned, not-yet-released managed tensor whose version field (for
     /// the versioned form) and deleter field are readable; afterwards it must not be used.
+    #[inline]
     pub unsafe fn release(self) {
         match self {
             Self::Versioned(ptr) => {
@@ -116,10 +117,17 @@ impl Access {
     }
 }
 
+#[cold]
+#[inline(never)]
+fn null_managed_tensor() -> Error {
+    Error::Layout(LayoutError::NullManagedTensor)
+}
+
 /// Calls the deleter when dropped: the guard held from the moment ownership is taken.
 struct Releaser(RawManaged);
 
 impl Drop for Releaser {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: a Releaser is only built from an owned, unreleased pointer (the `from_raw_*`
         // contracts) and is dropped at most once; `into_raw` forgets it instead.
@@ -143,13 +151,25 @@ impl Drop for Releaser {
 /// assert_eq!(imported.view().as_slice::<f32>()?, &[1.0, 2.0, 3.0, 4.0]);
 /// # Ok::<(), dlport_core::Error>(())
 /// ```
-#[derive(Debug)]
 pub struct ManagedTensor {
     owner: Releaser,
     layout: Layout,
-    version: Option<DLPackVersion>,
-    flags: u64,
     access: Access,
+    // The version and the flags are read from the header when asked: they cannot change while
+    // we own the tensor (the `from_raw_*` contracts), and an owner three words smaller is
+    // cheaper to return from every import.
+}
+
+impl core::fmt::Debug for ManagedTensor {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ManagedTensor")
+            .field("owner", &self.owner)
+            .field("layout", &self.layout)
+            .field("version", &self.version())
+            .field("flags", &self.flags())
+            .field("access", &self.access)
+            .finish()
+    }
 }
 
 impl core::fmt::Debug for Releaser {
@@ -176,11 +196,47 @@ impl ManagedTensor {
     /// deleter); its version, deleter and flags are readable; if the major version is 1, the
     /// whole struct follows the DLPack 1.x layout and satisfies [`TensorRef::from_raw`]'s
     /// contract until the deleter runs.
+    #[inline]
     pub unsafe fn from_raw_versioned(ptr: *mut DLManagedTensorVersioned) -> Result<Self, Error> {
-        let ptr = NonNull::new(ptr).ok_or(Error::Layout(LayoutError::NullManagedTensor))?;
+        let Some(ptr) = NonNull::new(ptr) else {
+            return Err(null_managed_tensor());
+        };
         let owner = Releaser(RawManaged::Versioned(ptr));
         // SAFETY: the caller guarantees the stable header is readable.
         let (version, flags) = unsafe { ((*ptr.as_ptr()).version, (*ptr.as_ptr()).flags) };
+        if version.major == DLPACK_MAJOR_VERSION {
+            // SAFETY: major version 1, so the DLTensor follows at its 1.x offset; the caller
+            // guarantees it satisfies TensorRef::from_raw's contract while we own it.
+            let fast =
+                unsafe { TensorRef::layout_fast(&(*ptr.as_ptr()).dl_tensor, Some(version), flags) };
+            if let Some(layout) = fast {
+                return Ok(Self {
+                    owner,
+                    layout,
+                    access: Access::from_flags(flags),
+                });
+            }
+        }
+        // SAFETY: forwarded contract.
+        unsafe { Self::versioned_slow(owner, version, flags) }
+    }
+
+    /// The rest of [`from_raw_versioned`](Self::from_raw_versioned): every rule one by one,
+    /// naming the exact error (the owner releases the tensor on every error).
+    ///
+    /// # Safety
+    /// `owner` holds a versioned tensor under `from_raw_versioned`'s contract, whose header
+    /// says `version` and `flags`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn versioned_slow(
+        owner: Releaser,
+        version: DLPackVersion,
+        flags: u64,
+    ) -> Result<Self, Error> {
+        let RawManaged::Versioned(ptr) = owner.0 else {
+            unreachable!("versioned_slow takes a versioned owner")
+        };
         crate::layout::check_version(version)?;
         // SAFETY: major version 1, so the DLTensor follows at its 1.x offset; the caller
         // guarantees it satisfies TensorRef::from_raw's contract while we own it.
@@ -190,8 +246,6 @@ impl ManagedTensor {
         Ok(Self {
             owner,
             layout,
-            version: Some(version),
-            flags,
             access: Access::from_flags(flags),
         })
     }
@@ -201,16 +255,17 @@ impl ManagedTensor {
     /// # Safety
     /// `ptr` is NULL or a legacy managed tensor the caller owns and hands over, readable, whose
     /// `dl_tensor` satisfies [`TensorRef::from_raw`]'s contract until the deleter runs.
+    #[inline]
     pub unsafe fn from_raw_legacy(ptr: *mut DLManagedTensor) -> Result<Self, Error> {
-        let ptr = NonNull::new(ptr).ok_or(Error::Layout(LayoutError::NullManagedTensor))?;
+        let Some(ptr) = NonNull::new(ptr) else {
+            return Err(null_managed_tensor());
+        };
         let owner = Releaser(RawManaged::Legacy(ptr));
         // SAFETY: the caller guarantees the struct is readable and the tensor valid.
         let layout = unsafe { TensorRef::from_raw(&(*ptr.as_ptr()).dl_tensor, None, 0) }?.layout();
         Ok(Self {
             owner,
             layout,
-            version: None,
-            flags: 0,
             // A legacy tensor carries no flags, so nothing proves exclusivity.
             access: Access::Shared,
         })
@@ -229,12 +284,10 @@ impl ManagedTensor {
         layout: Layout,
         access: Access,
     ) -> Self {
-        let (version, flags) = match raw {
+        let flags = match raw {
             // SAFETY: a live tensor (contract).
-            RawManaged::Versioned(p) => unsafe {
-                (Some((*p.as_ptr()).version), (*p.as_ptr()).flags)
-            },
-            RawManaged::Legacy(_) => (None, 0),
+            RawManaged::Versioned(p) => unsafe { (*p.as_ptr()).flags },
+            RawManaged::Legacy(_) => 0,
         };
         let access = if flags & FLAG_READ_ONLY != 0 {
             Access::ReadOnly
@@ -244,8 +297,6 @@ impl ManagedTensor {
         Self {
             owner: Releaser(raw),
             layout,
-            version,
-            flags,
             access,
         }
     }
@@ -269,7 +320,7 @@ impl ManagedTensor {
     /// legacy wrapper of read-only storage stays read-only).
     #[cfg(feature = "alloc")]
     pub(crate) fn with_access(mut self, access: Access) -> Self {
-        self.access = if self.flags & FLAG_READ_ONLY != 0 {
+        self.access = if self.flags() & FLAG_READ_ONLY != 0 {
             Access::ReadOnly
         } else {
             access
@@ -291,7 +342,7 @@ impl ManagedTensor {
     }
 
     #[inline]
-    fn dl_tensor(&self) -> &DLTensor {
+    pub(crate) fn dl_tensor(&self) -> &DLTensor {
         match self.owner.0 {
             // SAFETY: we own the tensor until drop; it was readable at construction and DLPack
             // producers do not change it while a consumer holds it.
@@ -307,13 +358,19 @@ impl ManagedTensor {
         let tensor = self.dl_tensor();
         // SAFETY: the same tensor passed TensorRef::from_raw at construction, its memory is
         // kept alive and unchanged by our ownership for the borrow of `self`.
-        unsafe { TensorRef::from_raw_prevalidated(tensor, self.version, self.flags, self.layout) }
+        unsafe {
+            TensorRef::from_raw_prevalidated(tensor, self.version(), self.flags(), self.layout)
+        }
     }
 
     /// The DLPack version (`None` for legacy).
     #[inline]
     pub fn version(&self) -> Option<DLPackVersion> {
-        self.version
+        match self.owner.0 {
+            // SAFETY: we own the tensor until drop; its header does not change meanwhile.
+            RawManaged::Versioned(p) => Some(unsafe { (*p.as_ptr()).version }),
+            RawManaged::Legacy(_) => None,
+        }
     }
 
     /// Whether this is the versioned form.
@@ -325,7 +382,11 @@ impl ManagedTensor {
     /// The flags (0 for legacy).
     #[inline]
     pub fn flags(&self) -> u64 {
-        self.flags
+        match self.owner.0 {
+            // SAFETY: we own the tensor until drop; its header does not change meanwhile.
+            RawManaged::Versioned(p) => unsafe { (*p.as_ptr()).flags },
+            RawManaged::Legacy(_) => 0,
+        }
     }
 
     /// `READ_ONLY` is set, or the memory is read-only for another reason (an export of shared
@@ -333,7 +394,7 @@ impl ManagedTensor {
     /// [`as_mut_slice`](Self::as_mut_slice) refuses.
     #[inline]
     pub fn is_read_only(&self) -> bool {
-        self.flags & FLAG_READ_ONLY != 0 || self.access == Access::ReadOnly
+        self.flags() & FLAG_READ_ONLY != 0 || self.access == Access::ReadOnly
     }
 
     /// Who else may touch the memory: see [`Access`].
@@ -368,7 +429,7 @@ impl ManagedTensor {
     /// `IS_COPIED` is set: this consumer owns the data alone until the deleter runs.
     #[inline]
     pub fn is_copied(&self) -> bool {
-        self.flags & FLAG_IS_COPIED != 0
+        self.flags() & FLAG_IS_COPIED != 0
     }
 
     /// The elements as a slice; see [`TensorRef::as_slice`].

@@ -83,6 +83,73 @@ impl<'a> TensorRef<'a> {
         version: Option<DLPackVersion>,
         flags: u64,
     ) -> Result<Self, Error> {
+        // SAFETY: forwarded contract.
+        match unsafe { Self::layout_fast(tensor, version, flags) } {
+            Some(layout) => {
+                // SAFETY: the fast path is `validate` for the fields it answers, so the tensor
+                // just passed `from_raw`'s checks with this layout.
+                Ok(unsafe { Self::from_raw_prevalidated(tensor, version, flags, layout) })
+            }
+            // SAFETY: forwarded contract.
+            None => unsafe { Self::from_raw_slow(tensor, version, flags) },
+        }
+    }
+
+    /// The layout of a tensor that passes every check of [`from_raw`](Self::from_raw) in the
+    /// common case ([`layout::validate_fast`]: no `Result`, no error built), or `None`, where
+    /// [`from_raw`](Self::from_raw)'s full rules decide (and name the error).
+    ///
+    /// # Safety
+    /// As [`from_raw`](Self::from_raw).
+    #[inline(always)]
+    pub(crate) unsafe fn layout_fast(
+        tensor: &DLTensor,
+        version: Option<DLPackVersion>,
+        flags: u64,
+    ) -> Option<Layout> {
+        // A negative ndim becomes a huge unsigned one.
+        if tensor.ndim as u32 > layout::MAX_NDIM as u32 {
+            return None;
+        }
+        let ndim = tensor.ndim as usize;
+        let (shape, strides): (&[i64], Option<&[i64]>) = if ndim == 0 {
+            (&[], Some(&[]))
+        } else if tensor.shape.is_null() {
+            return None;
+        } else {
+            // SAFETY: non-NULL, ndim ≤ MAX_NDIM values, per the caller's contract.
+            let shape = unsafe { core::slice::from_raw_parts(tensor.shape, ndim) };
+            let strides = if tensor.strides.is_null() {
+                None
+            } else {
+                // SAFETY: as for `shape`.
+                Some(unsafe { core::slice::from_raw_parts(tensor.strides, ndim) })
+            };
+            (shape, strides)
+        };
+        layout::validate_fast(&RawFields {
+            data: tensor.data as usize,
+            device: tensor.device,
+            dtype: tensor.dtype,
+            shape,
+            strides,
+            byte_offset: tensor.byte_offset,
+            version,
+            flags,
+        })
+    }
+
+    /// [`from_raw`](Self::from_raw) rule by rule: the path of errors and rare layouts.
+    ///
+    /// # Safety
+    /// As [`from_raw`](Self::from_raw).
+    #[cold]
+    #[inline(never)]
+    unsafe fn from_raw_slow(
+        tensor: &'a DLTensor,
+        version: Option<DLPackVersion>,
+        flags: u64,
+    ) -> Result<Self, Error> {
         if let Some(version) = version {
             layout::check_version(version)?;
         }
@@ -126,9 +193,22 @@ impl<'a> TensorRef<'a> {
         flags: u64,
         layout: Layout,
     ) -> Self {
-        // SAFETY: the same call succeeded during validation (caller contract).
-        let (shape, strides) =
-            unsafe { raw_dims(tensor, tensor.ndim as usize) }.unwrap_or((&[], None));
+        // Validation read these very arrays: ndim is in 0..=64 and `shape` is non-NULL when
+        // ndim > 0 (NULL strides stay `None`; a 0-d tensor has empty slices).
+        let ndim = tensor.ndim as usize;
+        let (shape, strides): (&[i64], Option<&[i64]>) = if ndim == 0 {
+            (&[], Some(&[]))
+        } else {
+            // SAFETY: validated non-NULL with ndim values, readable for 'a (contract).
+            let shape = unsafe { core::slice::from_raw_parts(tensor.shape, ndim) };
+            let strides = if tensor.strides.is_null() {
+                None
+            } else {
+                // SAFETY: as for `shape`.
+                Some(unsafe { core::slice::from_raw_parts(tensor.strides, ndim) })
+            };
+            (shape, strides)
+        };
         Self {
             data: tensor.data,
             device: tensor.device,

@@ -1,18 +1,51 @@
 //! A loop of exports for profilers (`valgrind --tool=callgrind`).
+//!
+//! `profile_export [N] [dlport | dlpark | floor | legacy | convert]`: N exports (100,000 by
+//! default) of a `Vec<f32>` of 120 elements, each released: by dlport's `ExportBuilder`, by
+//! dlpark 0.10, by the hand-written floor (`dlport_bench::exchange::floor_export`); or, with
+//! `legacy`, a legacy export of a `Vec<u8>` of 64 and, with `convert`, the same converted to
+//! the versioned form before the release (the conversion costs `convert - legacy`).
+//! Instructions per export = the difference of two runs' totals divided by the difference of
+//! their N.
+use std::hint::black_box;
+
+use dlport_bench::exchange::{dlpark_export, floor_export, release};
 use dlport_core::ExportBuilder;
 
 fn main() {
-    let n: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(100_000);
+    let mut args = std::env::args().skip(1);
+    let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let who = args.next().unwrap_or_else(|| "dlport".into());
     for _ in 0..n {
-        let v = vec![1.0f32; 120];
-        let raw = ExportBuilder::from_vec(v, &[120])
-            .build()
-            .unwrap()
-            .into_raw();
-        // SAFETY: our own export, released once.
-        unsafe { std::hint::black_box(raw).release() };
+        match who.as_str() {
+            "dlport" => {
+                let raw = ExportBuilder::from_vec(vec![1.0f32; 120], &[120])
+                    .build()
+                    .unwrap()
+                    .into_raw();
+                // SAFETY: our own export, released once.
+                unsafe { black_box(raw).release() };
+            }
+            "dlpark" => drop(black_box(dlpark_export(vec![1.0f32; 120]))),
+            "floor" => {
+                let m = floor_export(vec![1.0f32; 120]);
+                // SAFETY: our floor export, released once.
+                unsafe { release(black_box(m)) };
+            }
+            "legacy" => {
+                black_box(
+                    ExportBuilder::from_vec(vec![0u8; 64], &[64])
+                        .build_legacy()
+                        .unwrap(),
+                );
+            }
+            "convert" => {
+                let t = ExportBuilder::from_vec(vec![0u8; 64], &[64])
+                    .build_legacy()
+                    .unwrap();
+                black_box(t.into_versioned().unwrap());
+            }
+            other => panic!("unknown exporter {other}: dlport, dlpark, floor, legacy or convert"),
+        }
     }
 }

@@ -1,37 +1,58 @@
 //! A loop of imports for profilers (`valgrind --tool=callgrind`).
-use dlport_core::abi::{DLManagedTensorVersioned, DLTensor};
-use dlport_core::{DLPackVersion, DataType, Device, ManagedTensor};
+//!
+//! `profile_import [N] [dlport | dlpark | plain | floor] [NDIM]`: N imports (100,000 by
+//! default) of a versioned float32 tensor of NDIM (4 by default) dimensions, each validated,
+//! read (shape, strides, dtype) and released, by dlport, by dlpark 0.10, by the plain baseline
+//! with dlport's checks (`dlport_bench::exchange::plain_import`), or by the floor (read the
+//! fields, call the deleter). Instructions per import = the difference of two runs' totals
+//! divided by the difference of their N.
+use std::hint::black_box;
 
-unsafe extern "C" fn nop(_: *mut DLManagedTensorVersioned) {}
+use dlport_bench::exchange::{Producer, plain_import, release};
+use dlport_core::ManagedTensor;
 
 fn main() {
-    let mut shape = [2i64, 3, 4, 5];
-    let mut strides = [60i64, 20, 5, 1];
-    let mut data = vec![1.0f32; 120];
-    let mut m = DLManagedTensorVersioned {
-        version: DLPackVersion::new(1, 3),
-        manager_ctx: std::ptr::null_mut(),
-        deleter: Some(nop),
-        flags: 0,
-        dl_tensor: DLTensor {
-            data: data.as_mut_ptr().cast(),
-            device: Device::cpu(),
-            ndim: 4,
-            dtype: DataType::FLOAT32,
-            shape: shape.as_mut_ptr(),
-            strides: strides.as_mut_ptr(),
-            byte_offset: 0,
-        },
-    };
-    let n: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(100_000);
-    let mut acc = 0usize;
+    let mut args = std::env::args().skip(1);
+    let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
+    let who = args.next().unwrap_or_else(|| "dlport".into());
+    let ndim: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(4);
+    let mut p = Producer::new(ndim);
+    let ptr = p.ptr();
     for _ in 0..n {
-        // SAFETY: the struct outlives the loop; the deleter does nothing.
-        let t = unsafe { ManagedTensor::from_raw_versioned(std::hint::black_box(&mut m)) }.unwrap();
-        acc += t.view().shape().len();
+        match who.as_str() {
+            "dlport" => {
+                // SAFETY: the producer outlives the loop; its deleter only counts.
+                let t = unsafe { ManagedTensor::from_raw_versioned(black_box(ptr)) }.unwrap();
+                let v = t.view();
+                black_box((v.shape(), v.raw_strides(), v.dtype()));
+            }
+            "dlpark" => {
+                // SAFETY: identical layout; the producer outlives the loop.
+                let t =
+                    unsafe { dlpark::versioned::Dlpack::from_raw(black_box(ptr).cast()) }.unwrap();
+                let v = t.validate().unwrap();
+                black_box((v.shape(), v.strides(), v.dtype()));
+            }
+            "plain" => {
+                let m = black_box(ptr);
+                // SAFETY: as above.
+                let (_, shape, strides, dtype) = unsafe { plain_import(m) }.unwrap();
+                black_box((shape, strides, dtype));
+                // SAFETY: imported above, released once.
+                unsafe { release(m) };
+            }
+            "floor" => {
+                let m = black_box(ptr);
+                // SAFETY: as above.
+                unsafe {
+                    let t = &(*m).dl_tensor;
+                    let shape = std::slice::from_raw_parts(t.shape, t.ndim as usize);
+                    let strides = std::slice::from_raw_parts(t.strides, t.ndim as usize);
+                    black_box((shape, strides, t.dtype));
+                    release(m);
+                }
+            }
+            other => panic!("unknown importer {other}: dlport, dlpark, plain or floor"),
+        }
     }
-    println!("{acc}");
 }

@@ -1,9 +1,12 @@
-//! The allocation block: one heap block holds the managed header, the shape and strides
-//! arrays and the storage; `manager_ctx` points at it and the deleter frees it at once.
+//! The allocation block: one heap allocation holds the managed header, the storage and the
+//! shape and strides arrays (exactly as many values as the tensor needs, after the storage);
+//! `manager_ctx` points at the block and the deleter frees it at once.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
+use core::alloc::Layout as AllocLayout;
 use core::ffi::c_void;
+use core::ptr::NonNull;
 
 use crate::abi::{DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor};
 use crate::device::Device;
@@ -81,29 +84,6 @@ impl Dims {
     pub(crate) fn strides(&self) -> &[i64] {
         &self.as_slice()[self.ndim()..]
     }
-
-    /// Shape and strides of a view.
-    pub(crate) fn of_view(view: &crate::tensor::TensorRef<'_>) -> Self {
-        let mut d = Self::with_shape(view.shape());
-        let n = d.ndim();
-        for (slot, s) in d.as_mut_slice()[n..].iter_mut().zip(view.strides()) {
-            *slot = s;
-        }
-        d
-    }
-}
-
-/// The `data` field of a managed tensor.
-///
-/// # Safety
-/// `raw` points to a live, initialised managed tensor.
-pub(crate) unsafe fn raw_data(raw: RawManaged) -> *mut c_void {
-    match raw {
-        // SAFETY: live and initialised (contract).
-        RawManaged::Versioned(p) => unsafe { (*p.as_ptr()).dl_tensor.data },
-        // SAFETY: as above.
-        RawManaged::Legacy(p) => unsafe { (*p.as_ptr()).dl_tensor.data },
-    }
 }
 
 /// Which struct to emit.
@@ -123,124 +103,267 @@ pub(crate) struct Parts {
     pub(crate) dims: Dims,
 }
 
-/// The heap block behind `manager_ctx`: header first, then the arrays and the storage.
+/// The two managed headers, for the code that builds blocks once for both.
+pub(crate) trait Header: Sized + 'static {
+    /// The legacy form (no version, no flags).
+    const LEGACY: bool;
+
+    /// The header of a block holding storage `S`: its deleter frees that block.
+    fn new<S: TensorStorage>(dl_tensor: DLTensor, manager_ctx: *mut c_void, flags: u64) -> Self;
+
+    /// `manager_ctx` of a live header.
+    ///
+    /// # Safety
+    /// `header` points to a live header.
+    unsafe fn manager_ctx(header: *mut Self) -> *mut c_void;
+
+    /// The owned pointer, as either form.
+    fn raw(header: NonNull<Self>) -> RawManaged;
+}
+
+impl Header for DLManagedTensorVersioned {
+    const LEGACY: bool = false;
+
+    #[inline(always)]
+    fn new<S: TensorStorage>(dl_tensor: DLTensor, manager_ctx: *mut c_void, flags: u64) -> Self {
+        Self {
+            version: DLPackVersion::CURRENT,
+            manager_ctx,
+            deleter: Some(delete::<Self, S>),
+            flags,
+            dl_tensor,
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn manager_ctx(header: *mut Self) -> *mut c_void {
+        // SAFETY: live (contract).
+        unsafe { (*header).manager_ctx }
+    }
+
+    #[inline(always)]
+    fn raw(header: NonNull<Self>) -> RawManaged {
+        RawManaged::Versioned(header)
+    }
+}
+
+impl Header for DLManagedTensor {
+    const LEGACY: bool = true;
+
+    #[inline(always)]
+    fn new<S: TensorStorage>(dl_tensor: DLTensor, manager_ctx: *mut c_void, _flags: u64) -> Self {
+        Self {
+            dl_tensor,
+            manager_ctx,
+            deleter: Some(delete::<Self, S>),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn manager_ctx(header: *mut Self) -> *mut c_void {
+        // SAFETY: live (contract).
+        unsafe { (*header).manager_ctx }
+    }
+
+    #[inline(always)]
+    fn raw(header: NonNull<Self>) -> RawManaged {
+        RawManaged::Legacy(header)
+    }
+}
+
+/// The heap block behind `manager_ctx`: the header first (so a pointer to the block is a
+/// pointer to the header), the count of `i64` values that follow the block, the storage, then
+/// those values (shape and strides, or strides only for a re-export that reuses its source's
+/// shape).
 #[repr(C)]
-pub(crate) struct Ctx<H, S> {
+pub(crate) struct Block<H, S> {
     header: H,
-    dims: Dims,
+    dims: usize,
     storage: S,
 }
 
-pub(crate) fn assemble<S: TensorStorage>(storage: S, parts: Parts, form: Form) -> RawManaged {
-    let ndim = parts.dims.ndim();
-    let tensor = DLTensor {
-        data: core::ptr::null_mut(),
-        device: parts.device,
+/// The allocation of a block followed by `dims` values, and the offset of the first value.
+#[inline(always)]
+fn block_layout<H, S>(dims: usize) -> (AllocLayout, usize) {
+    // At most 2 × MAX_NDIM values after a block of a few hundred bytes: nothing can overflow.
+    let Ok(values) = AllocLayout::array::<i64>(dims) else {
+        unreachable!("at most 128 dimension values")
+    };
+    let Ok((layout, offset)) = AllocLayout::new::<Block<H, S>>().extend(values) else {
+        unreachable!("a block of a few hundred bytes")
+    };
+    (layout.pad_to_align(), offset)
+}
+
+/// A block allocated for `dims` values, with nothing in it yet: the values are written
+/// through [`dims`](Self::dims), then [`finish`](Self::finish) moves the storage in and
+/// writes the header, or [`free`](Self::free) gives the memory back.
+pub(crate) struct NewBlock<H, S> {
+    block: NonNull<Block<H, S>>,
+    dims: usize,
+}
+
+impl<H: Header, S: TensorStorage> NewBlock<H, S> {
+    /// Allocates a block for `dims` values (the allocation error handler runs on failure, as
+    /// for `Box::new`).
+    #[inline(always)]
+    pub(crate) fn new(dims: usize) -> Self {
+        let (layout, _) = block_layout::<H, S>(dims);
+        // SAFETY: the layout is not zero-sized (it holds a header).
+        let ptr = unsafe { alloc::alloc::alloc(layout) };
+        let Some(block) = NonNull::new(ptr.cast::<Block<H, S>>()) else {
+            alloc::alloc::handle_alloc_error(layout)
+        };
+        Self { block, dims }
+    }
+
+    /// The `dims` values after the block (uninitialised until written).
+    #[inline(always)]
+    pub(crate) fn dims(&self) -> *mut i64 {
+        let (_, offset) = block_layout::<H, S>(self.dims);
+        // SAFETY: the allocation holds `dims` values from `offset` on.
+        unsafe { self.block.as_ptr().cast::<u8>().add(offset).cast::<i64>() }
+    }
+
+    /// The values as a slice.
+    ///
+    /// # Safety
+    /// All `dims` values were written.
+    #[inline(always)]
+    pub(crate) unsafe fn dims_slice(&mut self) -> &mut [i64] {
+        // SAFETY: written (contract), inside the allocation, borrowed through `&mut self`.
+        unsafe { core::slice::from_raw_parts_mut(self.dims(), self.dims) }
+    }
+
+    /// Gives the memory back (no storage was moved in).
+    #[inline]
+    pub(crate) fn free(self) {
+        let (layout, _) = block_layout::<H, S>(self.dims);
+        // SAFETY: allocated by `new` with this layout; nothing in it needs dropping.
+        unsafe { alloc::alloc::dealloc(self.block.as_ptr().cast(), layout) }
+    }
+
+    /// Moves `storage` into the block and returns the pointer it gives for `data` (asked once,
+    /// in the storage's final place, as [`TensorStorage::data_ptr`] requires).
+    #[inline(always)]
+    pub(crate) fn put_storage(self, storage: S) -> (Filled<H, S>, *mut c_void) {
+        let block = self.block.as_ptr();
+        // SAFETY: fresh allocation of a block; the storage field is written once, here, and
+        // then borrowed mutably once.
+        let data = unsafe {
+            core::ptr::addr_of_mut!((*block).dims).write(self.dims);
+            core::ptr::addr_of_mut!((*block).storage).write(storage);
+            (*core::ptr::addr_of_mut!((*block).storage)).data_ptr()
+        };
+        (Filled { new: self }, data)
+    }
+}
+
+/// A block holding its storage, the header not yet written.
+pub(crate) struct Filled<H, S> {
+    new: NewBlock<H, S>,
+}
+
+impl<H: Header, S: TensorStorage> Filled<H, S> {
+    /// Drops the storage and gives the memory back (an export that failed its last checks).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn discard(self) {
+        // SAFETY: the storage was written by `put_storage` and is dropped once, here.
+        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.new.block.as_ptr()).storage)) };
+        self.new.free();
+    }
+
+    /// The values after the block.
+    #[inline(always)]
+    pub(crate) fn dims(&self) -> *mut i64 {
+        self.new.dims()
+    }
+
+    /// Writes the header (`manager_ctx` = the block, the deleter that frees it) and hands the
+    /// tensor out.
+    #[inline(always)]
+    pub(crate) fn finish(self, dl_tensor: DLTensor, flags: u64) -> RawManaged {
+        let block = self.new.block.as_ptr();
+        // SAFETY: the header is the block's first field (repr(C)); written once, here.
+        unsafe {
+            core::ptr::addr_of_mut!((*block).header).write(H::new::<S>(
+                dl_tensor,
+                block.cast(),
+                flags,
+            ))
+        };
+        H::raw(self.new.block.cast())
+    }
+}
+
+/// The `dl_tensor` of a block whose values are `shape ++ strides` from `dims` (NULL arrays
+/// for a 0-d tensor).
+#[inline(always)]
+pub(crate) fn tensor_at(
+    data: *mut c_void,
+    device: Device,
+    dtype: DataType,
+    ndim: usize,
+    dims: *mut i64,
+    byte_offset: u64,
+) -> DLTensor {
+    let (shape, strides) = if ndim == 0 {
+        (core::ptr::null_mut(), core::ptr::null_mut())
+    } else {
+        // SAFETY: `dims` holds 2 × ndim values, so the offset stays inside them.
+        (dims, unsafe { dims.add(ndim) })
+    };
+    DLTensor {
+        data,
+        device,
         ndim: ndim as i32,
-        dtype: parts.dtype,
-        shape: core::ptr::null_mut(),
-        strides: core::ptr::null_mut(),
-        byte_offset: parts.byte_offset,
-    };
+        dtype,
+        shape,
+        strides,
+        byte_offset,
+    }
+}
+
+/// A block of `storage` with already checked metadata (a backend tensor's, or a re-export's).
+pub(crate) fn assemble<S: TensorStorage>(storage: S, parts: Parts, form: Form) -> RawManaged {
     match form {
-        Form::Versioned => {
-            let header = DLManagedTensorVersioned {
-                version: DLPackVersion::CURRENT,
-                manager_ctx: core::ptr::null_mut(),
-                deleter: Some(delete_versioned::<S>),
-                flags: parts.flags,
-                dl_tensor: tensor,
-            };
-            let ctx = Box::into_raw(Box::new(Ctx {
-                header,
-                dims: parts.dims,
-                storage,
-            }));
-            // SAFETY: `ctx` is a fresh, exclusively owned allocation; the header is its first
-            // field (repr(C)), so a pointer to the block is a pointer to the header.
-            unsafe { fill(ctx, |h| (&mut h.dl_tensor, &mut h.manager_ctx)) };
-            RawManaged::Versioned(
-                // SAFETY: Box::into_raw never returns NULL.
-                unsafe { core::ptr::NonNull::new_unchecked(ctx.cast()) },
-            )
-        }
-        Form::Legacy => {
-            let header = DLManagedTensor {
-                dl_tensor: tensor,
-                manager_ctx: core::ptr::null_mut(),
-                deleter: Some(delete_legacy::<S>),
-            };
-            let ctx = Box::into_raw(Box::new(Ctx {
-                header,
-                dims: parts.dims,
-                storage,
-            }));
-            // SAFETY: as above.
-            unsafe { fill(ctx, |h| (&mut h.dl_tensor, &mut h.manager_ctx)) };
-            // SAFETY: Box::into_raw never returns NULL.
-            RawManaged::Legacy(unsafe { core::ptr::NonNull::new_unchecked(ctx.cast()) })
-        }
+        Form::Versioned => assemble_as::<DLManagedTensorVersioned, S>(storage, parts),
+        Form::Legacy => assemble_as::<DLManagedTensor, S>(storage, parts),
     }
 }
 
-/// Points the header's tensor at the block's own arrays and storage, and `manager_ctx` at the
-/// block.
-///
-/// # Safety
-/// `ctx` is a live, exclusively owned block from `Box::into_raw`.
-pub(crate) unsafe fn fill<H, S: TensorStorage>(
-    ctx: *mut Ctx<H, S>,
-    fields: impl FnOnce(&mut H) -> (&mut DLTensor, &mut *mut c_void),
-) {
-    // SAFETY: exclusive access per the contract.
-    let block = unsafe { &mut *ctx };
-    let ndim = block.dims.ndim();
-    let data = block.storage.data_ptr();
-    let dims = block.dims.as_mut_slice().as_mut_ptr();
-    let (tensor, manager_ctx) = fields(&mut block.header);
-    tensor.data = data;
-    tensor.shape = if ndim == 0 {
-        core::ptr::null_mut()
-    } else {
-        dims
-    };
-    tensor.strides = if ndim == 0 {
-        core::ptr::null_mut()
-    } else {
-        // SAFETY: `dims` holds 2 × ndim values, so the offset stays inside the array.
-        unsafe { dims.add(ndim) }
-    };
-    *manager_ctx = ctx.cast();
+fn assemble_as<H: Header, S: TensorStorage>(storage: S, parts: Parts) -> RawManaged {
+    let all = parts.dims.as_slice();
+    let ndim = parts.dims.ndim();
+    let block = NewBlock::<H, S>::new(all.len());
+    // SAFETY: the block holds exactly `all.len()` values.
+    unsafe { core::ptr::copy_nonoverlapping(all.as_ptr(), block.dims(), all.len()) };
+    let (block, data) = block.put_storage(storage);
+    let tensor = tensor_at(
+        data,
+        parts.device,
+        parts.dtype,
+        ndim,
+        block.dims(),
+        parts.byte_offset,
+    );
+    block.finish(tensor, parts.flags)
 }
 
-/// The deleter of versioned exports: frees the whole block, dropping the storage.
+/// The deleter of every export: drops the storage and frees the whole block.
 ///
 /// # Safety
-/// Called once, by DLPack's contract, with a tensor built by [`assemble`] for this `S`.
-pub(crate) unsafe extern "C" fn delete_versioned<S: TensorStorage>(
-    managed: *mut DLManagedTensorVersioned,
-) {
+/// Called once, by DLPack's contract, with a tensor whose block was built for this `H` and `S`.
+pub(crate) unsafe extern "C" fn delete<H: Header, S: TensorStorage>(managed: *mut H) {
     if managed.is_null() {
         return;
     }
-    // SAFETY: `manager_ctx` was set by `fill` to the Box<Ctx<_, S>> block, released only here.
-    drop(unsafe {
-        Box::from_raw(
-            (*managed)
-                .manager_ctx
-                .cast::<Ctx<DLManagedTensorVersioned, S>>(),
-        )
-    });
-}
-
-/// The deleter of legacy exports.
-///
-/// # Safety
-/// As [`delete_versioned`].
-pub(crate) unsafe extern "C" fn delete_legacy<S: TensorStorage>(managed: *mut DLManagedTensor) {
-    if managed.is_null() {
-        return;
+    // SAFETY: `manager_ctx` was set by `finish` to the block, released only here.
+    unsafe {
+        let block = H::manager_ctx(managed).cast::<Block<H, S>>();
+        let (layout, _) = block_layout::<H, S>((*block).dims);
+        core::ptr::drop_in_place(core::ptr::addr_of_mut!((*block).storage));
+        alloc::alloc::dealloc(block.cast(), layout);
     }
-    // SAFETY: as in `delete_versioned`.
-    drop(unsafe { Box::from_raw((*managed).manager_ctx.cast::<Ctx<DLManagedTensor, S>>()) });
 }

@@ -2,8 +2,12 @@
 //! storage's size, becomes a DLPack tensor.
 
 use alloc::vec::Vec;
+use core::mem::MaybeUninit;
 
-use crate::abi::{DLPackVersion, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
+use crate::abi::{
+    DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, FLAG_IS_COPIED,
+    FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
+};
 use crate::dtype::{DataType, Element, Fp4Convention};
 use crate::error::{AccessError, Error, Flag, LayoutError};
 use crate::layout;
@@ -28,8 +32,7 @@ use super::*;
 pub struct ExportBuilder<S: TensorStorage> {
     storage: S,
     dtype: DataType,
-    /// The shape (its stride half is filled at build time).
-    shape: Dims,
+    shape: Shape,
     strides: Option<Vec<i64>>,
     byte_offset: u64,
     flags: u64,
@@ -37,6 +40,7 @@ pub struct ExportBuilder<S: TensorStorage> {
 
 impl<T: Element> ExportBuilder<Vec<T>> {
     /// Exports a vector with the given shape (compact row-major unless strides are set).
+    #[inline]
     pub fn from_vec(data: Vec<T>, shape: &[i64]) -> Self {
         ExportBuilder::new(data, T::DTYPE, shape)
     }
@@ -44,11 +48,12 @@ impl<T: Element> ExportBuilder<Vec<T>> {
 
 impl<S: TensorStorage> ExportBuilder<S> {
     /// Exports `storage` as `dtype` with `shape`. The storage's size is checked at build time.
+    #[inline]
     pub fn new(storage: S, dtype: DataType, shape: &[i64]) -> Self {
         Self {
             storage,
             dtype,
-            shape: Dims::with_shape(shape),
+            shape: Shape::new(shape),
             strides: None,
             byte_offset: 0,
             flags: 0,
@@ -57,17 +62,20 @@ impl<S: TensorStorage> ExportBuilder<S> {
 
     /// Sets strides in elements (default: compact row-major, always written out explicitly as
     /// DLPack 1.2+ requires).
+    #[inline]
     pub fn strides(mut self, strides: &[i64]) -> Self {
         self.strides = Some(strides.to_vec());
         self
     }
 
     /// Sets `byte_offset`.
+    #[inline]
     pub fn byte_offset(mut self, byte_offset: u64) -> Self {
         self.byte_offset = byte_offset;
         self
     }
 
+    #[inline]
     fn flag(mut self, bit: u64, on: bool) -> Self {
         if on {
             self.flags |= bit
@@ -78,17 +86,20 @@ impl<S: TensorStorage> ExportBuilder<S> {
     }
 
     /// Marks the tensor READ_ONLY. Shared storage (`Arc<[T]>`) is read-only regardless.
+    #[inline]
     pub fn read_only(self, on: bool) -> Self {
         self.flag(FLAG_READ_ONLY, on)
     }
 
     /// Marks the tensor IS_COPIED: set it only when the storage is a copy made for this export,
     /// so the consumer owns it alone.
+    #[inline]
     pub fn copied(self, on: bool) -> Self {
         self.flag(FLAG_IS_COPIED, on)
     }
 
     /// Marks sub-byte elements as padded to whole bytes (IS_SUBBYTE_TYPE_PADDED).
+    #[inline]
     pub fn subbyte_padded(self, on: bool) -> Self {
         self.flag(FLAG_IS_SUBBYTE_TYPE_PADDED, on)
     }
@@ -111,9 +122,8 @@ impl<S: TensorStorage> ExportBuilder<S> {
                 reason: "fp4 conventions convert only compact, packed tensors",
             }));
         }
-        let ndim = self.shape.ndim();
-        let axis = ndim.saturating_sub(1);
-        let last = self.shape.as_mut_slice()[..ndim].last_mut();
+        let axis = self.shape.as_slice().len().saturating_sub(1);
+        let last = self.shape.as_mut_slice().last_mut();
         match (current, convention, last) {
             (a, b, _) if a == b => {}
             (Fp4Convention::Packed, Fp4Convention::X2, Some(extent)) if *extent % 2 == 0 => {
@@ -140,8 +150,9 @@ impl<S: TensorStorage> ExportBuilder<S> {
     }
 
     /// Validates and builds a DLPack 1.3 `DLManagedTensorVersioned`.
+    #[inline]
     pub fn build(self) -> Result<ManagedTensor, Error> {
-        self.build_as(Form::Versioned)
+        self.build_into::<DLManagedTensorVersioned>()
     }
 
     /// Validates and builds a legacy `DLManagedTensor` (for JAX and other legacy-only
@@ -149,11 +160,17 @@ impl<S: TensorStorage> ExportBuilder<S> {
     /// IS_SUBBYTE_TYPE_PADDED, are refused with [`AccessError::FlagNotRepresentable`] (a legacy
     /// consumer would write into read-only memory, or misread padded elements as packed);
     /// IS_COPIED is dropped (it only grants rights, so losing it is safe).
+    #[inline]
     pub fn build_legacy(self) -> Result<ManagedTensor, Error> {
-        self.build_as(Form::Legacy)
+        self.build_into::<DLManagedTensor>()
     }
 
-    fn build_as(self, form: Form) -> Result<ManagedTensor, Error> {
+    /// One allocation, checks on the way, no re-validation: the metadata is validated in the
+    /// block itself (the shape copied in, the strides computed or copied next to it), the
+    /// storage moved in, its real pointer checked, the header written once. Every rule of
+    /// [`ManagedTensor::from_raw`] holds by construction; debug builds re-validate to prove it.
+    #[inline]
+    fn build_into<H: Header>(self) -> Result<ManagedTensor, Error> {
         let Self {
             storage,
             dtype,
@@ -166,50 +183,185 @@ impl<S: TensorStorage> ExportBuilder<S> {
         if access == Access::ReadOnly {
             flags |= FLAG_READ_ONLY;
         }
-        if form == Form::Legacy {
+        if H::LEGACY {
             legacy_representable(flags)?;
         }
         let device = storage.device();
-        let mut dims = shape;
-        let layout = checked_dims_in_place(
-            dtype,
-            &mut dims,
-            strides.as_deref(),
-            byte_offset,
-            flags,
-            storage.byte_len() as u64,
-        )?;
-        let parts = Parts {
-            device,
-            dtype,
-            byte_offset,
-            flags,
-            dims,
+        let available = storage.byte_len() as u64;
+        let shape = shape.as_slice();
+        let ndim = shape.len();
+        if ndim > layout::MAX_NDIM {
+            return Err(ndim_out_of_range(ndim));
+        }
+        let mut block = NewBlock::<H, S>::new(2 * ndim);
+        let dims = block.dims();
+        // SAFETY: the block holds 2 × ndim values: the shape, then the strides, whose half is
+        // handed out as uninitialised values.
+        let stride_half = unsafe {
+            core::ptr::copy_nonoverlapping(shape.as_ptr(), dims, ndim);
+            core::slice::from_raw_parts_mut(dims.add(ndim).cast::<MaybeUninit<i64>>(), ndim)
         };
-        let raw = assemble(storage, parts, form);
-        // The metadata passed the validator above; what is left of it depends on the real data
-        // pointer, known only now.
-        // SAFETY: `assemble` returns an owned, fully initialised managed tensor.
-        let data = unsafe { raw_data(raw) };
-        let checked = if layout.numel == 0 {
-            Ok(())
-        } else if data.is_null() {
-            Err(Error::Layout(LayoutError::NullData {
-                numel: layout.numel,
-            }))
-        } else if device.is_host_accessible() {
-            layout::check_address(data as usize, byte_offset, layout.span)
-        } else {
-            Ok(())
+        let fast = match strides {
+            None => layout::compact_fast(dtype, shape, stride_half, flags)
+                .filter(|l| storage_fits(*l, byte_offset, available)),
+            Some(_) => None,
         };
-        if let Err(e) = checked {
-            // SAFETY: owned by us, released once.
-            unsafe { raw.release() };
+        let layout = match fast {
+            Some(layout) => layout,
+            None => {
+                let checked = strides_slow(
+                    dtype,
+                    shape,
+                    strides.as_deref(),
+                    stride_half,
+                    byte_offset,
+                    flags,
+                    available,
+                );
+                match checked {
+                    Ok(layout) => layout,
+                    Err(e) => {
+                        block.free();
+                        return Err(e);
+                    }
+                }
+            }
+        };
+        // SAFETY: both halves are written now (the fast path writes every stride when it
+        // answers, the slow one always).
+        debug_assert_eq!(unsafe { block.dims_slice() }.len(), 2 * ndim);
+        let (block, data) = block.put_storage(storage);
+        // What is left of validation depends on the real data pointer, known only now.
+        let placed = layout.numel == 0
+            || (!data.is_null()
+                && (!device.is_host_accessible()
+                    || layout::address_fits(data as usize, byte_offset, layout.span)));
+        if !placed {
+            let e = data_error(data, byte_offset, layout);
+            block.discard();
             return Err(e);
         }
-        // SAFETY: owned, fully initialised, and validated exactly as `from_raw` would; `access`
-        // is the storage's own promise.
+        let tensor = tensor_at(data, device, dtype, ndim, block.dims(), byte_offset);
+        #[cfg(debug_assertions)]
+        {
+            let (version, flags) = if H::LEGACY {
+                (None, 0)
+            } else {
+                (Some(DLPackVersion::CURRENT), flags)
+            };
+            // SAFETY: the tensor's arrays and storage live in the block, not yet released.
+            let revalidated = unsafe { crate::TensorRef::from_raw(&tensor, version, flags) };
+            debug_assert_eq!(revalidated.map(|t| t.layout()), Ok(layout));
+        }
+        let raw = block.finish(tensor, flags);
+        // SAFETY: owned, fully initialised, and valid with exactly this layout by
+        // construction (the metadata passed `validate_metadata`'s rules above, the pointer the
+        // address rule); `access` is the storage's own promise.
         Ok(unsafe { ManagedTensor::from_raw_validated(raw, layout, access) })
+    }
+}
+
+/// The shape a builder was given: inline up to eight dimensions.
+#[derive(Clone, Debug)]
+enum Shape {
+    Inline { ndim: u8, buf: [i64; 8] },
+    Heap(Vec<i64>),
+}
+
+impl Shape {
+    #[inline(always)]
+    fn new(shape: &[i64]) -> Self {
+        if shape.len() <= 8 {
+            Self::Inline {
+                ndim: shape.len() as u8,
+                buf: core::array::from_fn(|i| shape.get(i).copied().unwrap_or(0)),
+            }
+        } else {
+            Self::Heap(shape.to_vec())
+        }
+    }
+
+    #[inline(always)]
+    fn as_slice(&self) -> &[i64] {
+        match self {
+            Self::Inline { ndim, buf } => &buf[..usize::from(*ndim)],
+            Self::Heap(v) => v,
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [i64] {
+        match self {
+            Self::Inline { ndim, buf } => &mut buf[..usize::from(*ndim)],
+            Self::Heap(v) => v,
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn ndim_out_of_range(ndim: usize) -> Error {
+    Error::Layout(LayoutError::NdimOutOfRange { ndim: ndim as i64 })
+}
+
+/// `byte_offset + span` lies inside `available` bytes (what [`check_storage`] accepts).
+#[inline(always)]
+fn storage_fits(checked: layout::Layout, byte_offset: u64, available: u64) -> bool {
+    checked.numel == 0
+        || (byte_offset as i128 + checked.span.lo as i128 >= 0
+            && byte_offset as i128 + checked.span.hi as i128 <= available as i128)
+}
+
+/// The strides and the layout by the full rules: explicit strides, or whatever the compact
+/// fast path did not answer. Writes every stride of `out`.
+#[cold]
+#[inline(never)]
+fn strides_slow(
+    dtype: DataType,
+    shape: &[i64],
+    strides: Option<&[i64]>,
+    out: &mut [MaybeUninit<i64>],
+    byte_offset: u64,
+    flags: u64,
+    available: u64,
+) -> Result<layout::Layout, Error> {
+    for v in out.iter_mut() {
+        v.write(0);
+    }
+    // SAFETY: every value was just initialised.
+    let out = unsafe { &mut *(out as *mut [MaybeUninit<i64>] as *mut [i64]) };
+    match strides {
+        Some(s) if s.len() != shape.len() => {
+            return Err(Error::Layout(LayoutError::StridesLength {
+                strides: s.len(),
+                ndim: shape.len(),
+            }));
+        }
+        Some(s) => out.copy_from_slice(s),
+        None => layout::compact_row_major(shape, out)?,
+    }
+    let checked = layout::validate_metadata(
+        dtype,
+        shape,
+        Some(out),
+        Some(DLPackVersion::CURRENT),
+        flags,
+    )?;
+    check_storage(checked, byte_offset, available)?;
+    Ok(checked)
+}
+
+/// The error of a non-empty export whose data pointer is NULL or outside user space.
+#[cold]
+#[inline(never)]
+fn data_error(data: *mut core::ffi::c_void, byte_offset: u64, layout: layout::Layout) -> Error {
+    if data.is_null() {
+        return Error::Layout(LayoutError::NullData {
+            numel: layout.numel,
+        });
+    }
+    match layout::check_address(data as usize, byte_offset, layout.span) {
+        Err(e) => e,
+        Ok(()) => unreachable!("address_fits and check_address agree"),
     }
 }
 
@@ -259,6 +411,8 @@ pub(crate) fn checked_dims_in_place(
     let ndim = layout::check_ndim(dims.ndim() as i64)?;
     if strides.is_none() {
         let (sh, st) = dims.as_mut_slice().split_at_mut(ndim);
+        // SAFETY: `compact_fast` writes only initialised values.
+        let st = unsafe { &mut *(st as *mut [i64] as *mut [MaybeUninit<i64>]) };
         if let Some(checked) = layout::compact_fast(dtype, sh, st, flags) {
             check_storage(checked, byte_offset, available)?;
             return Ok(checked);

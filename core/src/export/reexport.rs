@@ -2,6 +2,7 @@
 
 use core::ffi::c_void;
 
+use crate::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use crate::device::Device;
 use crate::error::{AccessError, Error, Flag};
 use crate::managed::{Access, ManagedTensor};
@@ -73,7 +74,7 @@ impl ManagedTensor {
         if self.is_versioned() {
             return Ok(self);
         }
-        self.rewrap(Form::Versioned)
+        Ok(self.rewrap(Form::Versioned, |inner| inner))
     }
 
     /// Re-exports as a legacy `DLManagedTensor` (a no-op if it already is one), following
@@ -100,7 +101,9 @@ impl ManagedTensor {
         });
         match (carried, copy) {
             (Ok(()), CopyPolicy::Never | CopyPolicy::IfNeeded) if !self.is_versioned() => Ok(self),
-            (Ok(()), CopyPolicy::Never | CopyPolicy::IfNeeded) => self.rewrap(Form::Legacy),
+            (Ok(()), CopyPolicy::Never | CopyPolicy::IfNeeded) => {
+                Ok(self.rewrap(Form::Legacy, |inner| inner))
+            }
             (Err(e), CopyPolicy::Never) => Err(e),
             (_, _) => {
                 let copied = crate::backend::compact_copy(&self.view(), None)?;
@@ -131,36 +134,78 @@ impl ManagedTensor {
             }
             Form::Legacy
         };
-        let access = self.access();
-        let parts = self.parts();
-        let raw = assemble(
-            Guarded {
-                inner: Reexport(self),
-                _guard: guard,
-            },
-            parts,
-            form,
-        );
-        // SAFETY: a fresh, owned export of an already validated tensor.
-        Ok(unsafe { ManagedTensor::from_raw(raw) }?.with_access(access))
+        Ok(self.rewrap(form, move |inner| Guarded {
+            inner,
+            _guard: guard,
+        }))
     }
 
-    fn parts(&self) -> Parts {
-        let view = self.view();
-        Parts {
-            device: view.device(),
-            dtype: view.dtype(),
-            byte_offset: view.byte_offset(),
-            flags: view.flags(),
-            dims: Dims::of_view(&view),
+    /// Wraps this tensor in a new header of `form` (no copy, no re-validation): one small
+    /// block with the header and the storage `wrap` makes of the tensor, pointing at this
+    /// tensor's own data and arrays, which live until the block's deleter drops it. Only NULL
+    /// strides (legacy, < 1.2) are written out, into the block. The fields are this tensor's,
+    /// which passed validation with the same layout: a versioned 1.3 header adds only the
+    /// explicit strides (the compact ones the NULL stood for), a legacy one drops only flags
+    /// that `into_legacy` and `reexport_with` proved droppable. Debug builds re-validate.
+    fn rewrap<S: TensorStorage>(self, form: Form, wrap: impl FnOnce(Reexport) -> S) -> ManagedTensor {
+        match form {
+            Form::Versioned => self.rewrap_as::<DLManagedTensorVersioned, S>(wrap),
+            Form::Legacy => self.rewrap_as::<DLManagedTensor, S>(wrap),
         }
     }
 
-    fn rewrap(self, form: Form) -> Result<ManagedTensor, Error> {
+    #[inline]
+    fn rewrap_as<H: Header, S: TensorStorage>(
+        self,
+        wrap: impl FnOnce(Reexport) -> S,
+    ) -> ManagedTensor {
         let access = self.access();
-        let parts = self.parts();
-        let raw = assemble(Reexport(self), parts, form);
-        // SAFETY: a fresh, owned export of an already validated tensor.
-        Ok(unsafe { ManagedTensor::from_raw(raw) }?.with_access(access))
+        let flags = self.flags();
+        let view = self.view();
+        let layout = view.layout();
+        let ndim = view.ndim();
+        let source = *self.dl_tensor();
+        let needs_strides = ndim > 0 && source.strides.is_null();
+        let block = NewBlock::<H, S>::new(if needs_strides { ndim } else { 0 });
+        let strides = if needs_strides {
+            let out = block.dims();
+            let mut acc = 1i64;
+            for (axis, &extent) in view.shape().iter().enumerate().rev() {
+                // SAFETY: the block holds ndim values.
+                unsafe { out.add(axis).write(acc) };
+                // The strides `TensorRef::stride` computes (saturating: an empty tensor's
+                // strides may exceed i64 and never matter).
+                acc = acc.saturating_mul(extent.max(1));
+            }
+            out
+        } else {
+            source.strides
+        };
+        let (block, _) = block.put_storage(wrap(Reexport(self)));
+        let tensor = if ndim == 0 {
+            DLTensor {
+                shape: core::ptr::null_mut(),
+                strides: core::ptr::null_mut(),
+                ..source
+            }
+        } else {
+            DLTensor { strides, ..source }
+        };
+        #[cfg(debug_assertions)]
+        {
+            let (version, flags) = if H::LEGACY {
+                (None, 0)
+            } else {
+                (Some(crate::abi::DLPackVersion::CURRENT), flags)
+            };
+            // SAFETY: the arrays belong to the wrapped tensor (alive in the block) or to the
+            // block itself.
+            let revalidated = unsafe { crate::TensorRef::from_raw(&tensor, version, flags) };
+            debug_assert_eq!(revalidated.map(|t| t.layout()), Ok(layout));
+        }
+        let raw = block.finish(tensor, flags);
+        // SAFETY: owned and fully initialised; valid with the wrapped tensor's layout by
+        // construction (above); `access` is what the wrapped tensor had.
+        unsafe { ManagedTensor::from_raw_validated(raw, layout, access) }
     }
 }

@@ -52,6 +52,28 @@ pub fn check_address(data: usize, byte_offset: u64, span: ByteSpan) -> Result<()
     if fits { Ok(()) } else { Err(fail()) }
 }
 
+/// Whether [`check_address`] accepts a span with `lo ≤ 0 ≤ hi` (every span validation
+/// computes), in `u64` arithmetic and without building the error: the range is
+/// `[first - |lo|, first + hi)` with `first = data + byte_offset`. On 64-bit targets a range
+/// with `0 < start` and `end ≤ USER_ADDRESS_END` is shorter than `USER_ADDRESS_END ≤ 2^63`,
+/// so the `isize::MAX` test is needed on 32-bit targets only. Checked equal to
+/// [`check_address`] by `address_fits_is_check_address`.
+#[inline(always)]
+pub(crate) fn address_fits(data: usize, byte_offset: u64, span: ByteSpan) -> bool {
+    debug_assert!(span.lo <= 0 && span.hi >= 0);
+    const LENGTH_BOUNDED: bool = USER_ADDRESS_END - 1 <= isize::MAX as u64;
+    let Some(first) = (data as u64 & !ADDRESS_TAG_MASK).checked_add(byte_offset) else {
+        return false;
+    };
+    let (Some(start), Some(end)) = (
+        first.checked_sub(span.lo.unsigned_abs()),
+        first.checked_add(span.hi as u64),
+    ) else {
+        return false;
+    };
+    start != 0 && end <= USER_ADDRESS_END && (LENGTH_BOUNDED || end - start <= isize::MAX as u64)
+}
+
 /// The largest power of two dividing `address` (capped at 4096; `address` 0 counts as 4096).
 pub const fn address_alignment(address: usize) -> usize {
     const CAP: usize = 4096;
@@ -60,4 +82,32 @@ pub const fn address_alignment(address: usize) -> usize {
     }
     let a = 1usize << address.trailing_zeros();
     if a > CAP { CAP } else { a }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_fits_is_check_address() {
+        let end = USER_ADDRESS_END as usize;
+        let datas = [0usize, 1, 8, 0x1000, end / 2, end - 4096, end - 1, end, usize::MAX - 7];
+        let offsets = [0u64, 1, 7, 4096, 1 << 40, USER_ADDRESS_END - 1, 1 << 63, u64::MAX];
+        let los = [0i64, -1, -8, -4096, -(1 << 40), i64::MIN / 2, i64::MIN];
+        let his = [0i64, 1, 8, 4096, 1 << 40, i64::MAX / 2, i64::MAX];
+        for &data in &datas {
+            for &byte_offset in &offsets {
+                for &lo in &los {
+                    for &hi in &his {
+                        let span = ByteSpan { lo, hi };
+                        assert_eq!(
+                            address_fits(data, byte_offset, span),
+                            check_address(data, byte_offset, span).is_ok(),
+                            "{data:#x} + {byte_offset:#x} + [{lo}, {hi})"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

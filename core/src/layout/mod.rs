@@ -15,10 +15,12 @@ mod address;
 mod fast;
 mod rules;
 
+pub(crate) use address::address_fits;
 pub use address::{USER_ADDRESS_END, address_alignment, check_address};
 #[cfg(feature = "alloc")]
 pub(crate) use fast::compact_fast;
 use fast::fast_path;
+pub(crate) use fast::validate_fast;
 use rules::validate_metadata_slow;
 pub use rules::{compact_row_major, contiguity, element_count, element_span};
 
@@ -168,6 +170,16 @@ pub const fn check_ndim(ndim: i64) -> Result<usize, Error> {
 /// ```
 #[inline]
 pub fn validate(fields: &RawFields<'_>) -> Result<Layout, Error> {
+    match validate_fast(fields) {
+        Some(layout) => Ok(layout),
+        None => validate_slow(fields),
+    }
+}
+
+/// [`validate`] rule by rule, naming the exact error: what the fast path does not answer.
+#[cold]
+#[inline(never)]
+fn validate_slow(fields: &RawFields<'_>) -> Result<Layout, Error> {
     let layout = validate_metadata(
         fields.dtype,
         fields.shape,
@@ -234,11 +246,14 @@ mod tests {
                 (0..ndim).map(|_| extents[next(extents.len())]).collect();
             let dtype = dtypes[next(dtypes.len())];
             let flags = [0, FLAG_READ_ONLY, FLAG_IS_SUBBYTE_TYPE_PADDED][next(3)];
-            let mut fast = alloc::vec![0i64; ndim];
+            let mut fast = alloc::vec![core::mem::MaybeUninit::<i64>::uninit(); ndim];
             let Some(layout) = compact_fast(dtype, &shape, &mut fast, flags) else {
                 continue;
             };
             answered += 1;
+            // SAFETY: `compact_fast` wrote every stride (it answered).
+            let fast: alloc::vec::Vec<i64> =
+                fast.iter().map(|v| unsafe { v.assume_init() }).collect();
             let mut slow = alloc::vec![0i64; ndim];
             compact_row_major(&shape, &mut slow).unwrap();
             assert_eq!(fast, slow, "{shape:?}");
@@ -255,5 +270,145 @@ mod tests {
             answered > 1000 || cfg!(miri),
             "the fast path answered only {answered} times"
         );
+    }
+
+    /// The import fast path answers only what the full rules accept, with the same layout, and
+    /// it answers the common cases (contiguous, strided, negative, legacy NULL strides).
+    #[test]
+    fn validate_fast_agrees_with_validate() {
+        use crate::abi::{DeviceType, TypeCode};
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let extents = [
+            1i64,
+            1,
+            2,
+            3,
+            5,
+            7,
+            0,
+            -1,
+            1 << 20,
+            1 << 31,
+            i64::MAX / 2,
+            i64::MAX,
+        ];
+        let odd_strides = [0i64, -1, -3, 2, 1 << 40, i64::MIN, i64::MAX, -(1 << 62)];
+        let datas = [
+            0usize,
+            8,
+            0x1000,
+            0x7fff_0000,
+            (USER_ADDRESS_END as usize).wrapping_sub(4096),
+            (USER_ADDRESS_END as usize).wrapping_sub(1),
+            usize::MAX - 7,
+        ];
+        let offsets = [0u64, 4, 1 << 20, 1 << 55, 1 << 63, u64::MAX];
+        let devices = [
+            Device::cpu(),
+            Device::cuda(0),
+            Device::cuda_host(),
+            Device::new(DeviceType::CUDA_MANAGED, 0),
+        ];
+        let versions = [
+            None,
+            Some(DLPackVersion::new(1, 0)),
+            Some(DLPackVersion::new(1, 1)),
+            Some(DLPackVersion::CURRENT),
+            Some(DLPackVersion::new(2, 0)),
+        ];
+        let flags = [0, FLAG_READ_ONLY, FLAG_IS_SUBBYTE_TYPE_PADDED, 1 << 9];
+        let mut answered = 0;
+        for _ in 0..if cfg!(miri) { 300 } else { 200_000 } {
+            let ndim = next(6);
+            let shape: alloc::vec::Vec<i64> =
+                (0..ndim).map(|_| extents[next(extents.len())]).collect();
+            let dtype = match next(4) {
+                0 => DataType::FLOAT32,
+                1 => DataType::new(TypeCode(next(20) as u8), 8 << next(5), 1),
+                _ => DataType::new(TypeCode(next(20) as u8), next(256) as u8, next(3) as u16),
+            };
+            let strides = match next(4) {
+                0 => None,
+                1 => {
+                    // Compact, possibly reversed or with one odd stride.
+                    let mut s = alloc::vec![0i64; ndim];
+                    if compact_row_major(&shape, &mut s).is_err() {
+                        continue;
+                    }
+                    if ndim > 0 && next(2) == 0 {
+                        s[next(ndim)] = odd_strides[next(odd_strides.len())];
+                    }
+                    if next(3) == 0 {
+                        s.iter_mut().for_each(|v| *v = v.wrapping_neg());
+                    }
+                    Some(s)
+                }
+                2 => {
+                    // A permutation of the compact strides (column-major and others).
+                    let mut s = alloc::vec![0i64; ndim];
+                    if compact_row_major(&shape, &mut s).is_err() {
+                        continue;
+                    }
+                    for i in (1..ndim).rev() {
+                        s.swap(i, next(i + 1));
+                    }
+                    Some(s)
+                }
+                _ => Some(
+                    (0..ndim + usize::from(next(20) == 0))
+                        .map(|_| odd_strides[next(odd_strides.len())] / (1 + next(4) as i64))
+                        .collect(),
+                ),
+            };
+            let fields = RawFields {
+                data: datas[next(datas.len())],
+                device: devices[next(devices.len())],
+                dtype,
+                shape: &shape,
+                strides: strides.as_deref(),
+                byte_offset: offsets[next(offsets.len())],
+                version: versions[next(versions.len())],
+                flags: flags[next(flags.len())],
+            };
+            let full = validate_slow(&fields);
+            if let Some(layout) = validate_fast(&fields) {
+                answered += 1;
+                assert_eq!(full, Ok(layout), "{fields:?}");
+            }
+            assert_eq!(validate(&fields), full, "{fields:?}");
+        }
+        assert!(
+            answered > 5000 || cfg!(miri),
+            "the fast path answered only {answered} times"
+        );
+    }
+
+    /// The dtype table of the fast path is the full rules' own verdict: every code, width and
+    /// lane count.
+    #[test]
+    fn whole_byte_dtypes_are_exactly_the_valid_scalar_byte_widths() {
+        use crate::abi::TypeCode;
+        for code in 0..=255u8 {
+            for bits in 0..=255u8 {
+                for lanes in [0u16, 1, 2, 3, 4] {
+                    let dtype = DataType::new(TypeCode(code), bits, lanes);
+                    let expected = dtype.validate().is_ok()
+                        && lanes == 1
+                        && matches!(bits, 8 | 16 | 32 | 64 | 128);
+                    let fast = dtype.whole_byte_log2();
+                    assert_eq!(fast.is_some(), expected, "{dtype:?}");
+                    if let Some(k) = fast {
+                        assert_eq!(dtype.storage_bits(false), 8 << k);
+                        assert_eq!(dtype.storage_bits(true), 8 << k);
+                    }
+                }
+            }
+        }
     }
 }
