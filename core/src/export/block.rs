@@ -270,7 +270,9 @@ impl<H: Header, S: TensorStorage> Filled<H, S> {
     #[inline(never)]
     pub(crate) fn discard(self) {
         // SAFETY: the storage was written by `put_storage` and is dropped once, here.
-        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.new.block.as_ptr()).storage)) };
+        unsafe {
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.new.block.as_ptr()).storage))
+        };
         self.new.free();
     }
 

@@ -147,7 +147,11 @@ impl ManagedTensor {
     /// which passed validation with the same layout: a versioned 1.3 header adds only the
     /// explicit strides (the compact ones the NULL stood for), a legacy one drops only flags
     /// that `into_legacy` and `reexport_with` proved droppable. Debug builds re-validate.
-    fn rewrap<S: TensorStorage>(self, form: Form, wrap: impl FnOnce(Reexport) -> S) -> ManagedTensor {
+    fn rewrap<S: TensorStorage>(
+        self,
+        form: Form,
+        wrap: impl FnOnce(Reexport) -> S,
+    ) -> ManagedTensor {
         match form {
             Form::Versioned => self.rewrap_as::<DLManagedTensorVersioned, S>(wrap),
             Form::Legacy => self.rewrap_as::<DLManagedTensor, S>(wrap),
