@@ -1,7 +1,7 @@
 //! # dlport-native
 //!
 //! dlport's native backends, registered into the core [`Registry`]:
-//! - the core's [`CpuBackend`](dlport_core::device::CpuBackend): 64-byte-aligned host memory and
+//! - [`dlport_core::device::CpuBackend`], the core's: 64-byte-aligned host memory and
 //!   the strided → compact copies of [`dlport_core::copy`] (SIMD kernels included);
 //! - [`pinned::PinnedBackend`]: page-locked host memory (CUDA-pinned with a driver, `mlock`
 //!   otherwise);
