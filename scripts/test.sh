@@ -71,7 +71,7 @@ echo "[portability] dlport-core: aarch64-unknown-linux-gnu test binaries built a
 # The copy kernels' tests (NEON) run under QEMU user mode; the tens-of-MiB ones are skipped.
 CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
 CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" \
-  cargo test -q -p dlport-core --target aarch64-unknown-linux-gnu --locked --lib --test copy -- --skip large_
+  cargo test -q -p dlport-core --target aarch64-unknown-linux-gnu --locked --lib --test copy --test copy_subbyte -- --skip large_
 echo "[portability] dlport-core: the copy tests (NEON kernels) pass on aarch64 under qemu-aarch64"
 
 step "real peers: the Python package dlport (maturin wheel in .venv, CPython 3.12) with NumPy, JAX and tvm-ffi; the C ABI's ctypes tests"

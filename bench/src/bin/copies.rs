@@ -1,10 +1,11 @@
 //! Host copy throughput: dlport's strided → compact copies and page-locked staging, against
 //! `memcpy` of the same bytes, measured in the same run into existing (pre-faulted)
-//! destinations. Writes `target/bench/copies.json` and prints a table.
+//! destinations, for 1-, 2-, 4- and 8-byte elements. Times are the copying thread's CPU time
+//! (`CLOCK_THREAD_CPUTIME_ID`): memory stalls count, time the scheduler gives to other processes
+//! on a shared machine does not (NumPy's script measures the same way). Writes
+//! `target/bench/copies.json` and prints a table.
 //!
 //! `cargo run --release -p dlport-bench --bin copies [--quick]`
-
-use std::time::Instant;
 
 use dlport_core::backend::copy_to_compact;
 use dlport_core::{DataType, ExportBuilder, TensorRef};
@@ -17,13 +18,25 @@ struct Stats {
     p75: f64,
 }
 
+/// The calling thread's CPU time, in seconds.
+fn thread_time() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec we own.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
 fn measure(reps: usize, mut f: impl FnMut()) -> Stats {
     f(); // warm-up: faults pages in, fills caches and TLBs
     let mut t: Vec<f64> = (0..reps)
         .map(|_| {
-            let s = Instant::now();
+            let s = thread_time();
             f();
-            s.elapsed().as_secs_f64()
+            thread_time() - s
         })
         .collect();
     t.sort_by(f64::total_cmp);
@@ -47,15 +60,26 @@ fn copy(view: &TensorRef<'_>, dst: &mut [u8]) {
 
 struct Row {
     case: &'static str,
+    elem: usize,
     bytes: usize,
     ours: Stats,
     memcpy: Stats,
 }
 
+/// The element type of each size (NumPy's `bench/python/numpy_copies.py` uses the same).
+fn dtype(elem: usize) -> DataType {
+    match elem {
+        1 => DataType::UINT8,
+        2 => DataType::FLOAT16,
+        4 => DataType::FLOAT32,
+        _ => DataType::FLOAT64,
+    }
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let reps = if quick { 5 } else { 15 };
-    // Square f32 matrices from 64 KiB to 64 MiB.
+    // From 64 KiB to 64 MiB: `side` rows of `side × 4 / elem` elements (square for f32).
     let sides: &[usize] = if quick {
         &[128, 1024, 4096]
     } else {
@@ -63,71 +87,64 @@ fn main() {
     };
     let mut rows = Vec::new();
     for &side in sides {
-        let n = side * side;
-        let bytes = n * 4;
-        let src: Vec<f32> = (0..n).map(|i| i as f32).collect();
-        let src_bytes: Vec<u8> = src.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        let bytes = side * side * 4;
+        let src_bytes: Vec<u8> = (0..bytes).map(|i| (i * 31 + i / 4093) as u8).collect();
         // The destination dlport's CPU backend would allocate: 64-byte aligned (CPU_ALIGN).
         let mut dst_buf =
             dlport_core::backend::AlignedBuffer::zeroed(bytes, dlport_core::backend::CPU_ALIGN)
                 .unwrap();
         let dst = dst_buf.as_mut_slice();
-        let m = measure(reps, || memcpy(&src_bytes, dst));
+        for elem in [1usize, 2, 4, 8] {
+            let (r, c) = (side as i64, (side * 4 / elem) as i64);
+            let dt = dtype(elem);
+            // Transpose: an (r, c) view of a (c, r) row-major array, strides (1, r).
+            let t = ExportBuilder::new(src_bytes.clone(), dt, &[r, c])
+                .strides(&[1, r])
+                .build()
+                .unwrap();
+            let m = measure(reps, || memcpy(&src_bytes, dst));
+            let ours = measure(reps, || copy(&t.view(), dst));
+            rows.push(Row {
+                case: "transpose",
+                elem,
+                bytes,
+                ours,
+                memcpy: m,
+            });
+            drop(t);
 
-        // Transpose: a (side, side) view with strides (1, side).
-        let t = ExportBuilder::new(
-            src_bytes.clone(),
-            DataType::FLOAT32,
-            &[side as i64, side as i64],
-        )
-        .strides(&[1, side as i64])
-        .build()
-        .unwrap();
-        let ours = measure(reps, || copy(&t.view(), dst));
-        rows.push(Row {
-            case: "transpose",
-            bytes,
-            ours,
-            memcpy: m,
-        });
+            // Negative strides in both axes (a[::-1, ::-1]).
+            let n = ExportBuilder::new(src_bytes.clone(), dt, &[r, c])
+                .strides(&[-c, -1])
+                .byte_offset((bytes - elem) as u64)
+                .build()
+                .unwrap();
+            let m = measure(reps, || memcpy(&src_bytes, dst));
+            let ours = measure(reps, || copy(&n.view(), dst));
+            rows.push(Row {
+                case: "negative strides",
+                elem,
+                bytes,
+                ours,
+                memcpy: m,
+            });
+            drop(n);
 
-        // Negative strides in both axes (a[::-1, ::-1]).
-        let last = (n - 1) as u64 * 4;
-        let r = ExportBuilder::new(
-            src_bytes.clone(),
-            DataType::FLOAT32,
-            &[side as i64, side as i64],
-        )
-        .strides(&[-(side as i64), -1])
-        .byte_offset(last)
-        .build()
-        .unwrap();
-        let ours = measure(reps, || copy(&r.view(), dst));
-        let m = measure(reps, || memcpy(&src_bytes, dst));
-        rows.push(Row {
-            case: "negative strides",
-            bytes,
-            ours,
-            memcpy: m,
-        });
-
-        // Broadcast: one row repeated (strides (0, 1)).
-        let b = ExportBuilder::new(
-            src_bytes[..side * 4].to_vec(),
-            DataType::FLOAT32,
-            &[side as i64, side as i64],
-        )
-        .strides(&[0, 1])
-        .build()
-        .unwrap();
-        let ours = measure(reps, || copy(&b.view(), dst));
-        let m = measure(reps, || memcpy(&src_bytes, dst));
-        rows.push(Row {
-            case: "broadcast",
-            bytes,
-            ours,
-            memcpy: m,
-        });
+            // Broadcast: one row repeated (strides (0, 1)).
+            let b = ExportBuilder::new(src_bytes[..c as usize * elem].to_vec(), dt, &[r, c])
+                .strides(&[0, 1])
+                .build()
+                .unwrap();
+            let m = measure(reps, || memcpy(&src_bytes, dst));
+            let ours = measure(reps, || copy(&b.view(), dst));
+            rows.push(Row {
+                case: "broadcast",
+                elem,
+                bytes,
+                ours,
+                memcpy: m,
+            });
+        }
 
         // Page-locked staging: pageable → mlock-ed buffer, against memcpy into pageable memory.
         let pinned = PinnedBackend::mlock();
@@ -139,10 +156,11 @@ fn main() {
                 let c = ExportBuilder::new(src_bytes.clone(), DataType::UINT8, &[bytes as i64])
                     .build()
                     .unwrap();
-                let ours = measure(reps, || copy(&c.view(), stage));
                 let m = measure(reps, || memcpy(&src_bytes, dst));
+                let ours = measure(reps, || copy(&c.view(), stage));
                 rows.push(Row {
                     case: "pinned staging",
+                    elem: 1,
                     bytes,
                     ours,
                     memcpy: m,
@@ -153,23 +171,24 @@ fn main() {
     }
 
     println!(
-        "{:<18} {:>10} {:>10} {:>10} {:>8}",
-        "case", "bytes", "ours GB/s", "memcpy", "ratio"
+        "{:<18} {:>4} {:>10} {:>10} {:>10} {:>8}",
+        "case", "elem", "bytes", "ours GB/s", "memcpy", "ratio"
     );
     let mut json = Vec::new();
     for r in &rows {
         let gbs = |s: f64| r.bytes as f64 / s / 1e9;
         let ratio = r.memcpy.median / r.ours.median;
         println!(
-            "{:<18} {:>10} {:>10.2} {:>10.2} {:>8.3}",
+            "{:<18} {:>4} {:>10} {:>10.2} {:>10.2} {:>8.3}",
             r.case,
+            r.elem,
             r.bytes,
             gbs(r.ours.median),
             gbs(r.memcpy.median),
             ratio
         );
         json.push(serde_json::json!({
-            "case": r.case, "bytes": r.bytes,
+            "case": r.case, "elem": r.elem, "bytes": r.bytes,
             "ours_s": {"median": r.ours.median, "p25": r.ours.p25, "p75": r.ours.p75},
             "memcpy_s": {"median": r.memcpy.median, "p25": r.memcpy.p25, "p75": r.memcpy.p75},
         }));

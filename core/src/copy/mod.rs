@@ -8,7 +8,7 @@
 //! otherwise a strided gather specialised for 1, 2, 4, 8 and 16-byte elements. Outer axes are
 //! walked with an odometer that updates one offset incrementally.
 //!
-//! Kernels: [`kernels`] holds the portable ones (plain Rust, every target); `arch` holds the
+//! Kernels: `kernels` holds the portable ones (plain Rust, every target); `arch` holds the
 //! SIMD ones, chosen under `cfg(target_arch)`; a target without them runs the portable ones.
 //! Sub-byte elements (packed or padded) go through a bit gather and always come out packed.
 

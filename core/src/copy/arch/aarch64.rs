@@ -12,7 +12,8 @@ use core::arch::aarch64::{
 };
 
 use super::Axis;
-use super::simd::{self, Reverse, STREAM_BYTES, Vector};
+use super::reverse::{self, Reverse};
+use super::simd::{self, STREAM_BYTES, Vector};
 
 /// One NEON register.
 #[derive(Clone, Copy)]
@@ -147,16 +148,16 @@ pub(in crate::copy) unsafe fn reverse_rows(
     dst: *mut u8,
 ) -> bool {
     // SAFETY: forwarded contract; NEON is present.
-    unsafe { simd::reverse_any::<Neon>(outer, inner, elem, src, dst, STREAM_BYTES) }
+    unsafe { reverse::reverse_any::<Neon>(outer, inner, elem, src, dst, STREAM_BYTES) }
 }
 
 /// Every kernel this CPU can run, for the exactness tests.
 #[cfg(all(test, feature = "alloc"))]
 pub(super) fn kernels()
--> alloc::vec::Vec<(&'static str, simd::TransposeFn, Option<simd::ReverseFn>)> {
+-> alloc::vec::Vec<(&'static str, simd::TransposeFn, Option<reverse::ReverseFn>)> {
     alloc::vec![(
         "neon",
         simd::transpose_any::<Neon>,
-        Some(simd::reverse_any::<Neon>)
+        Some(reverse::reverse_any::<Neon>)
     )]
 }

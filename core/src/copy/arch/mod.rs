@@ -1,7 +1,7 @@
 //! The SIMD kernels, chosen under `cfg(target_arch)` in the style of `half`'s `binary16/arch`:
-//! [`simd`] writes each kernel once over a small vector trait, and each architecture module
-//! implements the trait and picks the instantiation (SSE2 or AVX2 on x86_64, NEON on aarch64,
-//! simd128 on wasm32 built with `+simd128`). Every entry returns `false` when it does not take a
+//! `simd` (transposes) and `reverse` (reversed rows) write each kernel once over a small vector
+//! trait, and each architecture module implements the trait and picks the instantiation (SSE2
+//! or AVX2 on x86_64, NEON on aarch64, simd128 on wasm32 built with `+simd128`). Every entry returns `false` when it does not take a
 //! case (an element size other than 1, 2, 4 or 8 bytes), and the caller then runs the portable
 //! kernel; a target without SIMD kernels always does.
 
@@ -9,18 +9,21 @@ use super::Axis;
 
 cfg_if::cfg_if! {
     if #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))] {
+        mod reverse;
         mod simd;
         mod x86_64;
         pub(super) use x86_64::{reverse_rows, transpose};
         #[cfg(all(test, feature = "alloc"))]
         use x86_64::kernels;
     } else if #[cfg(all(target_arch = "aarch64", target_feature = "neon"))] {
+        mod reverse;
         mod simd;
         mod aarch64;
         pub(super) use aarch64::{reverse_rows, transpose};
         #[cfg(all(test, feature = "alloc"))]
         use aarch64::kernels;
     } else if #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))] {
+        mod reverse;
         mod simd;
         mod wasm32;
         pub(super) use wasm32::{reverse_rows, transpose};

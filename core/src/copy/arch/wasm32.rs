@@ -1,5 +1,5 @@
 //! wasm32 built with `+simd128` (without it the portable kernels run). WebAssembly has no
-//! streaming stores or prefetch hints; see [`super::simd`] for the kernels.
+//! streaming stores or prefetch hints; see [`super::simd`] and [`super::reverse`] for the kernels.
 // The shuffles are safe to call since Rust 1.86 where simd128 is enabled, but not on the MSRV.
 #![allow(unused_unsafe)]
 
@@ -9,7 +9,8 @@ use core::arch::wasm32::{
 };
 
 use super::Axis;
-use super::simd::{self, Reverse, STREAM_BYTES, Vector};
+use super::reverse::{self, Reverse};
+use super::simd::{self, STREAM_BYTES, Vector};
 
 /// One simd128 value.
 #[derive(Clone, Copy)]
@@ -127,16 +128,16 @@ pub(in crate::copy) unsafe fn reverse_rows(
     dst: *mut u8,
 ) -> bool {
     // SAFETY: forwarded contract; simd128 is enabled.
-    unsafe { simd::reverse_any::<Simd128>(outer, inner, elem, src, dst, STREAM_BYTES) }
+    unsafe { reverse::reverse_any::<Simd128>(outer, inner, elem, src, dst, STREAM_BYTES) }
 }
 
 /// Every kernel this target runs, for the exactness tests.
 #[cfg(all(test, feature = "alloc"))]
 pub(super) fn kernels()
--> alloc::vec::Vec<(&'static str, simd::TransposeFn, Option<simd::ReverseFn>)> {
+-> alloc::vec::Vec<(&'static str, simd::TransposeFn, Option<reverse::ReverseFn>)> {
     alloc::vec![(
         "simd128",
         simd::transpose_any::<Simd128>,
-        Some(simd::reverse_any::<Simd128>)
+        Some(reverse::reverse_any::<Simd128>)
     )]
 }

@@ -1,6 +1,6 @@
 //! x86-64: SSE2, part of every x86-64 CPU, and AVX2, chosen at run time
 //! (`is_x86_feature_detected!`, with the `std` feature; without it, only when the build enables
-//! AVX2). Streaming stores for large destinations; see [`super::simd`] for the kernels.
+//! AVX2). Streaming stores for large destinations; see [`super::simd`] and [`super::reverse`] for the kernels.
 // Most intrinsics are safe to call since Rust 1.87, but not on the MSRV (1.85).
 #![allow(unused_unsafe)]
 
@@ -16,7 +16,8 @@ use core::arch::x86_64::{
 };
 
 use super::Axis;
-use super::simd::{self, Reverse, STREAM_BYTES, Vector};
+use super::reverse::{self, Reverse};
+use super::simd::{self, STREAM_BYTES, Vector};
 
 /// Orders earlier streaming stores before later stores: `sfence`, or under Miri (which has no
 /// `sfence` and models streaming stores as plain ones) a sequentially consistent fence.
@@ -288,18 +289,18 @@ pub(in crate::copy) unsafe fn reverse_rows(
     dst: *mut u8,
 ) -> bool {
     // SAFETY: forwarded contract; SSE2 is part of x86-64.
-    unsafe { simd::reverse_any::<Sse2>(outer, inner, elem, src, dst, STREAM_BYTES) }
+    unsafe { reverse::reverse_any::<Sse2>(outer, inner, elem, src, dst, STREAM_BYTES) }
 }
 
 /// Every kernel this CPU can run, for the exactness tests.
 #[cfg(all(test, feature = "alloc"))]
 pub(super) fn kernels()
--> alloc::vec::Vec<(&'static str, simd::TransposeFn, Option<simd::ReverseFn>)> {
-    let mut k: alloc::vec::Vec<(&'static str, simd::TransposeFn, Option<simd::ReverseFn>)> =
+-> alloc::vec::Vec<(&'static str, simd::TransposeFn, Option<reverse::ReverseFn>)> {
+    let mut k: alloc::vec::Vec<(&'static str, simd::TransposeFn, Option<reverse::ReverseFn>)> =
         alloc::vec![(
             "sse2",
             simd::transpose_any::<Sse2>,
-            Some(simd::reverse_any::<Sse2>)
+            Some(reverse::reverse_any::<Sse2>)
         )];
     if has_avx2() {
         k.push(("avx2", transpose_avx2, None));
