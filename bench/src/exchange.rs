@@ -379,7 +379,9 @@ mod tests {
                     .rev()
                     .collect()
             } else {
-                (0..ndim).map(|_| strides_set[next(strides_set.len())]).collect()
+                (0..ndim)
+                    .map(|_| strides_set[next(strides_set.len())])
+                    .collect()
             };
             let version = DLPackVersion::new([1, 1, 1, 2][next(4)], [0, 1, 2, 3][next(4)]);
             let flags = [0, FLAG_READ_ONLY, FLAG_IS_SUBBYTE_TYPE_PADDED, 1 << 7][next(4)];
@@ -431,9 +433,16 @@ mod tests {
                     );
                 }
                 (Err(_), Err(_)) => refused += 1,
-                _ => panic!("plain {:?} but dlport {:?} for {a:?}", plain.map(|p| p.0), ours),
+                _ => panic!(
+                    "plain {:?} but dlport {:?} for {a:?}",
+                    plain.map(|p| p.0),
+                    ours
+                ),
             }
         }
-        assert!(accepted > 1000 && refused > 1000, "{accepted} accepted, {refused} refused");
+        assert!(
+            accepted > 1000 && refused > 1000,
+            "{accepted} accepted, {refused} refused"
+        );
     }
 }

@@ -339,13 +339,8 @@ fn strides_slow(
         Some(s) => out.copy_from_slice(s),
         None => layout::compact_row_major(shape, out)?,
     }
-    let checked = layout::validate_metadata(
-        dtype,
-        shape,
-        Some(out),
-        Some(DLPackVersion::CURRENT),
-        flags,
-    )?;
+    let checked =
+        layout::validate_metadata(dtype, shape, Some(out), Some(DLPackVersion::CURRENT), flags)?;
     check_storage(checked, byte_offset, available)?;
     Ok(checked)
 }

@@ -91,8 +91,27 @@ mod tests {
     #[test]
     fn address_fits_is_check_address() {
         let end = USER_ADDRESS_END as usize;
-        let datas = [0usize, 1, 8, 0x1000, end / 2, end - 4096, end - 1, end, usize::MAX - 7];
-        let offsets = [0u64, 1, 7, 4096, 1 << 40, USER_ADDRESS_END - 1, 1 << 63, u64::MAX];
+        let datas = [
+            0usize,
+            1,
+            8,
+            0x1000,
+            end / 2,
+            end - 4096,
+            end - 1,
+            end,
+            usize::MAX - 7,
+        ];
+        let offsets = [
+            0u64,
+            1,
+            7,
+            4096,
+            1 << 40,
+            USER_ADDRESS_END - 1,
+            1 << 63,
+            u64::MAX,
+        ];
         let los = [0i64, -1, -8, -4096, -(1 << 40), i64::MIN / 2, i64::MIN];
         let his = [0i64, 1, 8, 4096, 1 << 40, i64::MAX / 2, i64::MAX];
         for &data in &datas {
