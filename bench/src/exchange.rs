@@ -176,7 +176,6 @@ pub struct PlainLayout {
 ///
 /// # Safety
 /// As `ManagedTensor::from_raw_versioned`.
-#[inline(never)]
 #[allow(clippy::type_complexity)]
 pub unsafe fn plain_import<'a>(
     m: *mut DLManagedTensorVersioned,
