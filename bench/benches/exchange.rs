@@ -7,11 +7,10 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use dlport_bench::exchange::{
-    Producer, count_deleter, dlpark_export, floor_export, plain_import, release,
+    LegacyProducer, Producer, dlpark_export, floor_export, plain_import, release,
 };
 use dlport_core::Registry;
-use dlport_core::abi::{DLManagedTensor, DLTensor};
-use dlport_core::{DataType, Device, DeviceType, ExportBuilder, ManagedTensor};
+use dlport_core::{Device, DeviceType, ExportBuilder, ManagedTensor};
 
 /// The dimensions the import is measured at (`Producer::shape_for` gives the shapes).
 const NDIMS: [usize; 4] = [1, 4, 16, 64];
@@ -113,44 +112,6 @@ fn export(c: &mut Criterion) {
     g.finish();
 }
 
-/// A foreign legacy tensor (not made by dlport): float32 [2, 3, 4, 5], explicit strides.
-struct LegacyProducer {
-    header: Box<DLManagedTensor>,
-    _shape: Box<[i64; 4]>,
-    _strides: Box<[i64; 4]>,
-    _data: Vec<f32>,
-}
-
-unsafe extern "C" fn count_legacy_deleter(m: *mut DLManagedTensor) {
-    // SAFETY: only counts.
-    unsafe { count_deleter(m.cast()) }
-}
-
-fn legacy_producer() -> LegacyProducer {
-    let mut shape = Box::new([2i64, 3, 4, 5]);
-    let mut strides = Box::new([60i64, 20, 5, 1]);
-    let mut data = vec![1.0f32; 120];
-    let header = Box::new(DLManagedTensor {
-        dl_tensor: DLTensor {
-            data: data.as_mut_ptr().cast(),
-            device: Device::cpu(),
-            ndim: 4,
-            dtype: DataType::FLOAT32,
-            shape: shape.as_mut_ptr(),
-            strides: strides.as_mut_ptr(),
-            byte_offset: 0,
-        },
-        manager_ctx: std::ptr::null_mut(),
-        deleter: Some(count_legacy_deleter),
-    });
-    LegacyProducer {
-        header,
-        _shape: shape,
-        _strides: strides,
-        _data: data,
-    }
-}
-
 fn convert_and_resolve(c: &mut Criterion) {
     let mut g = c.benchmark_group("conversion and dispatch");
     g.bench_function("legacy -> versioned -> release", |b| {
@@ -173,8 +134,8 @@ fn convert_and_resolve(c: &mut Criterion) {
             })
         },
     );
-    let mut lp = legacy_producer();
-    let lptr: *mut DLManagedTensor = &mut *lp.header;
+    let mut lp = LegacyProducer::new();
+    let lptr = lp.ptr();
     g.bench_function("foreign legacy import -> versioned -> release", |b| {
         b.iter(|| {
             // SAFETY: the producer outlives the benchmark; its deleter only counts.

@@ -117,6 +117,17 @@ impl Access {
     }
 }
 
+/// The layout of a legacy tensor by the full rules, naming the exact error.
+///
+/// # Safety
+/// As [`ManagedTensor::from_raw_legacy`].
+#[cold]
+#[inline(never)]
+unsafe fn legacy_slow(ptr: NonNull<DLManagedTensor>) -> Result<Layout, Error> {
+    // SAFETY: forwarded contract.
+    Ok(unsafe { TensorRef::from_raw(&(*ptr.as_ptr()).dl_tensor, None, 0) }?.layout())
+}
+
 #[cold]
 #[inline(never)]
 fn null_managed_tensor() -> Error {
@@ -267,7 +278,11 @@ impl ManagedTensor {
         };
         let owner = Releaser(RawManaged::Legacy(ptr));
         // SAFETY: the caller guarantees the struct is readable and the tensor valid.
-        let layout = unsafe { TensorRef::from_raw(&(*ptr.as_ptr()).dl_tensor, None, 0) }?.layout();
+        let layout = match unsafe { TensorRef::layout_fast(&(*ptr.as_ptr()).dl_tensor, None, 0) } {
+            Some(layout) => layout,
+            // SAFETY: as above.
+            None => unsafe { legacy_slow(ptr) }?,
+        };
         Ok(Self {
             owner,
             layout,

@@ -202,14 +202,26 @@ union HeaderRoom {
 /// The allocation of a block followed by `dims` values, and the offset of the first value.
 #[inline(always)]
 fn block_layout<S>(dims: usize) -> (AllocLayout, usize) {
-    // At most 2 × MAX_NDIM values after a block of a few hundred bytes: nothing can overflow.
-    let Ok(values) = AllocLayout::array::<i64>(dims) else {
-        unreachable!("at most 128 dimension values")
+    const I64: AllocLayout = AllocLayout::new::<i64>();
+    let block = AllocLayout::new::<Block<S>>();
+    let align = if block.align() > I64.align() {
+        block.align()
+    } else {
+        I64.align()
     };
-    let Ok((layout, offset)) = AllocLayout::new::<Block<S>>().extend(values) else {
-        unreachable!("a block of a few hundred bytes")
-    };
-    (layout.pad_to_align(), offset)
+    // The values start at the block's size rounded up to an i64; the whole is rounded up to
+    // the alignment. At most 2 × MAX_NDIM values follow a block of a few hundred bytes (the
+    // storage's size is a type's, below isize::MAX - 4096 by far for any storage dlport
+    // holds), so nothing overflows, and the alignment is a power of two.
+    debug_assert!(dims <= 2 * crate::layout::MAX_NDIM);
+    let offset = block.size().next_multiple_of(I64.align());
+    let size = (offset + dims * I64.size()).next_multiple_of(align);
+    // SAFETY: `align` is the larger of two type alignments (a power of two), and `size`,
+    // rounded up to it, is far below isize::MAX (above).
+    (
+        unsafe { AllocLayout::from_size_align_unchecked(size, align) },
+        offset,
+    )
 }
 
 /// Turns a legacy header that dlport wrote into a block into a DLPack 1.3 versioned header of

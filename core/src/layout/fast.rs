@@ -98,8 +98,7 @@ pub(crate) fn placement_fast(
     byte_offset: u64,
     layout: Layout,
 ) -> Option<Layout> {
-    if data == 0 || (device.is_host_accessible() && !address_fits(data, byte_offset, layout.span))
-    {
+    if data == 0 || (device.is_host_accessible() && !address_fits(data, byte_offset, layout.span)) {
         return None;
     }
     Some(layout)
