@@ -2,95 +2,71 @@
 //!
 //! `cargo bench -p dlport-bench --bench exchange`
 
-use std::ffi::c_void;
 use std::hint::black_box;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use dlport_bench::exchange::{
+    LegacyProducer, Producer, dlpark_export, floor_export, plain_import, release,
+};
 use dlport_core::Registry;
-use dlport_core::abi::{DLManagedTensorVersioned, DLTensor};
-use dlport_core::{DLPackVersion, DataType, Device, DeviceType, ExportBuilder, ManagedTensor};
+use dlport_core::{Device, DeviceType, ExportBuilder, ManagedTensor};
 
-static DELETED: AtomicUsize = AtomicUsize::new(0);
-
-unsafe extern "C" fn count_deleter(_: *mut DLManagedTensorVersioned) {
-    DELETED.fetch_add(1, Ordering::Relaxed);
-}
-
-/// A reusable producer tensor: versioned, ndim 4, float32, on the CPU. Its deleter only counts,
-/// so the same struct can be imported and released over and over.
-struct Producer {
-    header: Box<DLManagedTensorVersioned>,
-    _shape: Box<[i64; 4]>,
-    _strides: Box<[i64; 4]>,
-    _data: Vec<f32>,
-}
-
-fn producer() -> Producer {
-    let mut shape = Box::new([2i64, 3, 4, 5]);
-    let mut strides = Box::new([60i64, 20, 5, 1]);
-    let mut data = vec![1.0f32; 120];
-    let header = Box::new(DLManagedTensorVersioned {
-        version: DLPackVersion::new(1, 3),
-        manager_ctx: std::ptr::null_mut(),
-        deleter: Some(count_deleter),
-        flags: 0,
-        dl_tensor: DLTensor {
-            data: data.as_mut_ptr().cast(),
-            device: Device::cpu(),
-            ndim: 4,
-            dtype: DataType::FLOAT32,
-            shape: shape.as_mut_ptr(),
-            strides: strides.as_mut_ptr(),
-            byte_offset: 0,
-        },
-    });
-    Producer {
-        header,
-        _shape: shape,
-        _strides: strides,
-        _data: data,
-    }
-}
+/// The dimensions the import is measured at (`Producer::shape_for` gives the shapes).
+const NDIMS: [usize; 4] = [1, 4, 16, 64];
 
 fn import(c: &mut Criterion) {
-    let mut p = producer();
-    let ptr: *mut DLManagedTensorVersioned = &mut *p.header;
-    let mut g = c.benchmark_group("import+validate+read+release (versioned, ndim 4)");
-    g.bench_function("dlport", |b| {
-        b.iter(|| {
-            // SAFETY: the producer outlives the benchmark; its deleter only counts.
-            let t = unsafe { ManagedTensor::from_raw_versioned(black_box(ptr)) }.unwrap();
-            let v = t.view();
-            black_box((v.shape(), v.raw_strides(), v.dtype()));
-        })
-    });
-    g.bench_function("dlpark 0.10", |b| {
-        b.iter(|| {
-            // SAFETY: identical layout; the producer outlives the benchmark.
-            let t = unsafe { dlpark::versioned::Dlpack::from_raw(black_box(ptr).cast()) }.unwrap();
-            let v = t.validate().unwrap();
-            black_box((v.shape(), v.strides(), v.dtype()));
-        })
-    });
-    g.bench_function("floor (read fields, call deleter)", |b| {
-        b.iter(|| {
-            let m = black_box(ptr);
-            // SAFETY: the producer outlives the benchmark.
-            unsafe {
-                let t = &(*m).dl_tensor;
-                let shape = std::slice::from_raw_parts(t.shape, t.ndim as usize);
-                let strides = std::slice::from_raw_parts(t.strides, t.ndim as usize);
-                black_box((shape, strides, t.dtype));
-                if let Some(d) = (*m).deleter {
-                    d(m);
+    for ndim in NDIMS {
+        let mut p = Producer::new(ndim);
+        let ptr = p.ptr();
+        let mut g = c.benchmark_group(format!(
+            "import+validate+read+release (versioned, ndim {ndim})"
+        ));
+        g.bench_function("dlport", |b| {
+            b.iter(|| {
+                // SAFETY: the producer outlives the benchmark; its deleter only counts.
+                let t = unsafe { ManagedTensor::from_raw_versioned(black_box(ptr)) }.unwrap();
+                let v = t.view();
+                black_box((v.shape(), v.raw_strides(), v.dtype()));
+            })
+        });
+        g.bench_function("dlpark 0.10", |b| {
+            b.iter(|| {
+                // SAFETY: identical layout; the producer outlives the benchmark.
+                let t =
+                    unsafe { dlpark::versioned::Dlpack::from_raw(black_box(ptr).cast()) }.unwrap();
+                let v = t.validate().unwrap();
+                black_box((v.shape(), v.strides(), v.dtype()));
+            })
+        });
+        g.bench_function("floor + checks (plain)", |b| {
+            b.iter(|| {
+                let m = black_box(ptr);
+                // SAFETY: as above.
+                let (_, shape, strides, dtype) = unsafe { plain_import(m) }.unwrap();
+                black_box((shape, strides, dtype));
+                // SAFETY: imported above, released once.
+                unsafe { release(m) };
+            })
+        });
+        g.bench_function("floor (read fields, call deleter)", |b| {
+            b.iter(|| {
+                let m = black_box(ptr);
+                // SAFETY: the producer outlives the benchmark.
+                unsafe {
+                    let t = &(*m).dl_tensor;
+                    let shape = std::slice::from_raw_parts(t.shape, t.ndim as usize);
+                    let strides = std::slice::from_raw_parts(t.strides, t.ndim as usize);
+                    black_box((shape, strides, t.dtype));
+                    release(m);
                 }
-            }
-        })
-    });
-    g.finish();
+            })
+        });
+        g.finish();
+    }
 
+    let mut p = Producer::new(4);
+    let ptr = p.ptr();
     let mut g = c.benchmark_group("typed CPU slice of an imported tensor");
     g.bench_function("dlport as_slice", |b| {
         b.iter(|| {
@@ -110,50 +86,6 @@ fn import(c: &mut Criterion) {
     g.finish();
 }
 
-/// The hand-written export floor: one box with header, dims and the Vec; the deleter frees it.
-#[repr(C)]
-struct FloorCtx {
-    header: DLManagedTensorVersioned,
-    dims: [i64; 2],
-    data: Vec<f32>,
-}
-
-unsafe extern "C" fn floor_deleter(m: *mut DLManagedTensorVersioned) {
-    // SAFETY: created by Box::into_raw in `floor_export`, released once.
-    drop(unsafe { Box::from_raw(m.cast::<FloorCtx>()) });
-}
-
-fn floor_export(data: Vec<f32>) -> *mut DLManagedTensorVersioned {
-    let n = data.len() as i64;
-    let ctx = Box::into_raw(Box::new(FloorCtx {
-        header: DLManagedTensorVersioned {
-            version: DLPackVersion::CURRENT,
-            manager_ctx: std::ptr::null_mut(),
-            deleter: Some(floor_deleter),
-            flags: 0,
-            dl_tensor: DLTensor {
-                data: std::ptr::null_mut(),
-                device: Device::cpu(),
-                ndim: 1,
-                dtype: DataType::FLOAT32,
-                shape: std::ptr::null_mut(),
-                strides: std::ptr::null_mut(),
-                byte_offset: 0,
-            },
-        },
-        dims: [n, 1],
-        data,
-    }));
-    // SAFETY: fresh, exclusively owned block.
-    unsafe {
-        (*ctx).header.dl_tensor.data = (*ctx).data.as_mut_ptr().cast();
-        (*ctx).header.dl_tensor.shape = std::ptr::addr_of_mut!((*ctx).dims).cast();
-        (*ctx).header.dl_tensor.strides = std::ptr::addr_of_mut!((*ctx).dims).cast::<i64>().add(1);
-        (*ctx).header.manager_ctx = ctx.cast::<c_void>();
-    }
-    ctx.cast()
-}
-
 fn export(c: &mut Criterion) {
     let mut g = c.benchmark_group("export Vec<f32; 120> -> DLPack -> release");
     g.bench_function("dlport", |b| {
@@ -168,37 +100,13 @@ fn export(c: &mut Criterion) {
         })
     });
     g.bench_function("dlpark 0.10", |b| {
-        b.iter(|| {
-            let mut v = vec![1.0f32; 120];
-            let data = v.as_mut_ptr();
-            let mut alloc = dlpark::allocation::fixed::Allocation::<
-                dlpark::ffi::DLManagedTensorVersioned,
-                1,
-            >::allocate()
-            .unwrap();
-            alloc.shape_mut()[0] = 120;
-            alloc.strides_mut()[0] = 1;
-            let mut init = alloc.initialize(Box::new(v));
-            init.set_data(data.cast())
-                .set_dtype(dlpark::ffi::DLDataType {
-                    code: dlpark::ffi::DLDataTypeCode(2),
-                    bits: 32,
-                    lanes: 1,
-                })
-                .set_device(dlpark::ffi::DLDevice {
-                    device_type: dlpark::ffi::DLDeviceType::CPU,
-                    device_id: 0,
-                });
-            // SAFETY: data, shape and strides stay valid until the tensor drops.
-            let t = unsafe { init.finish() };
-            drop(black_box(t));
-        })
+        b.iter(|| drop(black_box(dlpark_export(vec![1.0f32; 120]))))
     });
     g.bench_function("floor (hand-written)", |b| {
         b.iter(|| {
             let m = floor_export(vec![1.0f32; 120]);
             // SAFETY: our floor export, released once.
-            unsafe { (*m).deleter.unwrap()(black_box(m)) };
+            unsafe { release(black_box(m)) };
         })
     });
     g.finish();
@@ -223,6 +131,24 @@ fn convert_and_resolve(c: &mut Criterion) {
                         .build_legacy()
                         .unwrap(),
                 );
+            })
+        },
+    );
+    let mut lp = LegacyProducer::new();
+    let lptr = lp.ptr();
+    g.bench_function("foreign legacy import -> versioned -> release", |b| {
+        b.iter(|| {
+            // SAFETY: the producer outlives the benchmark; its deleter only counts.
+            let t = unsafe { ManagedTensor::from_raw_legacy(black_box(lptr)) }.unwrap();
+            black_box(t.into_versioned().unwrap());
+        })
+    });
+    g.bench_function(
+        "foreign legacy import -> release (baseline of the row above)",
+        |b| {
+            b.iter(|| {
+                // SAFETY: as above.
+                black_box(unsafe { ManagedTensor::from_raw_legacy(black_box(lptr)) }.unwrap());
             })
         },
     );

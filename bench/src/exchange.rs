@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlport_core::abi::{
-    DLManagedTensorVersioned, DLTensor, FLAG_IS_SUBBYTE_TYPE_PADDED, KNOWN_FLAGS,
+    DLManagedTensor, DLManagedTensorVersioned, DLTensor, FLAG_IS_SUBBYTE_TYPE_PADDED, KNOWN_FLAGS,
 };
 use dlport_core::layout::{USER_ADDRESS_END, contiguity};
 use dlport_core::{Contiguity, DLPackVersion, DataType, Device};
@@ -153,6 +153,58 @@ pub fn dlpark_export(mut v: Vec<f32>) -> dlpark::versioned::Dlpack {
     unsafe { init.finish() }
 }
 
+/// A foreign legacy tensor (not made by dlport): float32 `[2, 3, 4, 5]`, explicit strides, a
+/// deleter that only counts.
+pub struct LegacyProducer {
+    header: Box<DLManagedTensor>,
+    _shape: Box<[i64; 4]>,
+    _strides: Box<[i64; 4]>,
+    _data: Vec<f32>,
+}
+
+unsafe extern "C" fn count_legacy_deleter(_: *mut DLManagedTensor) {
+    DELETED.fetch_add(1, Ordering::Relaxed);
+}
+
+impl LegacyProducer {
+    /// The producer.
+    pub fn new() -> Self {
+        let mut shape = Box::new([2i64, 3, 4, 5]);
+        let mut strides = Box::new([60i64, 20, 5, 1]);
+        let mut data = vec![1.0f32; 120];
+        let header = Box::new(DLManagedTensor {
+            dl_tensor: DLTensor {
+                data: data.as_mut_ptr().cast(),
+                device: Device::cpu(),
+                ndim: 4,
+                dtype: DataType::FLOAT32,
+                shape: shape.as_mut_ptr(),
+                strides: strides.as_mut_ptr(),
+                byte_offset: 0,
+            },
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(count_legacy_deleter),
+        });
+        Self {
+            header,
+            _shape: shape,
+            _strides: strides,
+            _data: data,
+        }
+    }
+
+    /// The managed tensor to hand over (its deleter only counts).
+    pub fn ptr(&mut self) -> *mut DLManagedTensor {
+        &mut *self.header
+    }
+}
+
+impl Default for LegacyProducer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// What the plain baseline learns about a tensor: what dlport's `Layout` holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlainLayout {
@@ -176,7 +228,6 @@ pub struct PlainLayout {
 ///
 /// # Safety
 /// As `ManagedTensor::from_raw_versioned`.
-#[inline(never)]
 #[allow(clippy::type_complexity)]
 pub unsafe fn plain_import<'a>(
     m: *mut DLManagedTensorVersioned,

@@ -46,7 +46,7 @@ impl DtypeFault {
 }
 
 /// For each bit width, `k + 1` when it is `8 << k` bits (k = 0..=4, 8 to 128 bits), else 0.
-static WIDTH_OF_BITS: [u8; 256] = {
+const WIDTH_OF_BITS: [u8; 256] = {
     let mut table = [0u8; 256];
     let mut k = 0;
     while k < 5 {
@@ -59,7 +59,7 @@ static WIDTH_OF_BITS: [u8; 256] = {
 /// For each type code, bit `k + 1` is set when the scalar type of `8 << k` bits (k = 0..=4)
 /// passes [`DataType::validate`], computed by the rules themselves at compile time; bit 0 is
 /// never set.
-static BYTE_WIDTHS: [u8; 256] = {
+const BYTE_WIDTHS: [u8; 256] = {
     let mut table = [0u8; 256];
     let mut code = 0;
     while code < 256 {

@@ -117,6 +117,17 @@ impl Access {
     }
 }
 
+/// The layout of a legacy tensor by the full rules, naming the exact error.
+///
+/// # Safety
+/// As [`ManagedTensor::from_raw_legacy`].
+#[cold]
+#[inline(never)]
+unsafe fn legacy_slow(ptr: NonNull<DLManagedTensor>) -> Result<Layout, Error> {
+    // SAFETY: forwarded contract.
+    Ok(unsafe { TensorRef::from_raw(&(*ptr.as_ptr()).dl_tensor, None, 0) }?.layout())
+}
+
 #[cold]
 #[inline(never)]
 fn null_managed_tensor() -> Error {
@@ -155,6 +166,9 @@ pub struct ManagedTensor {
     owner: Releaser,
     layout: Layout,
     access: Access,
+    /// dlport built this tensor's block itself (an export or a re-export, see
+    /// `export::block`): a legacy one can become versioned in place.
+    own_block: bool,
     // The version and the flags are read from the header when asked: they cannot change while
     // we own the tensor (the `from_raw_*` contracts), and an owner three words smaller is
     // cheaper to return from every import.
@@ -214,6 +228,7 @@ impl ManagedTensor {
                     owner,
                     layout,
                     access: Access::from_flags(flags),
+                    own_block: false,
                 });
             }
         }
@@ -247,6 +262,7 @@ impl ManagedTensor {
             owner,
             layout,
             access: Access::from_flags(flags),
+            own_block: false,
         })
     }
 
@@ -262,19 +278,25 @@ impl ManagedTensor {
         };
         let owner = Releaser(RawManaged::Legacy(ptr));
         // SAFETY: the caller guarantees the struct is readable and the tensor valid.
-        let layout = unsafe { TensorRef::from_raw(&(*ptr.as_ptr()).dl_tensor, None, 0) }?.layout();
+        let layout = match unsafe { TensorRef::layout_fast(&(*ptr.as_ptr()).dl_tensor, None, 0) } {
+            Some(layout) => layout,
+            // SAFETY: as above.
+            None => unsafe { legacy_slow(ptr) }?,
+        };
         Ok(Self {
             owner,
             layout,
             // A legacy tensor carries no flags, so nothing proves exclusivity.
             access: Access::Shared,
+            own_block: false,
         })
     }
 
     /// Wraps a tensor this crate just built and validated.
     ///
     /// # Safety
-    /// `raw` is owned, was produced by dlport's own export, and its fields passed
+    /// `raw` is owned, is the header of a block built by `export::block::NewBlock`, and its
+    /// fields passed
     /// [`layout::validate`](crate::layout::validate) with the result `layout` (version 1.3 and
     /// its flags for the versioned form, legacy otherwise); `access` is what its storage
     /// guarantees.
@@ -298,6 +320,7 @@ impl ManagedTensor {
             owner: Releaser(raw),
             layout,
             access,
+            own_block: true,
         }
     }
 
@@ -326,6 +349,25 @@ impl ManagedTensor {
             access
         };
         self
+    }
+
+    /// Whether dlport built this tensor's block itself (see `export::block`).
+    #[cfg(feature = "alloc")]
+    pub(crate) fn is_own_block(&self) -> bool {
+        self.own_block
+    }
+
+    /// The same tensor, owned as `raw` (its header rewritten in place by the caller).
+    #[cfg(feature = "alloc")]
+    pub(crate) fn with_raw(self, raw: RawManaged) -> Self {
+        let (layout, access, own_block) = (self.layout, self.access, self.own_block);
+        core::mem::forget(self);
+        Self {
+            owner: Releaser(raw),
+            layout,
+            access,
+            own_block,
+        }
     }
 
     /// Gives ownership back without calling the deleter: the caller must release the pointer

@@ -127,16 +127,15 @@ impl<'a> TensorRef<'a> {
             };
             (shape, strides)
         };
-        layout::validate_fast(&RawFields {
-            data: tensor.data as usize,
-            device: tensor.device,
-            dtype: tensor.dtype,
-            shape,
-            strides,
-            byte_offset: tensor.byte_offset,
-            version,
-            flags,
-        })
+        // `layout::validate_fast` in two steps, so that `data`, `device` and `byte_offset` are
+        // read only after the loop over the axes.
+        let layout = layout::metadata_fast(tensor.dtype, shape, strides, version, flags)?;
+        layout::placement_fast(
+            tensor.data as usize,
+            tensor.device,
+            tensor.byte_offset,
+            layout,
+        )
     }
 
     /// [`from_raw`](Self::from_raw) rule by rule: the path of errors and rare layouts.

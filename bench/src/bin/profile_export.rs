@@ -1,21 +1,25 @@
 //! A loop of exports for profilers (`valgrind --tool=callgrind`).
 //!
-//! `profile_export [N] [dlport | dlpark | floor | legacy | convert]`: N exports (100,000 by
-//! default) of a `Vec<f32>` of 120 elements, each released: by dlport's `ExportBuilder`, by
-//! dlpark 0.10, by the hand-written floor (`dlport_bench::exchange::floor_export`); or, with
-//! `legacy`, a legacy export of a `Vec<u8>` of 64 and, with `convert`, the same converted to
-//! the versioned form before the release (the conversion costs `convert - legacy`).
+//! `profile_export [N] [dlport | dlpark | floor | legacy | convert | foreign | wrap]`: N exports
+//! (100,000 by default) of a `Vec<f32>` of 120 elements, each released: by dlport's
+//! `ExportBuilder`, by dlpark 0.10, by the hand-written floor
+//! (`dlport_bench::exchange::floor_export`); or, with `legacy`, a legacy export of a `Vec<u8>`
+//! of 64 and, with `convert`, the same converted to the versioned form before the release (the
+//! conversion costs `convert - legacy`); `foreign` imports a legacy tensor dlport did not make
+//! and `wrap` converts it too (`wrap - foreign`).
 //! Instructions per export = the difference of two runs' totals divided by the difference of
 //! their N.
 use std::hint::black_box;
 
-use dlport_bench::exchange::{dlpark_export, floor_export, release};
-use dlport_core::ExportBuilder;
+use dlport_bench::exchange::{LegacyProducer, dlpark_export, floor_export, release};
+use dlport_core::{ExportBuilder, ManagedTensor};
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let who = args.next().unwrap_or_else(|| "dlport".into());
+    let mut foreign = LegacyProducer::new();
+    let lptr = foreign.ptr();
     for _ in 0..n {
         match who.as_str() {
             "dlport" => {
@@ -45,7 +49,18 @@ fn main() {
                     .unwrap();
                 black_box(t.into_versioned().unwrap());
             }
-            other => panic!("unknown exporter {other}: dlport, dlpark, floor, legacy or convert"),
+            "foreign" => {
+                // SAFETY: the producer outlives the loop; its deleter only counts.
+                black_box(unsafe { ManagedTensor::from_raw_legacy(black_box(lptr)) }.unwrap());
+            }
+            "wrap" => {
+                // SAFETY: as above.
+                let t = unsafe { ManagedTensor::from_raw_legacy(black_box(lptr)) }.unwrap();
+                black_box(t.into_versioned().unwrap());
+            }
+            other => panic!(
+                "unknown exporter {other}: dlport, dlpark, floor, legacy, convert, foreign or wrap"
+            ),
         }
     }
 }

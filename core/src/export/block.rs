@@ -171,35 +171,94 @@ impl Header for DLManagedTensor {
     }
 }
 
-/// The heap block behind `manager_ctx`: the header first (so a pointer to the block is a
-/// pointer to the header), the count of `i64` values that follow the block, the storage, then
-/// those values (shape and strides, or strides only for a re-export that reuses its source's
-/// shape).
+/// The heap block behind `manager_ctx`: the [`Head`] first (so a pointer to the block is a
+/// pointer to the header), then the storage, then the `i64` values the head counts (shape and
+/// strides, or strides only for a re-export that reuses its source's shape).
 #[repr(C)]
-pub(crate) struct Block<H, S> {
-    header: H,
-    dims: usize,
+pub(crate) struct Block<S> {
+    head: Head,
     storage: S,
+}
+
+/// The part of every block that does not depend on the storage type.
+#[repr(C)]
+pub(crate) struct Head {
+    /// Either header: room for the larger, so a legacy export can become a versioned one in
+    /// place ([`convert_in_place`]).
+    header: HeaderRoom,
+    /// How many `i64` values follow the block.
+    dims: usize,
+    /// The versioned deleter of this block's storage type, which a legacy export converted in
+    /// place takes.
+    versioned_deleter: crate::abi::DLManagedTensorVersionedDeleter,
+}
+
+#[repr(C)]
+union HeaderRoom {
+    legacy: core::mem::ManuallyDrop<DLManagedTensor>,
+    versioned: core::mem::ManuallyDrop<DLManagedTensorVersioned>,
 }
 
 /// The allocation of a block followed by `dims` values, and the offset of the first value.
 #[inline(always)]
-fn block_layout<H, S>(dims: usize) -> (AllocLayout, usize) {
-    // At most 2 × MAX_NDIM values after a block of a few hundred bytes: nothing can overflow.
-    let Ok(values) = AllocLayout::array::<i64>(dims) else {
-        unreachable!("at most 128 dimension values")
+fn block_layout<S>(dims: usize) -> (AllocLayout, usize) {
+    const I64: AllocLayout = AllocLayout::new::<i64>();
+    let block = AllocLayout::new::<Block<S>>();
+    let align = if block.align() > I64.align() {
+        block.align()
+    } else {
+        I64.align()
     };
-    let Ok((layout, offset)) = AllocLayout::new::<Block<H, S>>().extend(values) else {
-        unreachable!("a block of a few hundred bytes")
-    };
-    (layout.pad_to_align(), offset)
+    // The values start at the block's size rounded up to an i64; the whole is rounded up to
+    // the alignment. At most 2 × MAX_NDIM values follow a block of a few hundred bytes (the
+    // storage's size is a type's, below isize::MAX - 4096 by far for any storage dlport
+    // holds), so nothing overflows, and the alignment is a power of two.
+    debug_assert!(dims <= 2 * crate::layout::MAX_NDIM);
+    let offset = block.size().next_multiple_of(I64.align());
+    let size = (offset + dims * I64.size()).next_multiple_of(align);
+    // SAFETY: `align` is the larger of two type alignments (a power of two), and `size`,
+    // rounded up to it, is far below isize::MAX (above).
+    (
+        unsafe { AllocLayout::from_size_align_unchecked(size, align) },
+        offset,
+    )
+}
+
+/// Turns a legacy header that dlport wrote into a block into a DLPack 1.3 versioned header of
+/// the same tensor, in place: same `dl_tensor` (whose strides a block always writes out),
+/// `manager_ctx` and block, flags 0 (the legacy form has none), and the versioned deleter of
+/// the block's storage. No allocation, no copy of the arrays.
+///
+/// # Safety
+/// `legacy` is the header of a live block built by [`NewBlock`] (`H = DLManagedTensor`), owned
+/// by the caller, who from now on owns it as the returned versioned tensor.
+pub(crate) unsafe fn convert_in_place(
+    legacy: NonNull<DLManagedTensor>,
+) -> NonNull<DLManagedTensorVersioned> {
+    let head = legacy.as_ptr().cast::<Head>();
+    // SAFETY: the block's head is at its start; the header room holds either header, and the
+    // legacy one is read out before the versioned one overwrites it.
+    unsafe {
+        let old = core::ptr::read(legacy.as_ptr());
+        let new = DLManagedTensorVersioned {
+            version: DLPackVersion::CURRENT,
+            manager_ctx: old.manager_ctx,
+            deleter: Some((*head).versioned_deleter),
+            flags: 0,
+            dl_tensor: old.dl_tensor,
+        };
+        let versioned = legacy.cast::<DLManagedTensorVersioned>();
+        versioned.as_ptr().write(new);
+        versioned
+    }
 }
 
 /// A block allocated for `dims` values, with nothing in it yet: the values are written
 /// through [`dims`](Self::dims), then [`finish`](Self::finish) moves the storage in and
 /// writes the header, or [`free`](Self::free) gives the memory back.
 pub(crate) struct NewBlock<H, S> {
-    block: NonNull<Block<H, S>>,
+    block: NonNull<Block<S>>,
+    _header: core::marker::PhantomData<H>,
     dims: usize,
 }
 
@@ -208,19 +267,23 @@ impl<H: Header, S: TensorStorage> NewBlock<H, S> {
     /// for `Box::new`).
     #[inline(always)]
     pub(crate) fn new(dims: usize) -> Self {
-        let (layout, _) = block_layout::<H, S>(dims);
+        let (layout, _) = block_layout::<S>(dims);
         // SAFETY: the layout is not zero-sized (it holds a header).
         let ptr = unsafe { alloc::alloc::alloc(layout) };
-        let Some(block) = NonNull::new(ptr.cast::<Block<H, S>>()) else {
+        let Some(block) = NonNull::new(ptr.cast::<Block<S>>()) else {
             alloc::alloc::handle_alloc_error(layout)
         };
-        Self { block, dims }
+        Self {
+            block,
+            _header: core::marker::PhantomData,
+            dims,
+        }
     }
 
     /// The `dims` values after the block (uninitialised until written).
     #[inline(always)]
     pub(crate) fn dims(&self) -> *mut i64 {
-        let (_, offset) = block_layout::<H, S>(self.dims);
+        let (_, offset) = block_layout::<S>(self.dims);
         // SAFETY: the allocation holds `dims` values from `offset` on.
         unsafe { self.block.as_ptr().cast::<u8>().add(offset).cast::<i64>() }
     }
@@ -238,7 +301,7 @@ impl<H: Header, S: TensorStorage> NewBlock<H, S> {
     /// Gives the memory back (no storage was moved in).
     #[inline]
     pub(crate) fn free(self) {
-        let (layout, _) = block_layout::<H, S>(self.dims);
+        let (layout, _) = block_layout::<S>(self.dims);
         // SAFETY: allocated by `new` with this layout; nothing in it needs dropping.
         unsafe { alloc::alloc::dealloc(self.block.as_ptr().cast(), layout) }
     }
@@ -251,7 +314,9 @@ impl<H: Header, S: TensorStorage> NewBlock<H, S> {
         // SAFETY: fresh allocation of a block; the storage field is written once, here, and
         // then borrowed mutably once.
         let data = unsafe {
-            core::ptr::addr_of_mut!((*block).dims).write(self.dims);
+            core::ptr::addr_of_mut!((*block).head.dims).write(self.dims);
+            core::ptr::addr_of_mut!((*block).head.versioned_deleter)
+                .write(delete::<DLManagedTensorVersioned, S>);
             core::ptr::addr_of_mut!((*block).storage).write(storage);
             (*core::ptr::addr_of_mut!((*block).storage)).data_ptr()
         };
@@ -287,13 +352,12 @@ impl<H: Header, S: TensorStorage> Filled<H, S> {
     #[inline(always)]
     pub(crate) fn finish(self, dl_tensor: DLTensor, flags: u64) -> RawManaged {
         let block = self.new.block.as_ptr();
-        // SAFETY: the header is the block's first field (repr(C)); written once, here.
+        // SAFETY: the header room is the block's first field (repr(C)) and holds either
+        // header; written once, here.
         unsafe {
-            core::ptr::addr_of_mut!((*block).header).write(H::new::<S>(
-                dl_tensor,
-                block.cast(),
-                flags,
-            ))
+            core::ptr::addr_of_mut!((*block).head.header)
+                .cast::<H>()
+                .write(H::new::<S>(dl_tensor, block.cast(), flags))
         };
         H::raw(self.new.block.cast())
     }
@@ -363,8 +427,8 @@ pub(crate) unsafe extern "C" fn delete<H: Header, S: TensorStorage>(managed: *mu
     }
     // SAFETY: `manager_ctx` was set by `finish` to the block, released only here.
     unsafe {
-        let block = H::manager_ctx(managed).cast::<Block<H, S>>();
-        let (layout, _) = block_layout::<H, S>((*block).dims);
+        let block = H::manager_ctx(managed).cast::<Block<S>>();
+        let (layout, _) = block_layout::<S>((*block).head.dims);
         core::ptr::drop_in_place(core::ptr::addr_of_mut!((*block).storage));
         alloc::alloc::dealloc(block.cast(), layout);
     }

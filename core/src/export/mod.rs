@@ -2,13 +2,15 @@
 //!
 //! One heap block holds the `DLManagedTensorVersioned` (or legacy `DLManagedTensor`) header,
 //! the shape and strides arrays, and the storage itself; `manager_ctx` points at that block and
-//! the deleter frees all of it at once. Every exported tensor passes
-//! [`ManagedTensor::from_raw`]'s validation before it is returned.
+//! the deleter frees all of it at once. Every exported tensor is what
+//! [`ManagedTensor::from_raw`] validates, by construction (debug builds re-validate it).
 
 mod block;
 mod builder;
 mod reexport;
 mod storage;
+#[cfg(test)]
+mod tests;
 
 pub use builder::ExportBuilder;
 pub use storage::TensorStorage;

@@ -5,7 +5,7 @@ use core::ffi::c_void;
 use crate::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use crate::device::Device;
 use crate::error::{AccessError, Error, Flag};
-use crate::managed::{Access, ManagedTensor};
+use crate::managed::{Access, ManagedTensor, RawManaged};
 
 use super::*;
 
@@ -71,10 +71,32 @@ impl ManagedTensor {
     /// Re-exports as a DLPack 1.3 `DLManagedTensorVersioned` (a no-op if it already is one).
     /// A legacy tensor is wrapped: the new deleter drops it, calling the original deleter once.
     pub fn into_versioned(self) -> Result<ManagedTensor, Error> {
-        if self.is_versioned() {
-            return Ok(self);
+        match self.as_raw() {
+            RawManaged::Versioned(_) => Ok(self),
+            RawManaged::Legacy(legacy) if self.is_own_block() => {
+                // SAFETY: a legacy header dlport wrote into its own block, owned by `self`,
+                // whose ownership moves to the versioned tensor.
+                let versioned = unsafe { convert_in_place(legacy) };
+                let converted = self.with_raw(RawManaged::Versioned(versioned));
+                #[cfg(debug_assertions)]
+                {
+                    let raw = converted.as_raw();
+                    let RawManaged::Versioned(p) = raw else {
+                        unreachable!()
+                    };
+                    // SAFETY: the converted tensor is live and owned by `converted`.
+                    let revalidated = unsafe {
+                        crate::TensorRef::from_raw(&(*p.as_ptr()).dl_tensor, converted.version(), 0)
+                    };
+                    debug_assert_eq!(
+                        revalidated.map(|t| t.layout()),
+                        Ok(converted.view().layout())
+                    );
+                }
+                Ok(converted)
+            }
+            RawManaged::Legacy(_) => Ok(self.rewrap(Form::Versioned, |inner| inner)),
         }
-        Ok(self.rewrap(Form::Versioned, |inner| inner))
     }
 
     /// Re-exports as a legacy `DLManagedTensor` (a no-op if it already is one), following

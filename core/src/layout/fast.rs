@@ -17,16 +17,26 @@ use super::*;
 /// decide.
 #[inline(always)]
 pub(crate) fn validate_fast(fields: &RawFields<'_>) -> Option<Layout> {
-    let RawFields {
-        data,
-        device,
-        dtype,
-        shape,
-        strides,
-        byte_offset,
-        version,
-        flags,
-    } = *fields;
+    let layout = metadata_fast(
+        fields.dtype,
+        fields.shape,
+        fields.strides,
+        fields.version,
+        fields.flags,
+    )?;
+    placement_fast(fields.data, fields.device, fields.byte_offset, layout)
+}
+
+/// The rules of [`validate_fast`] that do not look at `data`, `device` or `byte_offset`
+/// (split so that a caller reading a `DLTensor` loads those three only after the loop).
+#[inline(always)]
+pub(crate) fn metadata_fast(
+    dtype: DataType,
+    shape: &[i64],
+    strides: Option<&[i64]>,
+    version: Option<DLPackVersion>,
+    flags: u64,
+) -> Option<Layout> {
     if flags & !KNOWN_FLAGS != 0 || shape.len() > MAX_NDIM {
         return None;
     }
@@ -68,22 +78,30 @@ pub(crate) fn validate_fast(fields: &RawFields<'_>) -> Option<Layout> {
     // In bits first, as the full rules compute it (an overflow there is an error there too).
     let lo_bytes = lo.checked_mul(bits)? >> 3;
     let hi_bytes = hi.checked_add(1)?.checked_mul(bits)? >> 3;
-    if data == 0 {
-        return None;
-    }
-    let span = ByteSpan {
-        lo: lo_bytes,
-        hi: hi_bytes,
-    };
-    if device.is_host_accessible() && !address_fits(data, byte_offset, span) {
-        return None;
-    }
     Some(Layout {
         numel: numel as u64,
-        span,
+        span: ByteSpan {
+            lo: lo_bytes,
+            hi: hi_bytes,
+        },
         contiguity,
         element_bits: 8 << log2,
     })
+}
+
+/// The rest of [`validate_fast`] for a non-empty `layout` from [`metadata_fast`]: non-NULL
+/// `data` and, for host memory, the address range.
+#[inline(always)]
+pub(crate) fn placement_fast(
+    data: usize,
+    device: Device,
+    byte_offset: u64,
+    layout: Layout,
+) -> Option<Layout> {
+    if data == 0 || (device.is_host_accessible() && !address_fits(data, byte_offset, layout.span)) {
+        return None;
+    }
+    Some(layout)
 }
 
 #[inline(always)]

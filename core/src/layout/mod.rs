@@ -21,7 +21,7 @@ pub use address::{USER_ADDRESS_END, address_alignment, check_address};
 #[cfg(feature = "alloc")]
 pub(crate) use fast::compact_fast;
 use fast::fast_path;
-pub(crate) use fast::validate_fast;
+pub(crate) use fast::{metadata_fast, placement_fast, validate_fast};
 use rules::validate_metadata_slow;
 pub use rules::{compact_row_major, contiguity, element_count, element_span};
 
