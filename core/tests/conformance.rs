@@ -521,7 +521,7 @@ fn error_messages_name_the_field_and_value() {
         (
             Error::Dispatch(DispatchError::CopyRequired {
                 reason: CopyReason::Alignment {
-                    address: Address::new(0xffff_ffff_0000_0041),
+                    address: Address::new(0xffff_ffff_0000_0041_u64 as usize),
                     required: 64,
                 },
             }),
