@@ -275,6 +275,7 @@ pub const DISTINCT_BEFORE: usize = NAMES_BEFORE - 8;
 pub fn table() -> Vec<(Case, Expect)> {
     let mut t = Vec::new();
     t.extend(cases::shapes::cases());
+    #[cfg(target_pointer_width = "64")]
     t.extend(cases::addresses::cases());
     t.extend(cases::dtypes::cases());
     t.extend(cases::versions::cases());
