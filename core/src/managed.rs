@@ -168,6 +168,7 @@ pub struct ManagedTensor {
     access: Access,
     /// dlport built this tensor's block itself (an export or a re-export, see
     /// `export::block`): a legacy one can become versioned in place.
+    #[cfg_attr(not(feature = "alloc"), allow(dead_code))]
     own_block: bool,
     // The version and the flags are read from the header when asked: they cannot change while
     // we own the tensor (the `from_raw_*` contracts), and an owner three words smaller is

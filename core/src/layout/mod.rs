@@ -15,6 +15,7 @@ mod address;
 mod fast;
 mod rules;
 
+#[cfg(feature = "alloc")]
 pub(crate) use address::address_fits;
 pub use address::{USER_ADDRESS_END, address_alignment, check_address};
 #[cfg(feature = "alloc")]
