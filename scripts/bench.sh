@@ -8,6 +8,7 @@ quick=${1:-}
 bash scripts/python-env.sh
 .venv/bin/python -m pip install --quiet -r bench/python/requirements.txt
 cargo bench -p dlport-bench --bench exchange --locked
+python3 bench/python/exchange_profile.py   # instructions per import/export (callgrind)
 cargo run --release --locked -p dlport-bench --bin copies -- $quick
 .venv/bin/python bench/python/numpy_copies.py $quick
 bash scripts/python-build.sh --release

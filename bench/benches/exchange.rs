@@ -173,8 +173,8 @@ fn convert_and_resolve(c: &mut Criterion) {
 fn config() -> Criterion {
     Criterion::default()
         .sample_size(50)
-        .warm_up_time(std::time::Duration::from_millis(500))
-        .measurement_time(std::time::Duration::from_secs(2))
+        .warm_up_time(std::time::Duration::from_secs(1))
+        .measurement_time(std::time::Duration::from_secs(3))
 }
 
 criterion_group! { name = benches; config = config(); targets = import, export, convert_and_resolve }

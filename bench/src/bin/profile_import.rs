@@ -4,12 +4,53 @@
 //! default) of a versioned float32 tensor of NDIM (4 by default) dimensions, each validated,
 //! read (shape, strides, dtype) and released, by dlport, by dlpark 0.10, by the plain baseline
 //! with dlport's checks (`dlport_bench::exchange::plain_import`), or by the floor (read the
-//! fields, call the deleter). Instructions per import = the difference of two runs' totals
-//! divided by the difference of their N.
+//! fields, call the deleter). Each iteration is one call of a function compiled on its own
+//! (`#[inline(never)]`), as in a user's program. Instructions per import = the difference of
+//! two runs' totals divided by the difference of their N.
 use std::hint::black_box;
 
 use dlport_bench::exchange::{Producer, plain_import, release};
 use dlport_core::ManagedTensor;
+use dlport_core::abi::DLManagedTensorVersioned;
+
+#[inline(never)]
+fn dlport(ptr: *mut DLManagedTensorVersioned) {
+    // SAFETY: the producer outlives the loop; its deleter only counts.
+    let t = unsafe { ManagedTensor::from_raw_versioned(black_box(ptr)) }.unwrap();
+    let v = t.view();
+    black_box((v.shape(), v.raw_strides(), v.dtype()));
+}
+
+#[inline(never)]
+fn dlpark(ptr: *mut DLManagedTensorVersioned) {
+    // SAFETY: identical layout; the producer outlives the loop.
+    let t = unsafe { dlpark::versioned::Dlpack::from_raw(black_box(ptr).cast()) }.unwrap();
+    let v = t.validate().unwrap();
+    black_box((v.shape(), v.strides(), v.dtype()));
+}
+
+#[inline(never)]
+fn plain(ptr: *mut DLManagedTensorVersioned) {
+    let m = black_box(ptr);
+    // SAFETY: as above.
+    let (_, shape, strides, dtype) = unsafe { plain_import(m) }.unwrap();
+    black_box((shape, strides, dtype));
+    // SAFETY: imported above, released once.
+    unsafe { release(m) };
+}
+
+#[inline(never)]
+fn floor(ptr: *mut DLManagedTensorVersioned) {
+    let m = black_box(ptr);
+    // SAFETY: as above.
+    unsafe {
+        let t = &(*m).dl_tensor;
+        let shape = std::slice::from_raw_parts(t.shape, t.ndim as usize);
+        let strides = std::slice::from_raw_parts(t.strides, t.ndim as usize);
+        black_box((shape, strides, t.dtype));
+        release(m);
+    }
+}
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -18,41 +59,14 @@ fn main() {
     let ndim: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(4);
     let mut p = Producer::new(ndim);
     let ptr = p.ptr();
+    let f: fn(*mut DLManagedTensorVersioned) = match who.as_str() {
+        "dlport" => dlport,
+        "dlpark" => dlpark,
+        "plain" => plain,
+        "floor" => floor,
+        other => panic!("unknown importer {other}: dlport, dlpark, plain or floor"),
+    };
     for _ in 0..n {
-        match who.as_str() {
-            "dlport" => {
-                // SAFETY: the producer outlives the loop; its deleter only counts.
-                let t = unsafe { ManagedTensor::from_raw_versioned(black_box(ptr)) }.unwrap();
-                let v = t.view();
-                black_box((v.shape(), v.raw_strides(), v.dtype()));
-            }
-            "dlpark" => {
-                // SAFETY: identical layout; the producer outlives the loop.
-                let t =
-                    unsafe { dlpark::versioned::Dlpack::from_raw(black_box(ptr).cast()) }.unwrap();
-                let v = t.validate().unwrap();
-                black_box((v.shape(), v.strides(), v.dtype()));
-            }
-            "plain" => {
-                let m = black_box(ptr);
-                // SAFETY: as above.
-                let (_, shape, strides, dtype) = unsafe { plain_import(m) }.unwrap();
-                black_box((shape, strides, dtype));
-                // SAFETY: imported above, released once.
-                unsafe { release(m) };
-            }
-            "floor" => {
-                let m = black_box(ptr);
-                // SAFETY: as above.
-                unsafe {
-                    let t = &(*m).dl_tensor;
-                    let shape = std::slice::from_raw_parts(t.shape, t.ndim as usize);
-                    let strides = std::slice::from_raw_parts(t.strides, t.ndim as usize);
-                    black_box((shape, strides, t.dtype));
-                    release(m);
-                }
-            }
-            other => panic!("unknown importer {other}: dlport, dlpark, plain or floor"),
-        }
+        f(ptr);
     }
 }

@@ -288,16 +288,6 @@ impl<H: Header, S: TensorStorage> NewBlock<H, S> {
         unsafe { self.block.as_ptr().cast::<u8>().add(offset).cast::<i64>() }
     }
 
-    /// The values as a slice.
-    ///
-    /// # Safety
-    /// All `dims` values were written.
-    #[inline(always)]
-    pub(crate) unsafe fn dims_slice(&mut self) -> &mut [i64] {
-        // SAFETY: written (contract), inside the allocation, borrowed through `&mut self`.
-        unsafe { core::slice::from_raw_parts_mut(self.dims(), self.dims) }
-    }
-
     /// Gives the memory back (no storage was moved in).
     #[inline]
     pub(crate) fn free(self) {

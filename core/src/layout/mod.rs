@@ -395,7 +395,9 @@ mod tests {
     #[test]
     fn whole_byte_dtypes_are_exactly_the_valid_scalar_byte_widths() {
         use crate::abi::TypeCode;
-        for code in 0..=255u8 {
+        // Every value natively; a sample under Miri (the table is the same).
+        let step = if cfg!(miri) { 17 } else { 1 };
+        for code in (0..=255u8).step_by(step) {
             for bits in 0..=255u8 {
                 for lanes in [0u16, 1, 2, 3, 4] {
                     let dtype = DataType::new(TypeCode(code), bits, lanes);
