@@ -18,19 +18,32 @@ log=$unpacked/log
 # Runs a command quietly; shows its whole output only when it fails.
 quiet() { "$@" >"$log" 2>&1 || { cat "$log" >&2; echo "[package] failed: $*" >&2; exit 1; }; }
 
+# The dry run's overlay registry poses as crates.io, so cargo treats its dlport packages as
+# immutable registry crates: it keeps them unpacked under $CARGO_HOME/registry/src, cached under
+# registry/cache, and their build artifacts are never rebuilt for a change of content (a
+# registry crate's fingerprint is its name and version). A machine that ran this check before,
+# on older sources of the same version, would verify against those. None of dlport's crates is
+# on crates.io, so every copy of them there is a leftover of an earlier run: remove them all,
+# and verify in a target directory of this check's own, cleaned of dlport's artifacts.
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+for c in "${crates[@]}"; do
+  rm -rf "$cargo_home"/registry/src/*/"$c"-[0-9]* "$cargo_home"/registry/cache/*/"$c"-[0-9]*.crate
+done
+export CARGO_TARGET_DIR="$root/target/package-verify"
+quiet cargo clean --locked "${crates[@]/#/--package=}"
 quiet cargo publish --dry-run --allow-dirty --locked "${crates[@]/#/--package=}"
 grep -E '^ *(Packaged|Uploading)' "$log" | sed 's/^ */[package] /'
-# The same .crate files again, kept in target/package (the dry run's are temporary): no build.
+# The same .crate files again, kept in $CARGO_TARGET_DIR/package (the dry run's are temporary): no build.
 quiet cargo package --no-verify --allow-dirty --locked "${crates[@]/#/--package=}"
 patch=()
 for c in "${crates[@]}"; do
-  crate=target/package/$c-$version.crate
+  crate=$CARGO_TARGET_DIR/package/$c-$version.crate
   tar -xzf "$crate" -C "$unpacked"
   dir=$unpacked/$c-$version
   for need in README.md LICENSE-MIT LICENSE-APACHE Cargo.toml; do
     [[ -f $dir/$need ]] || { echo "[package] $crate lacks $need" >&2; exit 1; }
   done
-  echo "[package] $crate: $(tar -tzf "$crate" | wc -l) files, $(stat -c%s "$crate") bytes, README and both licences"
+  echo "[package] ${crate#"$root"/}: $(tar -tzf "$crate" | wc -l) files, $(stat -c%s "$crate") bytes, README and both licences"
   # Doc tests of the packaged copy; dlport dependencies come from the unpacked copies.
   # A target directory of its own: these packages have the same names and versions as the
   # workspace's, and sharing artifacts with it would mix the two copies up.
