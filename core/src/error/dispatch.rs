@@ -236,6 +236,12 @@ pub enum CopyReason {
         /// `u32::MAX`).
         required: u32,
     },
+    /// The target is another process, and the memory is not memory another process can map
+    /// (only memory allocated for sharing is lent as it is).
+    NotShareable {
+        /// Where the data is.
+        device: Device,
+    },
 }
 
 impl fmt::Display for CopyReason {
@@ -255,6 +261,11 @@ impl fmt::Display for CopyReason {
             Self::Alignment { address, required } => write!(
                 f,
                 "data + byte_offset = {address:#x} is not {required}-byte aligned, as the target requires"
+            ),
+            Self::NotShareable { device } => write!(
+                f,
+                "the data on {device} is not in memory another process can map (only memory \
+                 allocated for sharing is shared without a copy)"
             ),
         }
     }

@@ -97,7 +97,7 @@ pub unsafe extern "C" fn dlport_share_alloc(
 /// CONSUMING. Shares a managed tensor with other processes. Host memory in one of dlport's
 /// memfds (`dlport_share_alloc`, or a tensor opened with `dlport_share_open`) is shared
 /// without a copy; other host memory is copied into a new memfd as `copy` allows (a
-/// `DlportCopy`; with `DLPORT_COPY_NEVER` it is `DLPORT_ERR_INVALID_OPTION`, naming `copy`).
+/// `DlportCopy`; with `DLPORT_COPY_NEVER` it is `DLPORT_ERR_COPY_REQUIRED`, saying why).
 /// CUDA device memory (a build with the `cuda` feature) travels as a CUDA IPC handle, and the
 /// tensor is kept until `*out` and every consumer's handle are gone, or the consumers died.
 /// `read_only` non-zero gives peers a read-only fd and the READ_ONLY flag.

@@ -295,7 +295,7 @@ pub(super) fn share(
         (d, fd)
     } else {
         if options.copy == CopyPolicy::Never && view.numel() != 0 {
-            return Err(super::copy_needed());
+            return Err(super::copy_needed(view.device()));
         }
         let bytes = compact_bytes(view.dtype(), view.shape())?;
         dlport_core::check_alloc(bytes as u128, options.max_alloc)?;

@@ -305,17 +305,14 @@ fn errno() -> i64 {
     i64::from(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
 }
 
-/// Memory another process cannot map, under `CopyPolicy::Never`.
+/// Memory another process cannot map as it is (not one of dlport's memfds), under
+/// `CopyPolicy::Never`.
 #[cfg(target_os = "linux")]
-fn copy_needed() -> Error {
-    invalid(
-        &ValueRule {
-            field: "copy",
-            expected: "IfNeeded or Always for this tensor: its memory is not one of dlport's memfds \
-         (share::alloc), so another process can map it only after a copy",
-        },
-        0,
-    )
+fn copy_needed(device: dlport_core::Device) -> Error {
+    DispatchError::CopyRequired {
+        reason: dlport_core::CopyReason::NotShareable { device },
+    }
+    .into()
 }
 
 #[cfg(target_os = "linux")]
@@ -359,8 +356,20 @@ mod tests {
         let foreign = ExportBuilder::from_vec(vec![1u8, 2, 3], &[3])
             .build()
             .unwrap();
-        let e = share(&foreign.view(), &never).unwrap_err().to_string();
-        assert!(e.contains("copy = 0 is invalid"), "{e}");
+        let e = share(&foreign.view(), &never).unwrap_err();
+        assert_eq!(
+            e,
+            Error::Dispatch(DispatchError::CopyRequired {
+                reason: dlport_core::CopyReason::NotShareable {
+                    device: dlport_core::Device::cpu()
+                }
+            })
+        );
+        assert!(
+            e.to_string()
+                .contains("not in memory another process can map"),
+            "{e}"
+        );
         let copied = share(&foreign.view(), &ShareOptions::default()).unwrap();
         assert_eq!(copied.open().unwrap().as_slice::<u8>().unwrap(), &[1, 2, 3]);
     }
