@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build -p dlport-native --locked
-lib=target/debug
+# Where cargo puts its builds (CARGO_TARGET_DIR, if set, else target/).
+lib=${CARGO_TARGET_DIR:-target}/debug
 # The library's SONAME is libdlport_native.so.0 (native/build.rs): the programs load that name.
 ln -sfn libdlport_native.so "$lib/libdlport_native.so.0"
 out=$(mktemp -d)

@@ -17,7 +17,8 @@ case "$profile" in
   debug) cargo build -q -p dlport-native --locked ;;
   *) echo "DLPORT_INSTALL_PROFILE must be release or debug, not $profile" >&2; exit 2 ;;
 esac
-build=target/$profile
+# Where cargo puts its builds (CARGO_TARGET_DIR, if set, else target/).
+build=${CARGO_TARGET_DIR:-target}/$profile
 version=$(cargo metadata --format-version 1 --no-deps --locked \
   | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "dlport-native"))')
 major=${version%%.*}

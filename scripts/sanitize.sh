@@ -5,7 +5,8 @@
 # not ours). A negative control leaks a dlport tensor on purpose and must be caught.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-lib=target/debug
+# Where cargo puts its builds (CARGO_TARGET_DIR, if set, else target/).
+lib=${CARGO_TARGET_DIR:-target}/debug
 lsan=$(ls /usr/lib/x86_64-linux-gnu/liblsan.so.0 2>/dev/null || true)
 if [ -z "$lsan" ] || ! command -v valgrind >/dev/null; then
   apt-get install -y -q liblsan0 valgrind >/dev/null

@@ -11,7 +11,10 @@ import os
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-LIB_PATH = os.environ.get("DLPORT_LIB", str(ROOT / "target" / "debug" / "libdlport_native.so"))
+# DLPORT_LIB, else the debug build in cargo's target directory (CARGO_TARGET_DIR, as cargo reads
+# it: relative to the repository root, where the scripts run cargo).
+TARGET = ROOT / os.environ.get("CARGO_TARGET_DIR", "target")
+LIB_PATH = os.environ.get("DLPORT_LIB", str(TARGET / "debug" / "libdlport_native.so"))
 lib = ctypes.CDLL(LIB_PATH)
 
 c_int, c_void_p, c_char_p = ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
