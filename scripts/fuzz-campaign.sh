@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The local fuzz campaign recorded in FUZZING.md: every target for a fixed number of runs
-# (115 M+ in total, 10 M+ each), two at a time, logs under target/fuzz-campaign/.
+# (120 M+ in total, 5 M+ each), two at a time, logs under target/fuzz-campaign/.
 # Usage: scripts/fuzz-campaign.sh [scale]   (scale 1 = the recorded campaign; 0.01 = a smoke)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,3 +18,4 @@ run() {
 run validate 25000000 & run c_abi 15000000 & wait
 run roundtrip 20000000 & run convert 20000000 & wait
 run parse 25000000 & run compact 10000000 & wait
+run share_descriptor 5000000

@@ -105,7 +105,7 @@ bash scripts/sanitize.sh
 step "hardening: fuzz smoke run (${DLPORT_FUZZ_SECONDS:=30} s per target, on a copy of the corpus)"
 cargo +nightly fuzz build
 fuzz_tmp=$(mktemp -d)
-for t in validate c_abi roundtrip convert parse compact; do
+for t in validate c_abi roundtrip convert parse compact share_descriptor; do
   cp -r "fuzz/corpus/$t" "$fuzz_tmp/$t"
   cargo +nightly fuzz run "$t" "$fuzz_tmp/$t" -- -max_total_time="$DLPORT_FUZZ_SECONDS" -print_final_stats=1 2>&1 \
     | grep -E '^(stat::number_of_executed_units|Done)' | sed "s/^/$t: /"

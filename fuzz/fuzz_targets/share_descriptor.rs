@@ -1,0 +1,52 @@
+//! Share descriptors from another process (`dlport_native::share`): whatever the bytes,
+//! `Descriptor::from_bytes` never panics; what parses writes back to bytes that parse to the same
+//! descriptor; and a memfd descriptor opened against a real 4 KiB memfd either is refused or
+//! gives a tensor every byte of which is readable (a compact copy of it touches each one, so a
+//! mapping shorter than the tensor's span would fault here).
+#![no_main]
+use std::os::fd::AsFd;
+use std::sync::OnceLock;
+
+use libfuzzer_sys::fuzz_target;
+
+use dlport_native::dlport_core::DataType;
+use dlport_native::dlport_core::backend::{compact_bytes, copy_to_compact};
+use dlport_native::share::{self, Descriptor, HandleKind, ShareOptions, Shared};
+
+/// A 4 KiB memfd of dlport's, shared once for the whole run (the fd every descriptor is
+/// opened against).
+fn memfd() -> &'static Shared {
+    static SHARED: OnceLock<Shared> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        let t = share::alloc(DataType::UINT8, &[4096]).expect("a 4 KiB memfd");
+        share::share(&t.view(), &ShareOptions::default()).expect("share it")
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(d) = Descriptor::from_bytes(data) else {
+        return;
+    };
+    let bytes = d.to_bytes().expect("a parsed descriptor writes back");
+    assert_eq!(
+        Descriptor::from_bytes(&bytes).expect("what it wrote parses"),
+        d
+    );
+    if d.kind != HandleKind::Memfd {
+        return;
+    }
+    let shared = memfd();
+    let fds: Vec<_> = shared.fds().iter().map(|f| f.as_fd()).collect();
+    let Ok(t) = share::open(&d, &fds) else {
+        return;
+    };
+    let view = t.view();
+    // The mapping is at most 4 KiB, so a tensor inside it has at most 4 KiB of distinct
+    // bytes; broadcasting (stride 0) can make its compact form larger: cap the copy.
+    if let Ok(n) = compact_bytes(view.dtype(), view.shape())
+        && n <= 1 << 20
+    {
+        let mut out = vec![0u8; n];
+        copy_to_compact(&view, &mut out).expect("an opened tensor reads");
+    }
+});
