@@ -148,9 +148,14 @@ fn extents_of(values: &js_sys::Array, what: &str) -> Result<Vec<i64>, String> {
                 out.push(x as i64)
             }
             _ => {
-                let shown = v
-                    .as_f64()
-                    .map_or_else(|| format!("{v:?}"), |x| x.to_string());
+                // A number as JS writes it (`1.5`, `NaN`, `-Infinity`): Rust's own float
+                // formatting would add about 15 KB to the package for this one message.
+                let shown = match v.as_f64() {
+                    Some(x) => js_sys::Number::from(x)
+                        .to_string_with_radix(10)
+                        .map_or_else(|_| "a number".to_owned(), String::from),
+                    None => format!("{v:?}"),
+                };
                 return Err(format!("{what}[{k}] = {shown} is not an integer"));
             }
         }
