@@ -53,9 +53,14 @@ def section(bench=BENCH):
         f"{med(shm_copy, 'open_s'):.0f} ms for copying a NumPy array into a new shared_memory "
         "block.\n")
     if "load" in r:
+        # The bench's own processes (producer and consumer) make a load of about 1; above the
+        # machine's core count, other work shared it.
+        load, cores = float(r["load"]), r.get("cores")
+        busy = isinstance(cores, int) and load > cores
         out.append(
-            f"Load average during the run: {r['load']} on {r.get('cores', '?')} cores (other "
-            "builds shared the machine), hence the wide spreads: compare within this table.\n")
+            f"Load average during the run: {r['load']} on {cores or '?'} cores"
+            + (" (other builds shared the machine), hence the wide spreads: compare within "
+               "this table.\n" if busy else " (the bench's own two processes).\n"))
     return out
 
 
