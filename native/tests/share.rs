@@ -10,14 +10,16 @@
 //! killed leaves its memory to the consumer that holds it.
 
 #[cfg(target_os = "linux")]
+mod peer;
+
+#[cfg(target_os = "linux")]
 mod linux {
     use std::ffi::c_void;
-    use std::io::{Read, Write};
-    use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+    use std::io::Write;
+    use std::os::fd::{AsFd, AsRawFd};
     use std::os::unix::fs::MetadataExt;
     use std::os::unix::net::UnixStream;
     use std::os::unix::process::ExitStatusExt;
-    use std::process::{Child, Command, Stdio};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use dlport_native::dlport_core::{
@@ -25,7 +27,8 @@ mod linux {
     };
     use dlport_native::share::{self, ShareOptions, Shared, mapping_counts};
 
-    const ROLE: &str = "DLPORT_SHARE_ROLE";
+    use super::peer::{ROLE, e, line, spawn};
+
     type Test = fn() -> Result<(), String>;
 
     pub fn main() {
@@ -75,57 +78,6 @@ mod linux {
     }
 
     // ── helpers ──
-
-    fn e(x: impl std::fmt::Display) -> String {
-        x.to_string()
-    }
-
-    /// A child process, killed (and reaped) if a test returns before it ended.
-    struct Peer(Child);
-    impl Drop for Peer {
-        fn drop(&mut self) {
-            if let Ok(None) = self.0.try_wait() {
-                let _ = self.0.kill();
-                let _ = self.0.wait();
-            }
-        }
-    }
-    impl std::ops::Deref for Peer {
-        type Target = Child;
-        fn deref(&self) -> &Child {
-            &self.0
-        }
-    }
-    impl std::ops::DerefMut for Peer {
-        fn deref_mut(&mut self) -> &mut Child {
-            &mut self.0
-        }
-    }
-
-    /// Starts this binary as `role`, its stdin one end of a socketpair; returns the other end.
-    fn spawn(role: &str) -> Result<(Peer, UnixStream), String> {
-        let (ours, theirs) = UnixStream::pair().map_err(e)?;
-        let child = Command::new(std::env::current_exe().map_err(e)?)
-            .env(ROLE, role)
-            .stdin(Stdio::from(OwnedFd::from(theirs)))
-            .spawn()
-            .map_err(e)?;
-        Ok((Peer(child), ours))
-    }
-
-    /// One line from the peer, read a byte at a time (nothing past the newline is consumed:
-    /// a descriptor frame may follow).
-    fn line(mut sock: &UnixStream) -> Result<String, String> {
-        let mut s = Vec::new();
-        let mut b = [0u8; 1];
-        loop {
-            match sock.read(&mut b).map_err(e)? {
-                0 => return Err(format!("the peer closed the socket after {s:?}")),
-                _ if b[0] == b'\n' => return String::from_utf8(s).map_err(e),
-                _ => s.push(b[0]),
-            }
-        }
-    }
 
     fn ino(fd: &impl AsFd) -> Result<u64, String> {
         std::fs::metadata(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd()))

@@ -12,11 +12,13 @@ const TESTS: [&str; 2] = [
 ];
 
 #[cfg(all(feature = "cuda", target_os = "linux"))]
+mod peer;
+
+#[cfg(all(feature = "cuda", target_os = "linux"))]
 mod gpu {
-    use std::io::{Read, Write};
-    use std::os::fd::{AsFd, OwnedFd};
+    use std::io::Write;
+    use std::os::fd::AsFd;
     use std::os::unix::net::UnixStream;
-    use std::process::{Child, Command, Stdio};
     use std::time::{Duration, Instant};
 
     use cudarc::driver::result;
@@ -25,12 +27,10 @@ mod gpu {
     };
     use dlport_native::share::{self, HandleKind, Shared};
 
-    pub const ROLE: &str = "DLPORT_SHARE_ROLE";
-    const N: usize = 1 << 20;
+    pub use super::peer::ROLE;
+    use super::peer::{e, line, spawn};
 
-    fn e(x: impl std::fmt::Display) -> String {
-        x.to_string()
-    }
+    const N: usize = 1 << 20;
 
     /// Why the tests cannot run here, if they cannot.
     pub fn unavailable() -> Option<String> {
@@ -38,37 +38,6 @@ mod gpu {
             Err(err) => Some(err.to_string()),
             Ok(0) => Some("the CUDA driver sees no device".into()),
             Ok(_) => None,
-        }
-    }
-
-    struct Peer(Child);
-    impl Drop for Peer {
-        fn drop(&mut self) {
-            if let Ok(None) = self.0.try_wait() {
-                let _ = self.0.kill();
-                let _ = self.0.wait();
-            }
-        }
-    }
-
-    fn spawn(role: &str) -> Result<(Peer, UnixStream), String> {
-        let (ours, theirs) = UnixStream::pair().map_err(e)?;
-        let child = Command::new(std::env::current_exe().map_err(e)?)
-            .env(ROLE, role)
-            .stdin(Stdio::from(OwnedFd::from(theirs)))
-            .spawn()
-            .map_err(e)?;
-        Ok((Peer(child), ours))
-    }
-
-    fn line(mut sock: &UnixStream) -> Result<String, String> {
-        let (mut s, mut b) = (Vec::new(), [0u8; 1]);
-        loop {
-            match sock.read(&mut b).map_err(e)? {
-                0 => return Err(format!("the peer closed the socket after {s:?}")),
-                _ if b[0] == b'\n' => return String::from_utf8(s).map_err(e),
-                _ => s.push(b[0]),
-            }
         }
     }
 
