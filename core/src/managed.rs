@@ -339,19 +339,6 @@ impl ManagedTensor {
         }
     }
 
-    /// The same owner with the access its source guarantees (re-exports of dlport's own
-    /// tensors keep what they had: a legacy wrapper of an exclusive export stays exclusive, a
-    /// legacy wrapper of read-only storage stays read-only).
-    #[cfg(feature = "alloc")]
-    pub(crate) fn with_access(mut self, access: Access) -> Self {
-        self.access = if self.flags() & FLAG_READ_ONLY != 0 {
-            Access::ReadOnly
-        } else {
-            access
-        };
-        self
-    }
-
     /// Whether dlport built this tensor's block itself (see `export::block`).
     #[cfg(feature = "alloc")]
     pub(crate) fn is_own_block(&self) -> bool {

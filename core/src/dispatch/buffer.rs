@@ -36,7 +36,16 @@ pub struct Buffer {
     state: AtomicUsize,
     /// What frees the memory. Touched only with exclusive access: in `Drop`, or by the one
     /// caller that moved `state` from 0 users to `RELEASED`.
-    owner: UnsafeCell<Option<Box<dyn TensorStorage>>>,
+    owner: UnsafeCell<Option<Owner>>,
+}
+
+/// What keeps a buffer's memory alive: an imported DLPack tensor, held inline (an import
+/// allocates only the buffer itself), or any other storage.
+enum Owner {
+    /// An import: its deleter runs when the buffer drops.
+    Imported(export::Reexport),
+    /// Memory a backend allocated or a Rust value the tensor wraps.
+    Storage(Box<dyn TensorStorage>),
 }
 
 // SAFETY: `ptr` is only handed out under a counted borrow; `owner` is accessed exclusively (see
@@ -73,7 +82,19 @@ impl Buffer {
             len: storage.byte_len(),
             device,
             state: AtomicUsize::new(0),
-            owner: UnsafeCell::new(Some(storage)),
+            owner: UnsafeCell::new(Some(Owner::Storage(storage))),
+        })
+    }
+
+    /// Wraps an imported tensor (see [`on_device`](Self::on_device) for `device`).
+    fn imported(mut import: export::Reexport, device: Device) -> Arc<Self> {
+        let ptr = import.data_ptr();
+        Arc::new(Self {
+            ptr,
+            len: import.byte_len(),
+            device,
+            state: AtomicUsize::new(0),
+            owner: UnsafeCell::new(Some(Owner::Imported(import))),
         })
     }
 
@@ -135,8 +156,11 @@ impl Buffer {
         }
         // SAFETY: we moved the state from "no users" to RELEASED, so no other thread can start
         // using the buffer or release it again; `Drop` cannot run while `&self` exists.
-        let owner = unsafe { (*self.owner.get()).take() };
-        owner.ok_or(Error::Access(AccessError::BufferReleased))
+        match unsafe { (*self.owner.get()).take() } {
+            Some(Owner::Storage(storage)) => Ok(storage),
+            Some(Owner::Imported(import)) => Ok(Box::new(import)),
+            None => Err(Error::Access(AccessError::BufferReleased)),
+        }
     }
 }
 
@@ -149,6 +173,58 @@ impl Drop for Use {
     }
 }
 
+/// A tensor's `shape` followed by its `strides`: inline up to [`Dims::INLINE`] dimensions, so
+/// that an import allocates nothing for them; shared beyond (a clone stays cheap).
+#[derive(Clone)]
+enum Dims {
+    Inline {
+        ndim: u8,
+        buf: [i64; 2 * Dims::INLINE],
+    },
+    Shared(Arc<[i64]>),
+}
+
+impl Dims {
+    /// Dimensions kept inline: the tensors most programs exchange (up to 4-d, NCHW) fit.
+    const INLINE: usize = 4;
+
+    /// From a checked shape and its strides (as many).
+    fn new(shape: &[i64], strides: impl ExactSizeIterator<Item = i64>) -> Self {
+        let ndim = shape.len();
+        if ndim <= Self::INLINE {
+            let mut buf = [0; 2 * Self::INLINE];
+            buf[..ndim].copy_from_slice(shape);
+            for (to, from) in buf[ndim..2 * ndim].iter_mut().zip(strides) {
+                *to = from;
+            }
+            Self::Inline {
+                ndim: ndim as u8,
+                buf,
+            }
+        } else {
+            Self::Shared(shape.iter().copied().chain(strides).collect())
+        }
+    }
+
+    /// `shape` then `strides`.
+    fn all(&self) -> &[i64] {
+        match self {
+            Self::Inline { ndim, buf } => &buf[..2 * usize::from(*ndim)],
+            Self::Shared(all) => all,
+        }
+    }
+
+    fn shape(&self) -> &[i64] {
+        let all = self.all();
+        &all[..all.len() / 2]
+    }
+
+    fn strides(&self) -> &[i64] {
+        let all = self.all();
+        &all[all.len() / 2..]
+    }
+}
+
 /// A backend's tensor: a handle onto a [`Buffer`] plus shape, strides, dtype and offset.
 ///
 /// Cloning is cheap and shares the buffer. The memory is freed (or the DLPack deleter of an
@@ -158,8 +234,7 @@ pub struct Tensor {
     buffer: Arc<Buffer>,
     backend: &'static str,
     dtype: DataType,
-    /// `shape` followed by `strides`.
-    dims: Arc<[i64]>,
+    dims: Dims,
     byte_offset: u64,
     flags: u64,
     layout: Layout,
@@ -205,7 +280,7 @@ impl Tensor {
             buffer,
             backend,
             dtype,
-            dims: dims.as_slice().into(),
+            dims: Dims::new(dims.shape(), dims.strides().iter().copied()),
             byte_offset,
             flags,
             layout,
@@ -259,10 +334,9 @@ impl Tensor {
             view.layout(),
             view.device(),
         );
-        // One allocation: `shape` then `strides` (a trusted-length iterator collects in place).
-        let dims: Arc<[i64]> = view.shape().iter().copied().chain(view.strides()).collect();
+        let dims = Dims::new(view.shape(), view.strides());
         let _ = device;
-        let buffer = Buffer::on_device(Box::new(export::Reexport::new(managed)), memory);
+        let buffer = Buffer::imported(export::Reexport::new(managed), memory);
         Ok(Self {
             buffer,
             backend,
@@ -303,12 +377,12 @@ impl Tensor {
 
     /// Extents.
     pub fn shape(&self) -> &[i64] {
-        &self.dims[..self.dims.len() / 2]
+        self.dims.shape()
     }
 
     /// Strides in elements.
     pub fn strides(&self) -> &[i64] {
-        &self.dims[self.dims.len() / 2..]
+        self.dims.strides()
     }
 
     /// Bytes from the buffer's start to the first element.
@@ -366,7 +440,6 @@ impl Tensor {
     /// it lives. Fails with [`AccessError::BufferReleased`] once it was.
     pub fn view(&self) -> Result<TensorView<'_>, Error> {
         let guard = self.buffer.try_use()?;
-        let ndim = self.dims.len() / 2;
         // SAFETY: the tensor's layout was validated against the buffer (or came from a
         // validated import), and the counted use held by the returned value keeps the buffer
         // unreleased and alive for as long as the view (which borrows `self`) lives.
@@ -376,8 +449,8 @@ impl Tensor {
                 self.buffer.device,
                 self.dtype,
                 self.byte_offset,
-                &self.dims[..ndim],
-                &self.dims[ndim..],
+                self.dims.shape(),
+                self.dims.strides(),
                 self.flags,
                 self.layout,
             )
@@ -432,9 +505,29 @@ impl Tensor {
         }
         let access = storage.access();
         let raw = export::assemble(storage, self.parts(device), form);
-        // SAFETY: a fresh, owned export whose layout was validated against this buffer (or
-        // came from a validated import); nobody else holds it.
-        Ok(unsafe { ManagedTensor::from_raw(raw) }?.with_access(access))
+        #[cfg(debug_assertions)]
+        {
+            // SAFETY: a fresh, owned export; ownership is given back below (a failure would
+            // have released it, and the assertion then stops here).
+            let checked = unsafe { ManagedTensor::from_raw(raw) };
+            let same = checked
+                .as_ref()
+                .ok()
+                .map(|m| m.view().layout() == self.layout);
+            let _ = checked.map(ManagedTensor::into_raw);
+            debug_assert_eq!(
+                same,
+                Some(true),
+                "a held tensor's export validates to its layout"
+            );
+        }
+        // SAFETY: a fresh, owned block built by `export::assemble` from this tensor's metadata,
+        // which was validated against its buffer (or came from a validated import) with this
+        // layout: the same fields validate to the same layout as DLPack 1.3 (versioned, with
+        // these flags) or legacy (`legacy_representable` refused the flags legacy cannot
+        // carry, the only ones that change a layout); the data pointer and offset are the
+        // buffer's, already checked. Nobody else holds it.
+        Ok(unsafe { ManagedTensor::from_raw_validated(raw, self.layout, access) })
     }
 
     fn parts(&self, device: Device) -> export::Parts {
@@ -443,7 +536,7 @@ impl Tensor {
             dtype: self.dtype,
             byte_offset: self.byte_offset,
             flags: self.flags,
-            dims: export::Dims::from_slice(&self.dims),
+            dims: export::Dims::from_slice(self.dims.all()),
         }
     }
 }

@@ -238,6 +238,15 @@ impl Registry {
 
     /// Decides how an import would go, without doing it.
     pub fn decide(&self, view: &TensorRef<'_>, options: &ImportOptions) -> Result<Decision, Error> {
+        Ok(self.plan(view, options)?.0)
+    }
+
+    /// [`decide`](Self::decide), and the target's backend.
+    fn plan(
+        &self,
+        view: &TensorRef<'_>,
+        options: &ImportOptions,
+    ) -> Result<(Decision, &BackendRef), Error> {
         if let Some(r) = options.requirements {
             if !r.alignment.is_power_of_two() || r.alignment > MAX_ALIGNMENT {
                 return Err(Error::Dispatch(DispatchError::InvalidOption {
@@ -267,13 +276,14 @@ impl Registry {
                 return Err(Error::Dispatch(DispatchError::CopyRequired { reason }));
             }
         };
-        Ok(Decision {
+        let decision = Decision {
             memory,
             target,
             backend: backend.name(),
             copy_reason,
             copies,
-        })
+        };
+        Ok((decision, backend))
     }
 
     /// Imports a DLPack tensor onto a backend: a zero-copy view when the target backend reaches
@@ -285,8 +295,7 @@ impl Registry {
         tensor: ManagedTensor,
         options: &ImportOptions,
     ) -> Result<Tensor, Error> {
-        let decision = self.decide(&tensor.view(), options)?;
-        let backend = self.resolve(decision.target)?;
+        let (decision, backend) = self.plan(&tensor.view(), options)?;
         if !decision.copies {
             return backend.view_external(tensor, decision.memory);
         }
