@@ -82,7 +82,11 @@ pub struct Held(Tensor);
 /// backend that works on this machine: CPU with the fast copy kernels, pinned memory, CUDA when
 /// a driver answers), unless a program embedding Python installed its own first.
 fn registry() -> &'static Registry {
-    dlport_native::install().unwrap_or_else(|_| dlport_core::default_registry())
+    // Decided once: the process-wide default cannot change after it is installed.
+    static REGISTRY: OnceLock<&'static Registry> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        dlport_native::install().unwrap_or_else(|_| dlport_core::default_registry())
+    })
 }
 
 /// The array-API `copy` argument as a policy.
