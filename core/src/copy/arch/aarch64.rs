@@ -115,6 +115,8 @@ unsafe impl Reverse for Neon {
             vextq_u8::<8>(halves, halves)
         })
     }
+    #[inline(always)]
+    unsafe fn prefetch_near(_p: *const u8) {}
 }
 
 /// The NEON transpose of `outer × rows × inner` (the source contiguous along `rows`) for 1-,

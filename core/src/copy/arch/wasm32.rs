@@ -95,6 +95,8 @@ unsafe impl Reverse for Simd128 {
             }
         })
     }
+    #[inline(always)]
+    unsafe fn prefetch_near(_p: *const u8) {}
 }
 
 /// The simd128 transpose of `outer × rows × inner` (the source contiguous along `rows`) for 1-,

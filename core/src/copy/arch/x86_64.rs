@@ -5,11 +5,12 @@
 #![allow(unused_unsafe)]
 
 use core::arch::x86_64::{
-    __m128i, __m256i, _MM_HINT_T1, _mm_loadu_si128, _mm_or_si128, _mm_prefetch, _mm_setzero_si128,
-    _mm_shuffle_epi32, _mm_shufflehi_epi16, _mm_shufflelo_epi16, _mm_slli_epi16, _mm_srli_epi16,
-    _mm_storeu_si128, _mm_unpackhi_epi8, _mm_unpackhi_epi16, _mm_unpackhi_epi32,
+    __m128i, __m256i, _MM_HINT_T0, _MM_HINT_T1, _mm_loadu_si128, _mm_or_si128, _mm_prefetch,
+    _mm_setzero_si128, _mm_shuffle_epi32, _mm_shufflehi_epi16, _mm_shufflelo_epi16, _mm_slli_epi16,
+    _mm_srli_epi16, _mm_storeu_si128, _mm_unpackhi_epi8, _mm_unpackhi_epi16, _mm_unpackhi_epi32,
     _mm_unpackhi_epi64, _mm_unpacklo_epi8, _mm_unpacklo_epi16, _mm_unpacklo_epi32,
-    _mm_unpacklo_epi64, _mm256_castsi128_si256, _mm256_inserti128_si256, _mm256_setzero_si256,
+    _mm_unpacklo_epi64, _mm256_castsi128_si256, _mm256_inserti128_si256, _mm256_permute4x64_epi64,
+    _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_shuffle_epi32,
     _mm256_storeu_si256, _mm256_unpackhi_epi8, _mm256_unpackhi_epi16, _mm256_unpackhi_epi32,
     _mm256_unpackhi_epi64, _mm256_unpacklo_epi8, _mm256_unpacklo_epi16, _mm256_unpacklo_epi32,
     _mm256_unpacklo_epi64,
@@ -139,6 +140,11 @@ unsafe impl Reverse for Sse2 {
             }
         })
     }
+    #[inline(always)]
+    unsafe fn prefetch_near(p: *const u8) {
+        // SAFETY: a hint; it never faults, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
+    }
 }
 
 // SAFETY: only instantiated inside `#[target_feature(enable = "avx2")]` functions, called
@@ -222,6 +228,58 @@ unsafe impl Vector for Avx2 {
 }
 
 /// Whether this CPU has AVX2: detected at run time with `std`, decided by the build without.
+// SAFETY: as above.
+unsafe impl Reverse for Avx2 {
+    #[inline(always)]
+    unsafe fn reverse<const W: usize>(v: Self) -> Self {
+        // SAFETY: AVX2 is present (the trait's contract). Each lane reversed, then the lanes
+        // swapped.
+        Self(unsafe {
+            let lanes = match W {
+                1 => _mm256_shuffle_epi8(
+                    v.0,
+                    _mm256_setr_epi8(
+                        15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11,
+                        10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
+                    ),
+                ),
+                2 => _mm256_shuffle_epi8(
+                    v.0,
+                    _mm256_setr_epi8(
+                        14, 15, 12, 13, 10, 11, 8, 9, 6, 7, 4, 5, 2, 3, 0, 1, 14, 15, 12, 13, 10,
+                        11, 8, 9, 6, 7, 4, 5, 2, 3, 0, 1,
+                    ),
+                ),
+                4 => _mm256_shuffle_epi32::<0b00_01_10_11>(v.0),
+                _ => _mm256_shuffle_epi32::<0b01_00_11_10>(v.0),
+            };
+            _mm256_permute4x64_epi64::<0b01_00_11_10>(lanes)
+        })
+    }
+    #[inline(always)]
+    unsafe fn prefetch_near(p: *const u8) {
+        // SAFETY: a hint; it never faults, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) }
+    }
+}
+
+/// The AVX2 reversal of rows (see [`reverse_rows`]).
+///
+/// # Safety
+/// As [`reverse::reverse_any`]; AVX2 is present.
+#[target_feature(enable = "avx2")]
+unsafe fn reverse_avx2(
+    outer: &[Axis],
+    inner: Axis,
+    elem: usize,
+    src: *const u8,
+    dst: *mut u8,
+    stream_from: usize,
+) -> bool {
+    // SAFETY: forwarded contract; AVX2 is enabled for this function.
+    unsafe { reverse::reverse_any::<Avx2>(outer, inner, elem, src, dst, stream_from) }
+}
+
 #[inline]
 fn has_avx2() -> bool {
     #[cfg(feature = "std")]
@@ -289,7 +347,13 @@ pub(in crate::copy) unsafe fn reverse_rows(
     dst: *mut u8,
 ) -> bool {
     // SAFETY: forwarded contract; SSE2 is part of x86-64.
-    unsafe { reverse::reverse_any::<Sse2>(outer, inner, elem, src, dst, STREAM_BYTES) }
+    if has_avx2() {
+        // SAFETY: forwarded contract; AVX2 was detected.
+        unsafe { reverse_avx2(outer, inner, elem, src, dst, STREAM_BYTES) }
+    } else {
+        // SAFETY: forwarded contract; SSE2 is part of x86-64.
+        unsafe { reverse::reverse_any::<Sse2>(outer, inner, elem, src, dst, STREAM_BYTES) }
+    }
 }
 
 /// Every kernel this CPU can run, for the exactness tests.
@@ -303,7 +367,7 @@ pub(super) fn kernels()
             Some(reverse::reverse_any::<Sse2>)
         )];
     if has_avx2() {
-        k.push(("avx2", transpose_avx2, None));
+        k.push(("avx2", transpose_avx2, Some(reverse_avx2)));
     }
     k
 }
