@@ -3,8 +3,8 @@
 //!
 //! The wheel is abi3 for CPython 3.9, where the stable ABI's only convention with keywords is
 //! `METH_VARARGS | METH_KEYWORDS`: every call packs its arguments into a new tuple (and keywords
-//! into a dict), which cost about 900 instructions per `from_dlpack` call, a third of what
-//! dlport's own import costs. pyo3 picks the convention at build time, from the abi3 floor. So
+//! into a dict), which cost about 900 instructions per `from_dlpack` call, as much as
+//! dlport-core's whole import. pyo3 picks the convention at build time, from the abi3 floor. So
 //! at import, on 3.10 and later, the module's `from_dlpack` is replaced by a function object
 //! over [`call`], which reads the arguments from the caller's array and calls the same
 //! [`import::from_dlpack`] as pyo3's entry does on 3.9. Same arguments, defaults, errors,
@@ -123,20 +123,37 @@ unsafe fn call(
     nargs: ffi::Py_ssize_t,
     kwnames: *mut ffi::PyObject,
 ) -> PyResult<*mut ffi::PyObject> {
-    if nargs != 1 {
+    // The messages are pyo3's, so that both entries raise the same errors.
+    let names = if kwnames.is_null() {
+        None
+    } else {
+        // SAFETY: a tuple of str (contract), borrowed for the call.
+        Some(unsafe { Bound::from_borrowed_ptr(py, kwnames) }.cast_into::<PyTuple>()?)
+    };
+    if nargs > 1 {
         return Err(PyTypeError::new_err(format!(
-            "from_dlpack() takes exactly 1 positional argument (x), {nargs} given"
+            "from_dlpack() takes 1 positional arguments but {nargs} were given"
         )));
+    }
+    if nargs < 1 {
+        let x_by_name = match &names {
+            Some(names) => names
+                .iter()
+                .any(|n| is(&n, intern!(py, "x")).unwrap_or(false)),
+            None => false,
+        };
+        return Err(PyTypeError::new_err(if x_by_name {
+            "from_dlpack() got some positional-only arguments passed as keyword arguments: 'x'"
+        } else {
+            "from_dlpack() missing 1 required positional argument: 'x'"
+        }));
     }
     // SAFETY: `args[0]` is a borrowed, live object for the call (contract).
     let x = unsafe { Bound::from_borrowed_ptr(py, *args) };
     let (mut device, mut copy) = (None, None);
-    if !kwnames.is_null() {
-        // SAFETY: a tuple of str (contract), borrowed for the call.
-        let names = unsafe { Bound::from_borrowed_ptr(py, kwnames) };
-        let names = names.cast_into::<PyTuple>()?;
+    if let Some(names) = names {
         for (i, name) in names.iter().enumerate() {
-            // SAFETY: the keyword values follow the `nargs` positional ones (contract).
+            // SAFETY: the keyword values follow the one positional argument (contract).
             let value = unsafe { Bound::from_borrowed_ptr(py, *args.add(1 + i)) };
             let slot = if is(&name, intern!(py, "device"))? {
                 &mut device

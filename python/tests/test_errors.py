@@ -87,11 +87,12 @@ def test_from_dlpack_takes_its_arguments_as_the_array_api_says():
         t = dlport.from_dlpack(a, **kwargs)
         assert t.shape == (3,) and t.device == "cpu", kwargs
         assert (t.data_ptr() == a.ctypes.data) != bool(kwargs.get("copy")), kwargs
-    with pytest.raises(TypeError, match=r"takes exactly 1 positional argument \(x\), 0 given"):
+    # The same messages from both entries (pyo3's on 3.9, dlport's vectorcall one later).
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'x'"):
         dlport.from_dlpack()
-    with pytest.raises(TypeError, match="2 given"):
+    with pytest.raises(TypeError, match="takes 1 positional arguments but 2 were given"):
         dlport.from_dlpack(a, "cpu")
-    with pytest.raises(TypeError, match="0 given"):
+    with pytest.raises(TypeError, match="positional-only arguments passed as keyword arguments: 'x'"):
         dlport.from_dlpack(x=a)
     with pytest.raises(TypeError, match="unexpected keyword argument 'dl_device'"):
         dlport.from_dlpack(a, dl_device="cpu")
