@@ -174,7 +174,9 @@ impl Drop for Use {
 }
 
 /// A tensor's `shape` followed by its `strides`: inline up to [`Dims::INLINE`] dimensions, so
-/// that an import allocates nothing for them; shared beyond (a clone stays cheap).
+/// that an import allocates nothing for them; shared beyond (a clone stays cheap). Not
+/// `export::Dims`, the export builder's scratch (8 inline, boxed beyond): these travel with
+/// every handle and every clone, so they stay small inline and are shared, not copied, beyond.
 #[derive(Clone)]
 enum Dims {
     Inline {
