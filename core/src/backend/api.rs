@@ -53,17 +53,22 @@ impl ViewRequirements {
 
     /// The first reason (layout, then alignment) why `view` does not meet these requirements.
     pub fn unmet(&self, view: &TensorRef<'_>) -> Option<CopyReason> {
-        let contiguity = view.contiguity();
-        let layout_ok = match self.layout {
-            LayoutNeed::Any => true,
-            LayoutNeed::Dense => contiguity.is_dense(),
-            LayoutNeed::RowMajor => contiguity.is_row_major(),
-        };
-        if !layout_ok {
-            return Some(CopyReason::Layout { contiguity });
+        if self.layout != LayoutNeed::Any {
+            let contiguity = view.contiguity();
+            let layout_ok = match self.layout {
+                LayoutNeed::Any => true,
+                LayoutNeed::Dense => contiguity.is_dense(),
+                LayoutNeed::RowMajor => contiguity.is_row_major(),
+            };
+            if !layout_ok {
+                return Some(CopyReason::Layout { contiguity });
+            }
+        }
+        if self.alignment <= 1 {
+            return None;
         }
         match view.first_element_address() {
-            Some(address) if view.numel() != 0 && address % self.alignment.max(1) != 0 => {
+            Some(address) if view.numel() != 0 && address % self.alignment != 0 => {
                 Some(CopyReason::Alignment {
                     address: address.into(),
                     required: u32::try_from(self.alignment).unwrap_or(u32::MAX),
@@ -157,7 +162,7 @@ pub trait Backend: Send + Sync + 'static {
             memory.device_type,
             self.translate_device_id(memory.device_id)?,
         );
-        Ok(Tensor::from_external(tensor, self.name(), memory)?.with_device(local))
+        Tensor::from_external(tensor, self.name(), memory, local)
     }
 
     /// Export: a DLPack tensor that keeps `tensor`'s buffer alive by a counted reference.

@@ -20,7 +20,7 @@ pub fn view_external(
     backend: &'static str,
     memory: Device,
 ) -> Result<Tensor, Error> {
-    Tensor::from_external(managed, backend, memory)
+    Tensor::from_external(managed, backend, memory, memory)
 }
 
 /// Exports a DLPack tensor that keeps `tensor`'s buffer alive by a counted reference (XLA's

@@ -86,12 +86,17 @@ impl Buffer {
         })
     }
 
-    /// Wraps an imported tensor (see [`on_device`](Self::on_device) for `device`).
-    fn imported(mut import: export::Reexport, device: Device) -> Arc<Self> {
-        let ptr = import.data_ptr();
+    /// Wraps an imported tensor whose data pointer and length are `ptr` and `len` (see
+    /// [`on_device`](Self::on_device) for `device`).
+    fn imported(
+        import: export::Reexport,
+        ptr: *mut c_void,
+        len: usize,
+        device: Device,
+    ) -> Arc<Self> {
         Arc::new(Self {
             ptr,
-            len: import.byte_len(),
+            len,
             device,
             state: AtomicUsize::new(0),
             owner: UnsafeCell::new(Some(Owner::Imported(import))),
@@ -319,9 +324,11 @@ impl Tensor {
         managed: ManagedTensor,
         backend: &'static str,
         memory: Device,
+        device: Device,
     ) -> Result<Self, Error> {
-        let memory = crate::dispatch::reconcile_device(managed.view().device(), Some(memory))?;
+        // Everything is read from one view: the tensor was validated when `managed` was made.
         let view = managed.view();
+        let memory = crate::dispatch::reconcile_device(view.device(), Some(memory))?;
         // Read-only memory stays read-only in every later export, also when the import's own
         // form could not say so (a legacy wrapper of read-only storage).
         let read_only = if managed.is_read_only() {
@@ -329,16 +336,15 @@ impl Tensor {
         } else {
             0
         };
-        let (dtype, byte_offset, flags, layout, device) = (
+        let (dtype, byte_offset, flags, layout) = (
             view.dtype(),
             view.byte_offset(),
             view.flags() | read_only,
             view.layout(),
-            view.device(),
         );
         let dims = Dims::new(view.shape(), view.strides());
-        let _ = device;
-        let buffer = Buffer::imported(export::Reexport::new(managed), memory);
+        let (ptr, len) = (view.data(), export::Reexport::byte_len_of(&view));
+        let buffer = Buffer::imported(export::Reexport::new(managed), ptr, len, memory);
         Ok(Self {
             buffer,
             backend,
@@ -347,7 +353,7 @@ impl Tensor {
             byte_offset,
             flags,
             layout,
-            device: memory,
+            device,
         })
     }
 

@@ -39,6 +39,13 @@ impl Reexport {
     pub(crate) fn new(managed: ManagedTensor) -> Self {
         Self(managed)
     }
+
+    /// Bytes from `data` to the end of the validated span of `view` (informational:
+    /// re-exports reuse the validated layout).
+    pub(crate) fn byte_len_of(view: &crate::TensorRef<'_>) -> usize {
+        let end = i128::from(view.byte_offset()) + i128::from(view.byte_span().hi);
+        usize::try_from(end.max(0)).unwrap_or(usize::MAX)
+    }
 }
 
 // SAFETY: `data_ptr` returns the imported tensor's own `data`, which its producer keeps valid
@@ -49,11 +56,7 @@ unsafe impl TensorStorage for Reexport {
         self.0.view().data()
     }
     fn byte_len(&self) -> usize {
-        // Bytes from `data` to the end of the validated span (informational: re-exports reuse
-        // the validated layout).
-        let view = self.0.view();
-        let end = i128::from(view.byte_offset()) + i128::from(view.byte_span().hi);
-        usize::try_from(end.max(0)).unwrap_or(usize::MAX)
+        Self::byte_len_of(&self.0.view())
     }
     fn device(&self) -> Device {
         self.0.view().device()
