@@ -111,6 +111,7 @@ pub struct Import {
 /// # Safety
 /// `raw` is an owned managed tensor of the form it says, handed over (nobody else releases it),
 /// satisfying `ManagedTensor::from_raw`'s contract.
+#[inline]
 pub unsafe fn import(raw: RawManaged, how: &Import) -> Result<Held, Failure> {
     // SAFETY: forwarded contract.
     let managed = unsafe { ManagedTensor::from_raw(raw) }?;

@@ -21,6 +21,7 @@ pub struct PyTensor {
 
 impl PyTensor {
     /// Wraps a held tensor; `requested` is the device the import asked for.
+    #[inline]
     pub fn new(held: Held, requested: Option<Device>) -> Self {
         let device = held.presented(requested);
         Self { held, device }
