@@ -2,7 +2,7 @@
 
 use dlport_core::abi::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
 use dlport_core::{Device, DeviceType, RawManaged};
-use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyAttributeError, PyTypeError};
 #[cfg(unix)]
 use pyo3::ffi;
 use pyo3::intern;
@@ -16,6 +16,7 @@ use pyo3::types::PyString;
 use pyo3::types::PyTuple;
 
 use crate::adapter::{self, Import};
+use crate::args;
 use crate::capsule::{self, type_name};
 use crate::exchange;
 use crate::tensor::PyTensor;
@@ -40,11 +41,8 @@ pub fn from_dlpack(
     device: Option<&Bound<'_, PyAny>>,
     copy: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let target = device
-        .filter(|d| !d.is_none())
-        .map(device_arg)
-        .transpose()?;
-    let copy = copy.map(copy_arg).transpose()?.flatten();
+    let target = args::device(device)?;
+    let copy = args::copy(copy)?;
     let (raw, advertised) = produce(x)?;
     let how = Import {
         device: target,
@@ -162,39 +160,4 @@ fn device_tuple(x: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Devi
         ))
     })?;
     Ok(Device::new(DeviceType(device_type), device_id))
-}
-
-/// The array API's `copy` argument: `True`, `False` or `None` (also NumPy's `bool_`).
-pub fn copy_arg(value: &Bound<'_, PyAny>) -> PyResult<Option<bool>> {
-    if value.is_none() {
-        return Ok(None);
-    }
-    value.extract::<bool>().map(Some).map_err(|_| {
-        PyTypeError::new_err(format!(
-            "copy must be True, False or None, got {}",
-            type_name(value)
-        ))
-    })
-}
-
-/// The `device` argument: a name dlport parses (`cpu`, `cuda:1`, `cuda_host`), or a
-/// `(device_type, device_id)` tuple as `__dlpack_device__` returns.
-pub fn device_arg(value: &Bound<'_, PyAny>) -> PyResult<Device> {
-    if let Ok(name) = value.cast::<PyString>() {
-        return Ok(adapter::parse_device(&name.to_cow()?)?);
-    }
-    if let Ok((device_type, device_id)) = value.extract::<(i32, i32)>() {
-        if device_type <= 0 {
-            return Err(PyValueError::new_err(format!(
-                "device = ({device_type}, {device_id}): the device type must be a DLDeviceType \
-                 (1 = kDLCPU, 2 = kDLCUDA, ...)"
-            )));
-        }
-        return Ok(Device::new(DeviceType(device_type), device_id));
-    }
-    Err(PyTypeError::new_err(format!(
-        "device must be a name such as \"cpu\" or \"cuda:0\", or a (device_type, device_id) \
-         tuple as __dlpack_device__ returns; got {}",
-        type_name(value)
-    )))
 }

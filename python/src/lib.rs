@@ -12,6 +12,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod adapter;
+mod args;
 mod bench;
 mod buffer;
 mod capsule;

@@ -264,8 +264,12 @@ mod imp {
 /// CUDA IPC, kept alive until every peer let go. `read_only`: the peers get it READ_ONLY.
 #[pyfunction]
 #[pyo3(signature = (x, /, *, copy=None, read_only=false))]
-pub fn share(x: &Bound<'_, PyAny>, copy: Option<bool>, read_only: bool) -> PyResult<PyShared> {
-    imp::share(x, copy, read_only)
+pub fn share(
+    x: &Bound<'_, PyAny>,
+    copy: Option<&Bound<'_, PyAny>>,
+    read_only: bool,
+) -> PyResult<PyShared> {
+    imp::share(x, crate::args::copy(copy)?, read_only)
 }
 
 /// Opens a shared tensor in this process without a copy: `descriptor` is `Shared.descriptor`

@@ -1,12 +1,12 @@
 //! `dlport.Tensor`: a tensor held by a dlport backend, and a DLPack producer.
 
 use dlport_core::abi::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
-use dlport_core::{Device, DeviceType, RawManaged};
+use dlport_core::{Device, RawManaged};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::adapter::{self, Export, Held};
-use crate::{capsule, exchange};
+use crate::{args, capsule, exchange};
 
 /// A tensor held by dlport: memory of any producer (a view, or a copy where one was needed and
 /// allowed), validated once. It is a DLPack producer (`__dlpack__`, `__dlpack_device__`, the
@@ -135,16 +135,16 @@ impl PyTensor {
     fn __dlpack__<'py>(
         &self,
         py: Python<'py>,
-        stream: Option<i64>,
-        max_version: Option<(u32, u32)>,
-        dl_device: Option<(i32, i32)>,
-        copy: Option<bool>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<&Bound<'py, PyAny>>,
+        dl_device: Option<&Bound<'py, PyAny>>,
+        copy: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let how = Export {
-            stream,
-            max_version,
-            dl_device: dl_device.map(|(t, id)| Device::new(DeviceType(t), id)),
-            copy,
+            stream: args::stream(stream)?,
+            max_version: args::max_version(max_version)?,
+            dl_device: args::dl_device(dl_device)?,
+            copy: args::copy(copy)?,
         };
         let exported = if how.copy == Some(true) {
             // A copy can be large: let other threads run meanwhile.

@@ -65,8 +65,15 @@ def test_bad_from_dlpack_arguments():
         dlport.from_dlpack(a, device=1.5)
     with pytest.raises(ValueError, match="device type must be a DLDeviceType"):
         dlport.from_dlpack(a, device=(0, 0))
-    with pytest.raises(TypeError, match="copy must be True, False or None, got str"):
+    with pytest.raises(TypeError, match="copy must be True, False or None, got 'yes'"):
         dlport.from_dlpack(a, copy="yes")
+    with pytest.raises(ValueError, match=r"device = \(1, 1099511627776\) is out of range"):
+        dlport.from_dlpack(a, device=(1, 2**40))
+    with pytest.raises(TypeError, match=r"device must be a \(device_type, device_id\) pair.*got \(1,\)"):
+        dlport.from_dlpack(a, device=(1,))
+    # A caller's control characters come back escaped, on one line.
+    with pytest.raises(ValueError, match=r'device name "cpu\\0\\n" is not recognised'):
+        dlport.from_dlpack(a, device="cpu\0\n")
     with pytest.raises(BufferError, match=r"no backend for device_type\(99\)"):
         dlport.from_dlpack(a, device=(99, 0))
 
@@ -96,7 +103,7 @@ def test_from_dlpack_takes_its_arguments_as_the_array_api_says():
         dlport.from_dlpack(x=a)
     with pytest.raises(TypeError, match="unexpected keyword argument 'dl_device'"):
         dlport.from_dlpack(a, dl_device="cpu")
-    with pytest.raises(TypeError, match="copy must be True, False or None, got int"):
+    with pytest.raises(TypeError, match="copy must be True, False or None, got 1"):
         dlport.from_dlpack(a, copy=1)
     # Keyword names that are equal but not the interned strings (built at run time).
     name = "".join(["co", "py"])
@@ -116,10 +123,29 @@ def test_bad_dlpack_arguments():
     with pytest.raises(ValueError, match="stream") as e:
         t.__dlpack__(stream=5)
     assert e.value.code == 34
-    with pytest.raises(TypeError):
-        t.__dlpack__(max_version=1)
-    with pytest.raises(TypeError):
-        t.__dlpack__(dl_device="cpu")
+    # Every bad argument: its name and value in the message, TypeError for the wrong kind,
+    # ValueError out of range (the array API's split), as from_dlpack says them.
+    bad = [
+        (TypeError, {"max_version": 1}, "max_version must be a (major, minor) pair of ints"),
+        (TypeError, {"max_version": (1,)}, "got (1,)"),
+        (TypeError, {"max_version": (1, 3.0)}, "got (1, 3.0)"),
+        (ValueError, {"max_version": (1, -1)}, "max_version = (1, -1) is out of range"),
+        (ValueError, {"max_version": (2**70, 0)}, "is out of range"),
+        (TypeError, {"dl_device": "cpu"}, "dl_device must be a (device_type, device_id) pair"),
+        (ValueError, {"dl_device": (0, 0)}, "dl_device = (0, 0): the device type must be"),
+        (ValueError, {"dl_device": (1, 2**31)}, "dl_device = (1, 2147483648) is out of range"),
+        (TypeError, {"stream": "0"}, "stream must be None or an int from -2**63 to 2**63 - 1, got '0'"),
+        (ValueError, {"stream": 2**80}, "stream = 1208925819614629174706176 is out of range"),
+        (TypeError, {"copy": "yes"}, "copy must be True, False or None, got 'yes'"),
+    ]
+    for kind, kwargs, message in bad:
+        with pytest.raises(kind) as e:
+            t.__dlpack__(**kwargs)
+        assert message in str(e.value), (kwargs, str(e.value))
+    # NumPy's integers and bool_ are ints and bools here too.
+    t.__dlpack__(max_version=(np.int64(1), np.int32(3)), dl_device=(np.int64(1), 0),
+                 copy=np.bool_(False))
+    assert t._dlpack_users == 0
     with pytest.raises(BufferError, match="cuda:0"):
         t.__dlpack__(max_version=(1, 3), dl_device=(2, 0), copy=False)
     with pytest.raises(TypeError, match="positional"):

@@ -201,6 +201,8 @@ def test_wrong_arguments_raise_type_error_and_a_closed_peer_os_error(pair):
     parent, other = pair
     with pytest.raises(TypeError):
         dlport.share(object())
+    with pytest.raises(TypeError, match="copy must be True, False or None, got 'no'"):
+        dlport.share(np.zeros(2), copy="no")
     s = dlport.share(np.zeros(2))
     with pytest.raises(TypeError, match="socket"):
         s.send(123)

@@ -47,9 +47,18 @@ impl ShortStr {
     }
 }
 
+/// Shown as written, except control characters, quotes and backslashes, which are escaped as
+/// Rust writes them (`\0`, `\n`, `\u{1b}`, `\"`): the text is a caller's, and an error message
+/// quotes it on one line, into logs and terminals.
 impl fmt::Display for ShortStr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())?;
+        for c in self.as_str().chars() {
+            if c.is_control() || c == '"' || c == '\\' {
+                fmt::Display::fmt(&c.escape_debug(), f)?;
+            } else {
+                fmt::Write::write_char(f, c)?;
+            }
+        }
         if self.truncated {
             f.write_str("…")?;
         }
@@ -209,5 +218,18 @@ mod tests {
         let e = ShortStr::new("aaaaaaaaaaaaaaaaaaaé");
         assert_eq!(e.as_str(), "aaaaaaaaaaaaaaaaaaa");
         assert!(!ShortStr::new("cuda:0").is_truncated());
+    }
+
+    #[cfg(feature = "alloc")]
+    #[test]
+    fn short_str_shows_a_callers_control_characters_escaped() {
+        use alloc::string::ToString;
+        let shown = |s: &str| ShortStr::new(s).to_string();
+        assert_eq!(shown("cpu\0"), "cpu\\0");
+        assert_eq!(shown("cuda\n:0"), "cuda\\n:0");
+        assert_eq!(shown("\u{1b}[2J"), "\\u{1b}[2J");
+        assert_eq!(shown("a\"b\\c"), "a\\\"b\\\\c");
+        assert_eq!(shown("cuda_host:0"), "cuda_host:0");
+        assert_eq!(shown("bf16é"), "bf16é");
     }
 }

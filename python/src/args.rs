@@ -1,0 +1,150 @@
+//! The package's keyword arguments, read one way everywhere (`from_dlpack`, `__dlpack__`,
+//! `share`): each bad value is a `TypeError` (wrong kind) or `ValueError` (out of range) whose
+//! message names the argument and shows the value.
+
+use dlport_core::{Device, DeviceType};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple};
+
+use crate::adapter;
+use crate::capsule::type_name;
+
+/// `repr(value)`, cut to a line's worth (the value is the caller's and may be anything).
+pub fn shown(value: &Bound<'_, PyAny>) -> String {
+    let text = value
+        .repr()
+        .map_or_else(|_| format!("<{}>", type_name(value)), |r| r.to_string());
+    match text.char_indices().nth(60) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+/// The array API's `copy`: `True`, `False` or `None` (also NumPy's `bool_`).
+pub fn copy(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<bool>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    value.extract::<bool>().map(Some).map_err(|_| {
+        PyTypeError::new_err(format!(
+            "copy must be True, False or None, got {}",
+            shown(value)
+        ))
+    })
+}
+
+/// Why a value is not the int asked for.
+enum Bad {
+    /// Not an int at all (`TypeError`).
+    Kind,
+    /// An int outside the range (`ValueError`).
+    Range,
+}
+
+/// A Python int (or an object with `__index__`, as NumPy's integers) that fits `T`.
+fn int<T: TryFrom<i64>>(value: &Bound<'_, PyAny>) -> Result<T, Bad> {
+    match value.extract::<i64>() {
+        Ok(v) => T::try_from(v).map_err(|_| Bad::Range),
+        Err(e) if e.is_instance_of::<PyOverflowError>(value.py()) => Err(Bad::Range),
+        Err(_) => Err(Bad::Kind),
+    }
+}
+
+/// The error for `value`, given as `what`, which should be `wants`.
+fn bad(why: Bad, what: &str, wants: &str, value: &Bound<'_, PyAny>) -> PyErr {
+    match why {
+        Bad::Kind => PyTypeError::new_err(format!("{what} must be {wants}, got {}", shown(value))),
+        Bad::Range => PyValueError::new_err(format!(
+            "{what} = {} is out of range: it must be {wants}",
+            shown(value)
+        )),
+    }
+}
+
+/// A pair of ints `(a, b)`, or the error naming `what`.
+fn pair<A: TryFrom<i64>, B: TryFrom<i64>>(
+    value: &Bound<'_, PyAny>,
+    what: &str,
+    wants: &str,
+) -> PyResult<(A, B)> {
+    let read = || {
+        let items = value
+            .cast::<PyTuple>()
+            .ok()
+            .filter(|t| t.len() == 2)
+            .ok_or(Bad::Kind)?;
+        let a = int::<A>(&items.get_item(0).map_err(|_| Bad::Kind)?)?;
+        let b = int::<B>(&items.get_item(1).map_err(|_| Bad::Kind)?)?;
+        Ok((a, b))
+    };
+    read().map_err(|why| bad(why, what, wants, value))
+}
+
+/// `__dlpack__`'s `max_version`: `None` or a `(major, minor)` pair.
+pub fn max_version(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<(u32, u32)>> {
+    value
+        .filter(|v| !v.is_none())
+        .map(|v| {
+            pair(
+                v,
+                "max_version",
+                "a (major, minor) pair of ints from 0 to 2**32 - 1",
+            )
+        })
+        .transpose()
+}
+
+/// `__dlpack__`'s `stream`: `None` or an int.
+pub fn stream(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<i64>> {
+    value
+        .filter(|v| !v.is_none())
+        .map(|v| {
+            let wants = "None or an int from -2**63 to 2**63 - 1";
+            int(v).map_err(|why| bad(why, "stream", wants, v))
+        })
+        .transpose()
+}
+
+/// A `(device_type, device_id)` pair, as `__dlpack_device__` returns (`what` names it).
+pub fn device_pair(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Device> {
+    let (device_type, device_id) = pair::<i32, i32>(
+        value,
+        what,
+        "a (device_type, device_id) pair of ints, as __dlpack_device__ returns",
+    )?;
+    if device_type <= 0 {
+        return Err(PyValueError::new_err(format!(
+            "{what} = ({device_type}, {device_id}): the device type must be a DLDeviceType \
+             (1 = kDLCPU, 2 = kDLCUDA, ...)"
+        )));
+    }
+    Ok(Device::new(DeviceType(device_type), device_id))
+}
+
+/// `__dlpack__`'s `dl_device`: `None` or a `(device_type, device_id)` pair.
+pub fn dl_device(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Device>> {
+    value
+        .filter(|v| !v.is_none())
+        .map(|v| device_pair(v, "dl_device"))
+        .transpose()
+}
+
+/// `from_dlpack`'s `device`: `None`, a name dlport parses (`cpu`, `cuda:1`, `cuda_host`), or a
+/// `(device_type, device_id)` pair.
+pub fn device(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Device>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    if let Ok(name) = value.cast::<PyString>() {
+        return Ok(Some(adapter::parse_device(&name.to_cow()?)?));
+    }
+    if value.is_instance_of::<PyTuple>() {
+        return device_pair(value, "device").map(Some);
+    }
+    Err(PyTypeError::new_err(format!(
+        "device must be a name such as \"cpu\" or \"cuda:0\", or a (device_type, device_id) \
+         pair as __dlpack_device__ returns; got {}",
+        shown(value)
+    )))
+}
