@@ -34,47 +34,46 @@ pub fn take(obj: &Bound<'_, PyAny>) -> PyResult<RawManaged> {
         )));
     }
     let capsule = obj.as_ptr();
-    for (name, used, versioned) in [
-        (VERSIONED, USED_VERSIONED, true),
-        (LEGACY, USED_LEGACY, false),
-    ] {
-        // SAFETY: a capsule; IsValid never raises.
-        if unsafe { ffi::PyCapsule_IsValid(capsule, name.as_ptr()) } != 1 {
-            continue;
-        }
-        // SAFETY: valid with this name, so GetPointer returns its non-NULL pointer without
-        // raising.
-        let ptr = unsafe { ffi::PyCapsule_GetPointer(capsule, name.as_ptr()) };
-        // SAFETY: a capsule and a static name; renaming only fails for non-capsules.
-        if unsafe { ffi::PyCapsule_SetName(capsule, used.as_ptr()) } != 0 {
-            return Err(PyErr::fetch(obj.py()));
-        }
-        let ptr = NonNull::new(ptr).ok_or_else(|| PyValueError::new_err("capsule holds NULL"))?;
-        return Ok(if versioned {
-            RawManaged::Versioned(ptr.cast())
-        } else {
-            RawManaged::Legacy(ptr.cast())
-        });
-    }
-    // SAFETY: a capsule; GetName returns its name (possibly NULL) and raises only for
-    // non-capsules.
+    // SAFETY: a capsule; GetName returns its name (NULL for an unnamed one) without raising.
     let name = unsafe { ffi::PyCapsule_GetName(capsule) };
-    let name = if name.is_null() {
-        "NULL".to_owned()
-    } else {
-        // SAFETY: a capsule's name is a NUL-terminated string that outlives the capsule.
-        format!("{:?}", unsafe { CStr::from_ptr(name) }.to_string_lossy())
+    // SAFETY: a capsule's name is a NUL-terminated string that outlives the capsule.
+    let text = (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) });
+    let (used, versioned) = match text {
+        Some(t) if t == VERSIONED => (USED_VERSIONED, true),
+        Some(t) if t == LEGACY => (USED_LEGACY, false),
+        _ => return Err(misnamed(text)),
     };
+    // SAFETY: a capsule with this very name, so GetPointer returns its pointer (never NULL: a
+    // capsule cannot hold NULL) without raising.
+    let ptr = unsafe { ffi::PyCapsule_GetPointer(capsule, name) };
+    let ptr = NonNull::new(ptr).ok_or_else(|| PyValueError::new_err("capsule holds NULL"))?;
+    // SAFETY: a capsule and a static name; renaming only fails for non-capsules.
+    if unsafe { ffi::PyCapsule_SetName(capsule, used.as_ptr()) } != 0 {
+        return Err(PyErr::fetch(obj.py()));
+    }
+    Ok(if versioned {
+        RawManaged::Versioned(ptr.cast())
+    } else {
+        RawManaged::Legacy(ptr.cast())
+    })
+}
+
+/// The error for a capsule whose name (`None`: NULL) is not an unconsumed DLPack one.
+fn misnamed(name: Option<&CStr>) -> PyErr {
+    let name = name.map_or_else(
+        || "NULL".to_owned(),
+        |n| format!("{:?}", n.to_string_lossy()),
+    );
     if name.starts_with("\"used_") {
-        return Err(PyValueError::new_err(format!(
+        return PyValueError::new_err(format!(
             "the DLPack capsule was already consumed (its name is {name}): a capsule can be \
              imported once; ask the producer for a new one"
-        )));
+        ));
     }
-    Err(PyValueError::new_err(format!(
+    PyValueError::new_err(format!(
         "the capsule's name is {name}, not \"dltensor_versioned\" or \"dltensor\": it does not \
          hold a DLPack tensor"
-    )))
+    ))
 }
 
 /// Wraps an export in a new, unconsumed capsule that owns it; if the capsule cannot be made,
