@@ -34,6 +34,19 @@ pub fn copy(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<bool>> {
     })
 }
 
+/// A `True`/`False` argument named `what` (absent or `None`: `False`; NumPy's `bool_` too).
+pub fn flag(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<bool> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(false);
+    };
+    value.extract::<bool>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be True or False, got {}",
+            shown(value)
+        ))
+    })
+}
+
 /// Why a value is not the int asked for.
 enum Bad {
     /// Not an int at all (`TypeError`).

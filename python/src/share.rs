@@ -263,12 +263,16 @@ mod imp {
 /// if needed; `False`: never, else `BufferError`; `True`: always). CUDA memory travels through
 /// CUDA IPC, kept alive until every peer let go. `read_only`: the peers get it READ_ONLY.
 #[pyfunction]
-#[pyo3(signature = (x, /, *, copy=None, read_only=false))]
+#[pyo3(
+    signature = (x, /, *, copy=None, read_only=None),
+    text_signature = "(x, /, *, copy=None, read_only=False)"
+)]
 pub fn share(
     x: &Bound<'_, PyAny>,
     copy: Option<&Bound<'_, PyAny>>,
-    read_only: bool,
+    read_only: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyShared> {
+    let read_only = crate::args::flag(read_only, "read_only")?;
     imp::share(x, crate::args::copy(copy)?, read_only)
 }
 

@@ -203,6 +203,11 @@ def test_wrong_arguments_raise_type_error_and_a_closed_peer_os_error(pair):
         dlport.share(object())
     with pytest.raises(TypeError, match="copy must be True, False or None, got 'no'"):
         dlport.share(np.zeros(2), copy="no")
+    with pytest.raises(TypeError, match="read_only must be True or False, got 'yes'"):
+        dlport.share(np.zeros(2), read_only="yes")
+    import inspect
+
+    assert "read_only=False" in str(inspect.signature(dlport.share))
     s = dlport.share(np.zeros(2))
     with pytest.raises(TypeError, match="socket"):
         s.send(123)
