@@ -22,6 +22,8 @@ pub enum Kind {
     Buffer,
     /// A bad argument value (`ValueError`).
     Value,
+    /// An argument of the wrong kind (`TypeError`).
+    Type,
     /// An allocation failed (`MemoryError`).
     Memory,
 }

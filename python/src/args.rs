@@ -3,7 +3,7 @@
 //! message names the argument and shows the value.
 
 use dlport_core::{Device, DeviceType};
-use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
+use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 
@@ -27,7 +27,7 @@ pub fn copy(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<bool>> {
         return Ok(None);
     };
     value.extract::<bool>().map(Some).map_err(|_| {
-        PyTypeError::new_err(format!(
+        crate::errors::type_error(format!(
             "copy must be True, False or None, got {}",
             shown(value)
         ))
@@ -40,7 +40,7 @@ pub fn flag(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<bool> {
         return Ok(false);
     };
     value.extract::<bool>().map_err(|_| {
-        PyTypeError::new_err(format!(
+        crate::errors::type_error(format!(
             "{what} must be True or False, got {}",
             shown(value)
         ))
@@ -67,8 +67,10 @@ fn int<T: TryFrom<i64>>(value: &Bound<'_, PyAny>) -> Result<T, Bad> {
 /// The error for `value`, given as `what`, which should be `wants`.
 fn bad(why: Bad, what: &str, wants: &str, value: &Bound<'_, PyAny>) -> PyErr {
     match why {
-        Bad::Kind => PyTypeError::new_err(format!("{what} must be {wants}, got {}", shown(value))),
-        Bad::Range => PyValueError::new_err(format!(
+        Bad::Kind => {
+            crate::errors::type_error(format!("{what} must be {wants}, got {}", shown(value)))
+        }
+        Bad::Range => crate::errors::value_error(format!(
             "{what} = {} is out of range: it must be {wants}",
             shown(value)
         )),
@@ -127,7 +129,7 @@ pub fn device_pair(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Device> {
         "a (device_type, device_id) pair of ints, as __dlpack_device__ returns",
     )?;
     if device_type <= 0 {
-        return Err(PyValueError::new_err(format!(
+        return Err(crate::errors::value_error(format!(
             "{what} = ({device_type}, {device_id}): the device type must be a DLDeviceType \
              (1 = kDLCPU, 2 = kDLCUDA, ...)"
         )));
@@ -155,7 +157,7 @@ pub fn device(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Device>> {
     if value.is_instance_of::<PyTuple>() {
         return device_pair(value, "device").map(Some);
     }
-    Err(PyTypeError::new_err(format!(
+    Err(crate::errors::type_error(format!(
         "device must be a name such as \"cpu\" or \"cuda:0\", or a (device_type, device_id) \
          pair as __dlpack_device__ returns; got {}",
         shown(value)

@@ -5,7 +5,6 @@ use std::ffi::CStr;
 use std::ptr::{NonNull, null_mut};
 
 use dlport_core::RawManaged;
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 
@@ -28,7 +27,7 @@ pub fn is_capsule(obj: &Bound<'_, PyAny>) -> bool {
 /// but a capsule is a `TypeError`.
 pub fn take(obj: &Bound<'_, PyAny>) -> PyResult<RawManaged> {
     if !is_capsule(obj) {
-        return Err(PyTypeError::new_err(format!(
+        return Err(crate::errors::type_error(format!(
             "expected a DLPack capsule or an object with __dlpack__, got {}",
             type_name(obj)
         )));
@@ -46,7 +45,7 @@ pub fn take(obj: &Bound<'_, PyAny>) -> PyResult<RawManaged> {
     // SAFETY: a capsule with this very name, so GetPointer returns its pointer (never NULL: a
     // capsule cannot hold NULL) without raising.
     let ptr = unsafe { ffi::PyCapsule_GetPointer(capsule, name) };
-    let ptr = NonNull::new(ptr).ok_or_else(|| PyValueError::new_err("capsule holds NULL"))?;
+    let ptr = NonNull::new(ptr).ok_or_else(|| crate::errors::value_error("capsule holds NULL"))?;
     // SAFETY: a capsule and a static name; renaming only fails for non-capsules.
     if unsafe { ffi::PyCapsule_SetName(capsule, used.as_ptr()) } != 0 {
         return Err(PyErr::fetch(obj.py()));
@@ -65,12 +64,12 @@ fn misnamed(name: Option<&CStr>) -> PyErr {
         |n| format!("{:?}", n.to_string_lossy()),
     );
     if name.starts_with("\"used_") {
-        return PyValueError::new_err(format!(
+        return crate::errors::value_error(format!(
             "the DLPack capsule was already consumed (its name is {name}): a capsule can be \
              imported once; ask the producer for a new one"
         ));
     }
-    PyValueError::new_err(format!(
+    crate::errors::value_error(format!(
         "the capsule's name is {name}, not \"dltensor_versioned\" or \"dltensor\": it does not \
          hold a DLPack tensor"
     ))

@@ -15,7 +15,7 @@ use dlport_core::abi::{
     DLManagedTensorVersioned, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DLPackVersion, DLTensor,
 };
 use dlport_core::{DeviceType, RawManaged};
-use pyo3::exceptions::{PyRuntimeError, PySystemError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PySystemError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -143,12 +143,12 @@ unsafe fn tensor_of<'a, 'py>(
     py_obj: *mut c_void,
 ) -> PyResult<Borrowed<'a, 'py, PyTensor>> {
     if py_obj.is_null() {
-        return Err(PyValueError::new_err("py_object is NULL"));
+        return Err(crate::errors::value_error("py_object is NULL"));
     }
     // SAFETY: a live object (contract), borrowed for the call.
     let any = unsafe { Borrowed::from_ptr(py, py_obj.cast::<ffi::PyObject>()) };
     any.cast::<PyTensor>().map_err(|_| {
-        PyTypeError::new_err(format!(
+        crate::errors::type_error(format!(
             "dlport's exchange API takes dlport.Tensor objects, got {}",
             crate::capsule::type_name(&any)
         ))
@@ -165,7 +165,7 @@ unsafe extern "C" fn from_py_object(
     out: *mut *mut DLManagedTensorVersioned,
 ) -> c_int {
     entry(|py| {
-        let out = NonNull::new(out).ok_or_else(|| PyValueError::new_err("out is NULL"))?;
+        let out = NonNull::new(out).ok_or_else(|| crate::errors::value_error("out is NULL"))?;
         // SAFETY: forwarded contract.
         let t = unsafe { tensor_of(py, py_obj) }?;
         let RawManaged::Versioned(p) = t.get().export_versioned()? else {
@@ -192,7 +192,7 @@ unsafe extern "C" fn to_py_object(
     out: *mut *mut c_void,
 ) -> c_int {
     entry(|py| {
-        let out = NonNull::new(out).ok_or_else(|| PyValueError::new_err("out is NULL"))?;
+        let out = NonNull::new(out).ok_or_else(|| crate::errors::value_error("out is NULL"))?;
         // SAFETY: a live tensor (contract); nothing is taken.
         unsafe { adapter::check_view(tensor) }?;
         let raw = RawManaged::Versioned(NonNull::new(tensor).expect("checked non-NULL"));
@@ -220,7 +220,7 @@ unsafe extern "C" fn to_py_object(
 /// Called attached to the interpreter with a live object and a writable `out`.
 unsafe extern "C" fn dltensor_from_py_object(py_obj: *mut c_void, out: *mut DLTensor) -> c_int {
     entry(|py| {
-        let out = NonNull::new(out).ok_or_else(|| PyValueError::new_err("out is NULL"))?;
+        let out = NonNull::new(out).ok_or_else(|| crate::errors::value_error("out is NULL"))?;
         // SAFETY: forwarded contract.
         let t = unsafe { tensor_of(py, py_obj) }?;
         let (h, device) = (t.get().held(), t.get().device());
@@ -261,7 +261,7 @@ unsafe extern "C" fn dltensor_from_py_object(py_obj: *mut c_void, out: *mut DLTe
 /// `out` is writable or NULL.
 unsafe extern "C" fn current_work_stream(_: DeviceType, _: i32, out: *mut *mut c_void) -> c_int {
     if out.is_null() {
-        return entry(|_| Err(PyValueError::new_err("out_current_stream is NULL")));
+        return entry(|_| Err(crate::errors::value_error("out_current_stream is NULL")));
     }
     // SAFETY: writable (contract).
     unsafe { out.write(null_mut()) };
@@ -296,6 +296,7 @@ unsafe extern "C" fn allocator(
         let kind = match failure.kind {
             Kind::Buffer => c"BufferError",
             Kind::Value => c"ValueError",
+            Kind::Type => c"TypeError",
             Kind::Memory => c"MemoryError",
         };
         let message = CString::new(failure.message.replace('\0', " ")).unwrap_or_default();

@@ -81,7 +81,7 @@ fn produce(x: &Bound<'_, PyAny>) -> PyResult<(RawManaged, Option<Device>)> {
             if e.is_instance_of::<PyAttributeError>(py)
                 && x.getattr_opt(intern!(py, "__dlpack__"))?.is_none() =>
         {
-            return Err(PyTypeError::new_err(format!(
+            return Err(crate::errors::type_error(format!(
                 "from_dlpack() takes an object with __dlpack__ or a DLPack capsule, got {}",
                 type_name(x)
             )));
@@ -153,7 +153,7 @@ fn call_dlpack<'py>(x: &Bound<'py, PyAny>, versioned: bool) -> PyResult<Bound<'p
 /// `__dlpack_device__()`'s answer as a device.
 fn device_tuple(x: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Device> {
     let (device_type, device_id) = value.extract::<(i32, i32)>().map_err(|_| {
-        PyTypeError::new_err(format!(
+        crate::errors::type_error(format!(
             "{}.__dlpack_device__() returned {}, not a (device_type, device_id) pair of ints",
             type_name(x),
             value.repr().map_or_else(|_| "?".into(), |r| r.to_string())

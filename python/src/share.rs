@@ -34,7 +34,7 @@ mod imp {
     use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 
     use dlport_native::share::Descriptor;
-    use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
+    use pyo3::exceptions::PyOSError;
     use pyo3::prelude::*;
     use pyo3::types::{PyBytes, PyList};
 
@@ -76,14 +76,14 @@ mod imp {
     /// `sock.fileno()`, checked to be a descriptor number.
     fn fileno(sock: &Bound<'_, PyAny>) -> PyResult<RawFd> {
         let Some(f) = sock.getattr_opt("fileno")? else {
-            return Err(PyTypeError::new_err(format!(
+            return Err(crate::errors::type_error(format!(
                 "expected a socket.socket (AF_UNIX, SOCK_STREAM), got {}",
                 type_name(sock)
             )));
         };
         let fd: RawFd = f.call0()?.extract()?;
         if fd < 0 {
-            return Err(PyValueError::new_err(format!(
+            return Err(crate::errors::value_error(format!(
                 "the socket's fileno() is {fd}: the socket is closed"
             )));
         }
@@ -96,7 +96,7 @@ mod imp {
         fds.iter()
             .map(|&fd| {
                 if fd < 0 {
-                    return Err(PyValueError::new_err(format!(
+                    return Err(crate::errors::value_error(format!(
                         "fds contains {fd}: a file descriptor is a number >= 0"
                     )));
                 }
@@ -288,7 +288,7 @@ pub fn open_shared(descriptor: &[u8], fds: Vec<i64>) -> PyResult<PyTensor> {
             .into_iter()
             .map(|fd| {
                 std::os::fd::RawFd::try_from(fd).map_err(|_| {
-                    pyo3::exceptions::PyValueError::new_err(format!(
+                    crate::errors::value_error(format!(
                         "fds contains {fd}: not a file descriptor number"
                     ))
                 })

@@ -179,3 +179,28 @@ def test_the_exchange_api_is_skipped_when_a_type_offers_a_broken_one():
     src = Odd(aligned(4, np.float32))
     t = dlport.from_dlpack(src)
     assert src.calls and t.data_ptr() == src.address
+
+
+def test_every_error_dlport_raises_carries_its_code():
+    """`e.code` on every exception dlport raises: the core's error number, or 0 for the
+    binding's own (an argument of the wrong kind or out of range, a capsule that is not one)."""
+    a = np.arange(3.0)
+    t = dlport.from_dlpack(a)
+    used = a.__dlpack__()
+    dlport.from_dlpack(used)
+    cases = [
+        (TypeError, 0, lambda: dlport.from_dlpack(a, copy="yes")),
+        (TypeError, 0, lambda: dlport.from_dlpack(a, device=1.5)),
+        (ValueError, 0, lambda: dlport.from_dlpack(a, device=(1, 2**40))),
+        (ValueError, 22, lambda: dlport.from_dlpack(a, device="gpu:0")),
+        (TypeError, 0, lambda: dlport.from_dlpack(1)),
+        (ValueError, 0, lambda: dlport.from_dlpack(used)),
+        (TypeError, 0, lambda: t.__dlpack__(max_version=1)),
+        (ValueError, 0, lambda: t.__dlpack__(max_version=(1, -1))),
+        (ValueError, 34, lambda: t.__dlpack__(stream=5)),
+        (TypeError, 0, lambda: dlport.share(a, copy="no")),
+    ]
+    for kind, code, call in cases:
+        with pytest.raises(kind) as e:
+            call()
+        assert e.value.code == code, (e.value, code)
