@@ -538,13 +538,13 @@ impl Tensor {
         Ok(unsafe { ManagedTensor::from_raw_validated(raw, self.layout, access) })
     }
 
-    fn parts(&self, device: Device) -> export::Parts {
+    fn parts(&self, device: Device) -> export::Parts<'_> {
         export::Parts {
             device,
             dtype: self.dtype,
             byte_offset: self.byte_offset,
             flags: self.flags,
-            dims: export::Dims::from_slice(self.dims.all()),
+            dims: self.dims.all(),
         }
     }
 }

@@ -382,10 +382,11 @@ impl Registry {
         let versioned = options.max_version.is_some_and(|v| v.major >= 1);
         let own = tensor.device();
         let wanted = options.dl_device.unwrap_or(own);
-        let backend = self
-            .get(tensor.backend())
-            .cloned()
-            .map_or_else(|| self.resolve(own).cloned(), Ok)?;
+        // The backend that holds it, else the one serving its device (borrowed: no count).
+        let backend = match self.get(tensor.backend()) {
+            Some(b) => b,
+            None => self.resolve(own)?,
+        };
         let relabel = wanted == own
             || (wanted.device_type == DeviceType::CPU
                 && tensor.buffer().device().is_host_accessible());
@@ -422,10 +423,10 @@ impl Registry {
             )?
             .with_copied(true)
         };
-        let holder = self
-            .get(copy.backend())
-            .cloned()
-            .map_or_else(|| self.resolve(wanted).cloned(), Ok)?;
+        let holder = match self.get(copy.backend()) {
+            Some(b) => b,
+            None => self.resolve(wanted)?,
+        };
         holder.release_ownership(&copy, versioned, wanted)
     }
 }

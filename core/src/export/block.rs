@@ -48,14 +48,6 @@ impl Dims {
         }
     }
 
-    /// From a `shape ++ strides` slice.
-    pub(crate) fn from_slice(all: &[i64]) -> Self {
-        let n = all.len() / 2;
-        let mut d = Self::with_shape(&all[..n]);
-        d.as_mut_slice()[n..].copy_from_slice(&all[n..]);
-        d
-    }
-
     pub(crate) fn ndim(&self) -> usize {
         match self {
             Self::Inline { ndim, .. } => usize::from(*ndim),
@@ -94,13 +86,13 @@ pub(crate) enum Form {
 }
 
 /// The metadata of an export, already checked.
-pub(crate) struct Parts {
+pub(crate) struct Parts<'a> {
     pub(crate) device: Device,
     pub(crate) dtype: DataType,
     pub(crate) byte_offset: u64,
     pub(crate) flags: u64,
-    /// `shape` followed by `strides`.
-    pub(crate) dims: Dims,
+    /// `shape` followed by `strides` (`2 × ndim` values), copied straight into the block.
+    pub(crate) dims: &'a [i64],
 }
 
 /// The two managed headers, for the code that builds blocks once for both.
@@ -382,16 +374,16 @@ pub(crate) fn tensor_at(
 }
 
 /// A block of `storage` with already checked metadata (a backend tensor's, or a re-export's).
-pub(crate) fn assemble<S: TensorStorage>(storage: S, parts: Parts, form: Form) -> RawManaged {
+pub(crate) fn assemble<S: TensorStorage>(storage: S, parts: Parts<'_>, form: Form) -> RawManaged {
     match form {
         Form::Versioned => assemble_as::<DLManagedTensorVersioned, S>(storage, parts),
         Form::Legacy => assemble_as::<DLManagedTensor, S>(storage, parts),
     }
 }
 
-fn assemble_as<H: Header, S: TensorStorage>(storage: S, parts: Parts) -> RawManaged {
-    let all = parts.dims.as_slice();
-    let ndim = parts.dims.ndim();
+fn assemble_as<H: Header, S: TensorStorage>(storage: S, parts: Parts<'_>) -> RawManaged {
+    let all = parts.dims;
+    let ndim = all.len() / 2;
     let block = NewBlock::<H, S>::new(all.len());
     // SAFETY: the block holds exactly `all.len()` values.
     unsafe { core::ptr::copy_nonoverlapping(all.as_ptr(), block.dims(), all.len()) };
