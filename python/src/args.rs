@@ -152,7 +152,13 @@ pub fn device(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Device>> {
         return Ok(None);
     };
     if let Ok(name) = value.cast::<PyString>() {
-        return Ok(Some(adapter::parse_device(&name.to_cow()?)?));
+        let name = name.to_cow().map_err(|_| {
+            crate::errors::value_error(format!(
+                "device = {} is not valid text (a lone surrogate)",
+                shown(value)
+            ))
+        })?;
+        return Ok(Some(adapter::parse_device(&name)?));
     }
     if value.is_instance_of::<PyTuple>() {
         return device_pair(value, "device").map(Some);

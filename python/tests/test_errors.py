@@ -199,6 +199,7 @@ def test_every_error_dlport_raises_carries_its_code():
         (ValueError, 0, lambda: t.__dlpack__(max_version=(1, -1))),
         (ValueError, 34, lambda: t.__dlpack__(stream=5)),
         (TypeError, 0, lambda: dlport.share(a, copy="no")),
+        (ValueError, 0, lambda: dlport.from_dlpack(a, device="\ud800")),
     ]
     for kind, code, call in cases:
         with pytest.raises(kind) as e:
