@@ -53,16 +53,14 @@ impl ViewRequirements {
 
     /// The first reason (layout, then alignment) why `view` does not meet these requirements.
     pub fn unmet(&self, view: &TensorRef<'_>) -> Option<CopyReason> {
-        if self.layout != LayoutNeed::Any {
-            let contiguity = view.contiguity();
-            let layout_ok = match self.layout {
-                LayoutNeed::Any => true,
-                LayoutNeed::Dense => contiguity.is_dense(),
-                LayoutNeed::RowMajor => contiguity.is_row_major(),
-            };
-            if !layout_ok {
-                return Some(CopyReason::Layout { contiguity });
-            }
+        let contiguity = view.contiguity();
+        let layout_ok = match self.layout {
+            LayoutNeed::Any => true,
+            LayoutNeed::Dense => contiguity.is_dense(),
+            LayoutNeed::RowMajor => contiguity.is_row_major(),
+        };
+        if !layout_ok {
+            return Some(CopyReason::Layout { contiguity });
         }
         if self.alignment <= 1 {
             return None;

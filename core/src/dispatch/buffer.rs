@@ -319,7 +319,8 @@ impl Tensor {
     /// [`reconcile_device`](crate::dispatch::reconcile_device)); anything that contradicts the
     /// capsule is refused with [`DispatchError::DeviceMismatch`] (and the tensor released). It
     /// becomes the buffer's device, the one source of truth for describe, device queries and
-    /// export.
+    /// export. `device` is the tensor's device as the holding backend numbers it (usually
+    /// `memory`; a backend with its own device ids translates it).
     pub(crate) fn from_external(
         managed: ManagedTensor,
         backend: &'static str,
