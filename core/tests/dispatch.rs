@@ -318,3 +318,85 @@ fn release_ownership_makes_later_use_an_error() {
     drop(released);
     assert_eq!(freed.load(Ordering::SeqCst), 1);
 }
+
+/// Handles and uses share one count: the memory is freed exactly once, by whichever goes last,
+/// on whichever thread, and a release succeeds only while no use exists, whatever the handles do.
+#[test]
+fn handles_and_uses_free_the_buffer_once_whoever_goes_last() {
+    let (registry, freed) = dlport_testkit::xpu::registry();
+    let xpu = registry.get("xpu").unwrap().clone();
+    let device = Device::new(DeviceType::ONEAPI, 11);
+
+    // Exports outlive every handle; the last export, dropped on another thread, frees it.
+    let t = xpu.allocate(device, DataType::FLOAT32, &[4]).unwrap();
+    let alias = t.clone();
+    assert_eq!((t.buffer().handles(), t.buffer().users()), (2, 0));
+    let first = xpu.acquire_external(&t, true, t.device()).unwrap();
+    let second = xpu.acquire_external(&alias, false, t.device()).unwrap();
+    {
+        let view = t.view().unwrap();
+        assert_eq!(view.shape(), &[4]);
+        assert_eq!((t.buffer().handles(), t.buffer().users()), (2, 3));
+    }
+    assert_eq!(t.buffer().users(), 2);
+    drop((t, alias));
+    assert_eq!(freed.load(Ordering::SeqCst), 0);
+    drop(first);
+    assert_eq!(freed.load(Ordering::SeqCst), 0);
+    std::thread::spawn(move || drop(second)).join().unwrap();
+    assert_eq!(freed.load(Ordering::SeqCst), 1);
+
+    // Threads clone, view and export while the main thread releases: every use either works
+    // or sees the release, never a freed buffer; the consumer frees the memory, once.
+    let rounds = if cfg!(miri) { 8 } else { 2_000 };
+    let t = xpu.allocate(device, DataType::FLOAT32, &[4]).unwrap();
+    let progress = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..3)
+        .map(|_| {
+            let (t, xpu, progress) = (t.clone(), xpu.clone(), progress.clone());
+            std::thread::spawn(move || {
+                for _ in 0..rounds {
+                    progress.fetch_add(1, Ordering::Relaxed);
+                    let alias = t.clone();
+                    let view = alias.view();
+                    let export = xpu.acquire_external(&alias, true, alias.device());
+                    match (view, export) {
+                        (Ok(view), Ok(export)) => {
+                            assert_eq!(view.shape(), export.view().shape());
+                        }
+                        (Err(e), _) | (_, Err(e)) => {
+                            assert_eq!(e, Error::Access(AccessError::BufferReleased));
+                            return;
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    // Release once the workers are under way (a third of their rounds).
+    while progress.load(Ordering::Relaxed) < rounds {
+        std::thread::yield_now();
+    }
+    let mut refused = 0;
+    let released = loop {
+        match xpu.release_ownership(&t, true, t.device()) {
+            Ok(released) => break released,
+            Err(Error::Access(AccessError::BufferInUse { users })) => {
+                assert!(users >= 1);
+                refused += 1;
+            }
+            Err(e) => panic!("unexpected {e}"),
+        }
+        std::thread::yield_now();
+    };
+    for w in workers {
+        w.join().unwrap();
+    }
+    println!("released after {refused} refusals while in use");
+    assert!(t.buffer().is_released());
+    assert_eq!(t.buffer().users(), 0);
+    drop(t);
+    assert_eq!(freed.load(Ordering::SeqCst), 1);
+    drop(released);
+    assert_eq!(freed.load(Ordering::SeqCst), 2);
+}

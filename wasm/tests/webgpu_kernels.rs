@@ -124,7 +124,7 @@ fn normalize_matches_the_cpu_reference_for_every_input_type() {
     .unwrap();
     let g = b.gpu().upload(&host.view(), 0).unwrap();
     let transposed = dlport_core::Tensor::new(
-        std::sync::Arc::clone(g.buffer()),
+        g.buffer().clone(),
         "webgpu",
         DataType::FLOAT32,
         &[h * w, c as i64],

@@ -44,7 +44,7 @@ mod api;
 mod cpu;
 mod external;
 
-pub use crate::dispatch::Buffer;
+pub use crate::dispatch::{Buffer, SharedBuffer};
 pub use api::{Backend, BackendRef, LayoutNeed, ViewRequirements, platform_id};
 pub use cpu::{
     AlignedBuffer, CPU_ALIGN, CpuBackend, compact_bytes, compact_copy, compact_copy_aligned,

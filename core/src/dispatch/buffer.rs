@@ -3,7 +3,7 @@
 //!
 //! A [`Buffer`] is one range of memory on one device, owned either by a backend allocation or
 //! by an imported DLPack tensor (whose deleter runs when the last user drops it: XLA's *view of
-//! external memory*). [`Tensor`]s are cheap handles (an `Arc` plus metadata) onto a buffer.
+//! external memory*). [`Tensor`]s are cheap handles (a [`SharedBuffer`] plus metadata) onto a buffer.
 //! [`Tensor::acquire_external`] exports a DLPack tensor that holds a counted reference (XLA's
 //! *external reference*); [`Tensor::release_ownership`] hands the memory itself to a consumer,
 //! after which every handle's access returns [`AccessError::BufferReleased`], never a dangling
@@ -14,7 +14,8 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::ptr::NonNull;
+use core::sync::atomic::{self, AtomicU64, Ordering};
 
 use crate::abi::{FLAG_IS_COPIED, FLAG_READ_ONLY};
 use crate::device::Device;
@@ -25,19 +26,41 @@ use crate::layout::{Contiguity, Layout};
 use crate::managed::{Access, ManagedTensor};
 use crate::tensor::TensorRef;
 
-const RELEASED: usize = 1 << (usize::BITS - 1);
-
-/// One range of memory on one device, with a count of its active users.
+/// One range of memory on one device, with one atomic word counting the handles onto it and
+/// its active users.
+///
+/// A buffer lives behind [`SharedBuffer`] handles (what a [`Tensor`] holds) and is read
+/// through counted *uses* (a [`TensorView`], or a DLPack reference exported from a tensor).
+/// Both are counted in one word, so taking a use (an export) and giving it back (the consumer's
+/// deleter) are one atomic operation each, where a separate reference count (an `Arc`) beside
+/// the users' count took two.
 pub struct Buffer {
     ptr: *mut c_void,
     len: usize,
     device: Device,
-    /// `RELEASED` bit | number of active users (read guards and DLPack references).
-    state: AtomicUsize,
-    /// What frees the memory. Touched only with exclusive access: in `Drop`, or by the one
-    /// caller that moved `state` from 0 users to `RELEASED`.
+    /// The `RELEASED` bit, the number of uses (bits 32 to 62) and of handles (bits 0 to 31).
+    /// The buffer is freed by whoever takes the word to no handles and no uses.
+    state: AtomicU64,
+    /// What frees the memory. Touched only with exclusive access: when the buffer is freed, or
+    /// by the one caller that set `RELEASED` while it saw no uses.
     owner: UnsafeCell<Option<Owner>>,
 }
+
+/// Set once the memory was released to a DLPack consumer; never cleared.
+const RELEASED: u64 = 1 << 63;
+/// One use (a view or an exported reference).
+const USE: u64 = 1 << 32;
+/// One handle (a [`SharedBuffer`]).
+const HANDLE: u64 = 1;
+/// The uses field.
+const USES: u64 = !RELEASED & !(USE - 1);
+/// The handles field.
+const HANDLES: u64 = USE - 1;
+/// Counts refused before a field could carry into the next one: far beyond any real program
+/// (each export allocates a block; a view borrows its tensor), reachable only by leaking uses
+/// or handles on purpose, which then fails instead of corrupting the count.
+const MAX_USES: u64 = 1 << 30;
+const MAX_HANDLES: u64 = 1 << 31;
 
 /// What keeps a buffer's memory alive: an imported DLPack tensor, held inline (an import
 /// allocates only the buffer itself), or any other storage.
@@ -60,14 +83,17 @@ impl core::fmt::Debug for Buffer {
             .field("ptr", &self.ptr)
             .field("len", &self.len)
             .field("device", &self.device)
-            .field("state", &self.state.load(Ordering::Relaxed))
+            .field("released", &self.is_released())
+            .field("users", &self.users())
             .finish()
     }
 }
 
 impl Buffer {
-    /// Wraps owned storage. Its pointer is taken once, here.
-    pub fn new(storage: Box<dyn TensorStorage>) -> Arc<Self> {
+    /// Wraps owned storage. Its pointer is taken once, here. A buffer only ever exists behind
+    /// its counted handles, so it is made as one (as `Arc::new` makes an `Arc`).
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(storage: Box<dyn TensorStorage>) -> SharedBuffer {
         let device = storage.device();
         Self::on_device(storage, device)
     }
@@ -75,13 +101,13 @@ impl Buffer {
     /// Wraps owned storage whose memory is of a more specific class than the storage says (an
     /// import whose capsule says `cpu` while the producer advertised pinned memory): the one
     /// device every query, describe and export then reports.
-    fn on_device(mut storage: Box<dyn TensorStorage>, device: Device) -> Arc<Self> {
+    fn on_device(mut storage: Box<dyn TensorStorage>, device: Device) -> SharedBuffer {
         let ptr = storage.data_ptr();
-        Arc::new(Self {
+        SharedBuffer::new(Self {
             ptr,
             len: storage.byte_len(),
             device,
-            state: AtomicUsize::new(0),
+            state: AtomicU64::new(HANDLE),
             owner: UnsafeCell::new(Some(Owner::Storage(storage))),
         })
     }
@@ -93,12 +119,12 @@ impl Buffer {
         ptr: *mut c_void,
         len: usize,
         device: Device,
-    ) -> Arc<Self> {
-        Arc::new(Self {
+    ) -> SharedBuffer {
+        SharedBuffer::new(Self {
             ptr,
             len,
             device,
-            state: AtomicUsize::new(0),
+            state: AtomicU64::new(HANDLE),
             owner: UnsafeCell::new(Some(Owner::Imported(import))),
         })
     }
@@ -130,37 +156,40 @@ impl Buffer {
 
     /// Active users: read guards and outstanding DLPack references.
     pub fn users(&self) -> usize {
-        self.state.load(Ordering::Acquire) & !RELEASED
+        ((self.state.load(Ordering::Acquire) & USES) / USE) as usize
     }
 
-    fn try_use(self: &Arc<Self>) -> Result<Use, Error> {
+    /// Handles onto the buffer (tensors sharing it).
+    pub fn handles(&self) -> usize {
+        (self.state.load(Ordering::Acquire) & HANDLES) as usize
+    }
+
+    /// Moves the owner out, marking the buffer released. Fails if anyone uses it.
+    fn release(&self) -> Result<Box<dyn TensorStorage>, Error> {
         let mut s = self.state.load(Ordering::Acquire);
         loop {
             if s & RELEASED != 0 {
                 return Err(Error::Access(AccessError::BufferReleased));
             }
-            match self
-                .state
-                .compare_exchange_weak(s, s + 1, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => return Ok(Use(Arc::clone(self))),
+            if s & USES != 0 {
+                return Err(Error::Access(AccessError::BufferInUse {
+                    users: ((s & USES) / USE) as usize,
+                }));
+            }
+            // Other handles may come and go meanwhile (they only read the immutable fields):
+            // the exchange succeeds only if no use began.
+            match self.state.compare_exchange_weak(
+                s,
+                s | RELEASED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
                 Err(now) => s = now,
             }
         }
-    }
-
-    /// Moves the owner out, marking the buffer released. Fails if anyone uses it.
-    fn release(&self) -> Result<Box<dyn TensorStorage>, Error> {
-        match self
-            .state
-            .compare_exchange(0, RELEASED, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => {}
-            Err(s) if s & RELEASED != 0 => return Err(Error::Access(AccessError::BufferReleased)),
-            Err(s) => return Err(Error::Access(AccessError::BufferInUse { users: s })),
-        }
-        // SAFETY: we moved the state from "no users" to RELEASED, so no other thread can start
-        // using the buffer or release it again; `Drop` cannot run while `&self` exists.
+        // SAFETY: we set RELEASED while no use existed, so no other thread can start using the
+        // buffer or release it again; it cannot be freed while `&self` (a handle) exists.
         match unsafe { (*self.owner.get()).take() } {
             Some(Owner::Storage(storage)) => Ok(storage),
             Some(Owner::Imported(import)) => Ok(Box::new(import)),
@@ -169,12 +198,126 @@ impl Buffer {
     }
 }
 
-/// A counted use of a buffer: while it lives, the memory cannot be released.
-struct Use(Arc<Buffer>);
+/// A handle onto a [`Buffer`], counted in its state word; it dereferences to the buffer.
+/// Cloning is one atomic increment. The memory is freed (or an imported tensor's deleter
+/// called) when the last handle and the last use are gone.
+pub struct SharedBuffer(NonNull<Buffer>);
+
+// SAFETY: a handle only reads the buffer (which is `Send + Sync`) and counts atomically; the
+// buffer is freed by whichever thread drops the last handle or use, which `Buffer: Send` allows.
+unsafe impl Send for SharedBuffer {}
+// SAFETY: shared handles only read the buffer (`Sync`); cloning counts atomically.
+unsafe impl Sync for SharedBuffer {}
+
+impl SharedBuffer {
+    fn new(buffer: Buffer) -> Self {
+        Self(NonNull::from(Box::leak(Box::new(buffer))))
+    }
+
+    /// Takes a counted use of the buffer: while it lives, the memory cannot be released.
+    fn try_use(&self) -> Result<Use, Error> {
+        let before = self.state.fetch_add(USE, Ordering::Acquire);
+        if before & RELEASED != 0 || before & USES >= MAX_USES * USE {
+            // Undone: this handle keeps the count above zero, so nothing is freed here.
+            self.state.fetch_sub(USE, Ordering::Relaxed);
+            if before & RELEASED != 0 {
+                return Err(Error::Access(AccessError::BufferReleased));
+            }
+            panic!("more than 2^30 uses of one buffer: views or exports are being leaked");
+        }
+        Ok(Use(self.0))
+    }
+}
+
+impl core::ops::Deref for SharedBuffer {
+    type Target = Buffer;
+
+    fn deref(&self) -> &Buffer {
+        // SAFETY: this handle is counted in the buffer's state, so the buffer is not freed
+        // while it lives.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Clone for SharedBuffer {
+    fn clone(&self) -> Self {
+        let before = self.state.fetch_add(HANDLE, Ordering::Relaxed);
+        if before & HANDLES >= MAX_HANDLES {
+            // Undone: `self` keeps the count above zero.
+            self.state.fetch_sub(HANDLE, Ordering::Relaxed);
+            panic!("more than 2^31 handles onto one buffer: tensors are being leaked");
+        }
+        Self(self.0)
+    }
+}
+
+impl Drop for SharedBuffer {
+    fn drop(&mut self) {
+        // The only handle and no use: nobody else can reach the word (a new use or handle is
+        // only made through a handle), so no atomic exchange is needed. The acquire load
+        // synchronises with the release of every earlier use and handle.
+        let only = self.state.load(Ordering::Acquire) & !RELEASED == HANDLE;
+        // SAFETY: counted in the state word (this handle); `only` means nothing else is.
+        if only || unsafe { drop_count(self.0, HANDLE) } {
+            // SAFETY: no handle and no use is left, so nothing can reach the buffer again.
+            unsafe { free(self.0) };
+        }
+    }
+}
+
+impl core::fmt::Debug for SharedBuffer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+/// Takes `one` (a handle or a use) off the buffer's count; true if it was the last of both.
+///
+/// # Safety
+/// `buffer` is live and `one` of its counts belongs to the caller, who gives it up here.
+unsafe fn drop_count(buffer: NonNull<Buffer>, one: u64) -> bool {
+    // SAFETY: live while the caller's count is held (contract).
+    let state = unsafe { &buffer.as_ref().state };
+    if state.fetch_sub(one, Ordering::Release) & !RELEASED != one {
+        return false;
+    }
+    // Every other handle and use gave up its count with release ordering: whatever they did
+    // with the buffer happens before it is freed.
+    atomic::fence(Ordering::Acquire);
+    true
+}
+
+/// Frees a buffer, running its owner's drop (the memory's release or an import's deleter).
+///
+/// # Safety
+/// `buffer` came from [`SharedBuffer::new`], and no handle or use of it is left.
+unsafe fn free(buffer: NonNull<Buffer>) {
+    // SAFETY: allocated by `SharedBuffer::new` as a `Box`; unreachable now (contract).
+    drop(unsafe { Box::from_raw(buffer.as_ptr()) });
+}
+
+/// A counted use of a buffer: while it lives, the memory cannot be released, nor freed.
+struct Use(NonNull<Buffer>);
+
+// SAFETY: as `SharedBuffer`: a use only reads the buffer and counts atomically.
+unsafe impl Send for Use {}
+// SAFETY: as `SharedBuffer`.
+unsafe impl Sync for Use {}
+
+impl Use {
+    fn buffer(&self) -> &Buffer {
+        // SAFETY: this use is counted in the buffer's state, so it is not freed while it lives.
+        unsafe { self.0.as_ref() }
+    }
+}
 
 impl Drop for Use {
     fn drop(&mut self) {
-        self.0.state.fetch_sub(1, Ordering::AcqRel);
+        // SAFETY: this use is counted in the buffer's state; it is given up here.
+        if unsafe { drop_count(self.0, USE) } {
+            // SAFETY: that was the last handle or use.
+            unsafe { free(self.0) };
+        }
     }
 }
 
@@ -238,7 +381,7 @@ impl Dims {
 /// imported tensor called) when the last handle and the last DLPack reference are gone.
 #[derive(Clone)]
 pub struct Tensor {
-    buffer: Arc<Buffer>,
+    buffer: SharedBuffer,
     backend: &'static str,
     dtype: DataType,
     dims: Dims,
@@ -266,7 +409,7 @@ impl Tensor {
     /// A tensor over `buffer`, checked against the buffer's size: `byte_offset + span` must lie
     /// inside it. `device` is the device as the backend numbers it (usually the buffer's).
     pub fn new(
-        buffer: Arc<Buffer>,
+        buffer: SharedBuffer,
         backend: &'static str,
         dtype: DataType,
         shape: &[i64],
@@ -364,7 +507,7 @@ impl Tensor {
     }
 
     /// The buffer.
-    pub fn buffer(&self) -> &Arc<Buffer> {
+    pub fn buffer(&self) -> &SharedBuffer {
         &self.buffer
     }
 
@@ -580,13 +723,13 @@ struct ExternalRef {
 // lives; the pointer and length are the buffer's, fixed at its creation.
 unsafe impl TensorStorage for ExternalRef {
     fn data_ptr(&mut self) -> *mut c_void {
-        self.guard.0.ptr
+        self.guard.buffer().ptr
     }
     fn byte_len(&self) -> usize {
-        self.guard.0.len
+        self.guard.buffer().len
     }
     fn device(&self) -> Device {
-        self.guard.0.device
+        self.guard.buffer().device
     }
     fn access(&self) -> Access {
         // The tensor's other handles, and other external references, keep reading (and their

@@ -4,7 +4,7 @@
 mod buffer;
 mod registry;
 
-pub use buffer::{Buffer, Tensor, TensorView};
+pub use buffer::{Buffer, SharedBuffer, Tensor, TensorView};
 pub use registry::{
     CopyPolicy, Decision, ExportOptions, ImportOptions, MAX_ALIGNMENT, Registry, reconcile_device,
 };
