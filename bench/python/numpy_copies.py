@@ -40,6 +40,7 @@ for side in SIDES:
         cases = {
             "transpose": a.reshape(c, r).T,
             "negative strides": a[::-1, ::-1],
+            "reversed rows": a[:, ::-1],
             "broadcast": np.broadcast_to(a[0], (r, c)),
         }
         for name, view in cases.items():

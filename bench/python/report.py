@@ -111,6 +111,7 @@ ELEMS = {1: "1 byte (u8)", 2: "2 bytes (f16)", 4: "4 bytes (f32)", 8: "8 bytes (
 GOALS = {
     "transpose": {1: 0.5, 2: 0.5, 4: 0.8, 8: 0.5},
     "negative strides": {e: 0.9 for e in ELEMS},
+    "reversed rows": {e: 0.9 for e in ELEMS},
     "broadcast": {e: 0.9 for e in ELEMS},
 }
 
@@ -185,8 +186,8 @@ def copies_section(copies, numpy):
       "elements, back to back on an Intel Xeon), and the source lines two tiles ahead are "
       "prefetched into L2. Destinations of "
       "8 MiB or more whose rows are whole lines are written with streaming stores, whole lines "
-      "back to back. Reversed rows of every size use an in-register reversal, a whole "
-      "destination line per step, streamed from 8 MiB on, with the source prefetched. Before this, only 4-byte transposes had SIMD (SSE2). In one back-to-back "
+      "back to back. Reversed rows of every size use an in-register reversal (see below). "
+      "Before this, only 4-byte transposes had SIMD (SSE2). In one back-to-back "
       "run of both builds on an AMD EPYC (`transpose`, 64 MiB, thread CPU time), the old code "
       "measured 0.05 / 0.09–0.11 / 0.32–0.45 / 0.24–0.30 × memcpy for 1 / 2 / 4 / 8 bytes and "
       "the new code 0.40–0.48 / 0.63–0.68 / 0.67 / 0.75–0.78.\n")
@@ -198,20 +199,23 @@ def copies_section(copies, numpy):
       "(below the streaming threshold, rows a power of two apart) every size drops to about "
       "0.1–0.2 × an in-cache memcpy, as the old 4-byte kernel did. This machine runs other "
       "builds at the same time: across two runs the 64 MiB ratios moved by about ±0.1.\n")
-    w("**Reversed rows.** A reversed row reads its source downwards. On the Intel Xeon of the "
-      "2026-12-01 runs, whose memcpy moves 10–12 GB/s (glibc's streaming copy), the hardware "
-      "prefetchers follow such a falling stream poorly: the kernels, 16 bytes per step, moved "
-      "7–8 GB/s, 0.63–0.70 × memcpy. A C model of the loop at 64 MiB put the loss there: 0.79 × "
-      "memcpy with 16-byte steps, 0.97 with a whole destination line per step and the source "
-      "prefetched 1–2 KiB below into L1. The kernels now do that (two 32-byte AVX2 vectors per "
-      "line where the CPU has AVX2, four SSE2 ones elsewhere; 2 KiB measured best of 0.5, 1, 2, "
-      "3 and 4 KiB). In a harness running `copy_to_compact` on the bench's cases (64 MiB, thread "
-      "CPU time, several rounds), negative strides went from 0.62–0.78 to 0.82–0.95 × memcpy "
-      "across element sizes; the table above is this run's. On the AMD EPYC of earlier runs, "
-      "whose memcpy moved 5.4–6.0 GB/s, reversed rows already ran at 1.22–1.35 × and broadcasts "
-      "at 1.26–1.67 ×. Against the code from before the #14/#18 work (commit 3a2e151^, back to "
-      "back on the Intel Xeon, three rounds each), no ratio is worse: transposes went from "
-      "0.06–0.07 / 0.10–0.11 / 0.27–0.34 / 0.25–0.30 to 0.40–0.55 / 0.55–0.56 / 0.57–0.74 / "
+    w("**Reversed rows.** `negative strides` is `a[::-1, ::-1]` (after the planner, one reversed "
+      "row of 64 MiB), `reversed rows` is `a[:, ::-1]` (rows of 16 KiB, each reversed). Each row's "
+      "destination is written from its end, so the source is read upwards, a rising stream the "
+      "prefetchers follow, with a whole destination line per step (its vectors unrolled, two "
+      "32-byte AVX2 ones where the CPU has AVX2, four SSE2 ones elsewhere), the source "
+      "prefetched 2 KiB ahead into L1, and streaming stores from 8 MiB on. The reads are spread "
+      "over four places at once: a row of 64 KiB or more is read as four chunks side by side, "
+      "shorter rows of whole lines go four rows side by side. A C model on the Intel Xeon of "
+      "these runs (64 MiB, AVX2, streaming stores) showed why: one rising stream with the "
+      "prefetch moved 0.97–1.00 × memcpy, four streams 1.10–1.16 ×, since glibc's memcpy, which "
+      "reads four pages side by side itself, keeps more reads in flight than one stream's "
+      "prefetch does. In a harness running `copy_to_compact` back to back with the previous "
+      "kernel (which read downwards, 16 bytes per step), `negative strides` went from "
+      "0.82–0.87 to 1.11–1.18 × memcpy and `reversed rows` from 0.67–0.71 to 1.05–1.07 ×, across "
+      "element sizes; the tables above are this run's. Against the code from before the #14/#18 "
+      "work (commit 3a2e151^, back to back on the Intel Xeon, three rounds each), transposes went "
+      "from 0.06–0.07 / 0.10–0.11 / 0.27–0.34 / 0.25–0.30 to 0.40–0.55 / 0.55–0.56 / 0.57–0.74 / "
       "0.65–0.77 × memcpy for 1 / 2 / 4 / 8 bytes, broadcasts stayed within the noise "
       "(0.82–0.98 before, 0.84–0.99 after), and negative strides were 0.51–0.74 before.\n")
     return out

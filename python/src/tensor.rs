@@ -37,10 +37,13 @@ impl PyTensor {
         self.device
     }
 
-    /// A versioned export for a DLPack 1.x consumer (the exchange API's producer side).
+    /// A versioned export for a DLPack 1.x consumer (the exchange API's producer side). It
+    /// makes no stream hand-off (stream -1): the API's consumer orders its work itself, after
+    /// `current_work_stream`.
     pub fn export_versioned(&self) -> Result<RawManaged, adapter::Failure> {
         Ok(self
             .export(&Export {
+                stream: Some(-1),
                 max_version: Some((DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION)),
                 ..Export::default()
             })?

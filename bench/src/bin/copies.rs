@@ -130,6 +130,23 @@ fn main() {
             });
             drop(n);
 
+            // Negative strides in the last axis only (a[:, ::-1]): every row reversed.
+            let n = ExportBuilder::new(src_bytes.clone(), dt, &[r, c])
+                .strides(&[c, -1])
+                .byte_offset(((c - 1) as usize * elem) as u64)
+                .build()
+                .unwrap();
+            let m = measure(reps, || memcpy(&src_bytes, dst));
+            let ours = measure(reps, || copy(&n.view(), dst));
+            rows.push(Row {
+                case: "reversed rows",
+                elem,
+                bytes,
+                ours,
+                memcpy: m,
+            });
+            drop(n);
+
             // Broadcast: one row repeated (strides (0, 1)).
             let b = ExportBuilder::new(src_bytes[..c as usize * elem].to_vec(), dt, &[r, c])
                 .strides(&[0, 1])

@@ -1,7 +1,7 @@
 //! Exactness of every SIMD kernel this machine can run (SSE2 and AVX2, NEON, simd128) against
 //! a naive reference: element sizes 1, 2, 4 and 8; sizes that are not multiples of the
 //! micro-tile (ragged edges) and smaller than one; positive and negative column strides, padded
-//! columns and several planes; destinations aligned, one element past a line and one byte past
+//! columns and several planes; reversed rows short and long, alone and side by side; destinations aligned, one element past a line and one byte past
 //! one; with and without streaming stores; and no byte written outside the destination.
 
 use alloc::vec::Vec;
@@ -161,13 +161,28 @@ fn reversed_rows_match_the_reference() {
     for (name, _, reverse) in kernels() {
         let Some(reverse) = reverse else { continue };
         for elem in [1usize, 2, 4, 8] {
-            let lengths: &[usize] = if cfg!(miri) {
-                &[1, 16 / elem + 3, 67]
+            // Row lengths: ragged, shorter than a vector, rows of whole lines (streamed side by
+            // side once there are enough of them), and a row long enough to be read in chunks.
+            let whole_lines = if cfg!(miri) { 64 / elem } else { 256 };
+            let long = super::reverse::LONG_ROW_BYTES / elem + 37;
+            let lengths: Vec<usize> = if cfg!(miri) {
+                alloc::vec![1, 16 / elem + 3, 67, whole_lines, long]
             } else {
-                &[1, 2, 16 / elem - 1, 16 / elem, 16 / elem + 3, 67, 256, 1001]
+                alloc::vec![
+                    1,
+                    2,
+                    16 / elem - 1,
+                    16 / elem,
+                    16 / elem + 3,
+                    67,
+                    whole_lines,
+                    1001,
+                    long
+                ]
             };
-            for &n in lengths {
-                for nrows in [1usize, 3] {
+            for n in lengths {
+                let counts: &[usize] = if n == whole_lines { &[3, 9] } else { &[1, 3] };
+                for &nrows in counts {
                     let row = (n + 2) * elem;
                     let src: Vec<u8> = (0..nrows * row).map(|_| rng.byte()).collect();
                     let outer = [Axis {
