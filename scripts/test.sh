@@ -48,6 +48,10 @@ cargo test --workspace --all-features --locked
 step "tests (default features)"
 cargo test --workspace --locked
 
+step "dlport-core's buffer counts in a 32-bit word, as on targets without 64-bit atomics"
+env RUSTFLAGS='--cfg dlport_word32' CARGO_TARGET_DIR=target/word32 \
+  cargo test -p dlport-core --all-features --locked --test dispatch --test ownership --test guarantees
+
 step "crates that publish: cargo publish --dry-run in order, doc tests of the packaged copies"
 bash scripts/package-check.sh
 

@@ -400,3 +400,30 @@ fn handles_and_uses_free_the_buffer_once_whoever_goes_last() {
     drop(released);
     assert_eq!(freed.load(Ordering::SeqCst), 2);
 }
+
+/// With the 32-bit state word (`--cfg dlport_word32`, as on targets without 64-bit atomics; the
+/// test command runs this), the limits are small enough to reach: leaking uses or handles past
+/// them panics and leaves the count as it was, never carrying into the next field.
+#[cfg(dlport_word32)]
+#[test]
+fn leaked_uses_and_handles_past_the_limit_panic_without_corrupting_the_count() {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    let t = dlport_core::Tensor::from_vec(vec![0u8; 4], &[4]).unwrap();
+    let uses = 1 << 14;
+    for _ in 0..uses {
+        std::mem::forget(t.view().unwrap());
+    }
+    assert_eq!((t.buffer().users(), t.buffer().handles()), (uses, 1));
+    assert!(catch_unwind(AssertUnwindSafe(|| t.view().map(drop))).is_err());
+    assert_eq!((t.buffer().users(), t.buffer().handles()), (uses, 1));
+    assert!(!t.buffer().is_released());
+
+    let handles = 1 << 15;
+    for _ in 1..handles {
+        std::mem::forget(t.clone());
+    }
+    assert_eq!(t.buffer().handles(), handles);
+    assert!(catch_unwind(AssertUnwindSafe(|| t.clone())).is_err());
+    assert_eq!((t.buffer().users(), t.buffer().handles()), (uses, handles));
+    assert!(!t.buffer().is_released());
+}

@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::ptr::NonNull;
-use core::sync::atomic::{self, AtomicU64, Ordering};
+use core::sync::atomic::{self, Ordering};
 
 use crate::abi::{FLAG_IS_COPIED, FLAG_READ_ONLY};
 use crate::device::Device;
@@ -38,29 +38,43 @@ pub struct Buffer {
     ptr: *mut c_void,
     len: usize,
     device: Device,
-    /// The `RELEASED` bit, the number of uses (bits 32 to 62) and of handles (bits 0 to 31).
-    /// The buffer is freed by whoever takes the word to no handles and no uses.
-    state: AtomicU64,
+    /// The `RELEASED` bit (the top one), the number of uses (the rest of the upper half) and of
+    /// handles (the lower half). The buffer is freed by whoever takes the word to no handles and
+    /// no uses.
+    state: AtomicWord,
     /// What frees the memory. Touched only with exclusive access: when the buffer is freed, or
     /// by the one caller that set `RELEASED` while it saw no uses.
     owner: UnsafeCell<Option<Owner>>,
 }
 
+// The state word: 64 bits where the target has 64-bit atomics (every target dlport ships for:
+// x86_64, aarch64, wasm32), else 32 (thumbv7em and other small targets), with lower limits.
+// `--cfg dlport_word32` picks the 32-bit word anywhere, so that the host's tests check it.
+#[cfg(all(target_has_atomic = "64", not(dlport_word32)))]
+type Word = u64;
+#[cfg(all(target_has_atomic = "64", not(dlport_word32)))]
+type AtomicWord = core::sync::atomic::AtomicU64;
+#[cfg(any(not(target_has_atomic = "64"), dlport_word32))]
+type Word = u32;
+#[cfg(any(not(target_has_atomic = "64"), dlport_word32))]
+type AtomicWord = core::sync::atomic::AtomicU32;
+
 /// Set once the memory was released to a DLPack consumer; never cleared.
-const RELEASED: u64 = 1 << 63;
+const RELEASED: Word = 1 << (Word::BITS - 1);
 /// One use (a view or an exported reference).
-const USE: u64 = 1 << 32;
+const USE: Word = 1 << (Word::BITS / 2);
 /// One handle (a [`SharedBuffer`]).
-const HANDLE: u64 = 1;
+const HANDLE: Word = 1;
 /// The uses field.
-const USES: u64 = !RELEASED & !(USE - 1);
+const USES: Word = !RELEASED & !(USE - 1);
 /// The handles field.
-const HANDLES: u64 = USE - 1;
-/// Counts refused before a field could carry into the next one: far beyond any real program
-/// (each export allocates a block; a view borrows its tensor), reachable only by leaking uses
-/// or handles on purpose, which then fails instead of corrupting the count.
-const MAX_USES: u64 = 1 << 30;
-const MAX_HANDLES: u64 = 1 << 31;
+const HANDLES: Word = USE - 1;
+/// Counts refused before a field could carry into the next one (2^30 uses and 2^31 handles in
+/// a 64-bit word, 2^14 and 2^15 in a 32-bit one): beyond any real program (each export
+/// allocates a block; a view borrows its tensor), reachable only by leaking uses or handles on
+/// purpose, which then panics (as `Arc` aborts) instead of corrupting the count.
+const MAX_USES: Word = 1 << (Word::BITS / 2 - 2);
+const MAX_HANDLES: Word = 1 << (Word::BITS / 2 - 1);
 
 /// What keeps a buffer's memory alive: an imported DLPack tensor, held inline (an import
 /// allocates only the buffer itself), or any other storage.
@@ -107,7 +121,7 @@ impl Buffer {
             ptr,
             len: storage.byte_len(),
             device,
-            state: AtomicU64::new(HANDLE),
+            state: AtomicWord::new(HANDLE),
             owner: UnsafeCell::new(Some(Owner::Storage(storage))),
         })
     }
@@ -124,7 +138,7 @@ impl Buffer {
             ptr,
             len,
             device,
-            state: AtomicU64::new(HANDLE),
+            state: AtomicWord::new(HANDLE),
             owner: UnsafeCell::new(Some(Owner::Imported(import))),
         })
     }
@@ -223,7 +237,7 @@ impl SharedBuffer {
             if before & RELEASED != 0 {
                 return Err(Error::Access(AccessError::BufferReleased));
             }
-            panic!("more than 2^30 uses of one buffer: views or exports are being leaked");
+            panic!("more than {MAX_USES} uses of one buffer: views or exports are being leaked");
         }
         Ok(Use(self.0))
     }
@@ -245,7 +259,7 @@ impl Clone for SharedBuffer {
         if before & HANDLES >= MAX_HANDLES {
             // Undone: `self` keeps the count above zero.
             self.state.fetch_sub(HANDLE, Ordering::Relaxed);
-            panic!("more than 2^31 handles onto one buffer: tensors are being leaked");
+            panic!("more than {MAX_HANDLES} handles onto one buffer: tensors are being leaked");
         }
         Self(self.0)
     }
@@ -275,7 +289,7 @@ impl core::fmt::Debug for SharedBuffer {
 ///
 /// # Safety
 /// `buffer` is live and `one` of its counts belongs to the caller, who gives it up here.
-unsafe fn drop_count(buffer: NonNull<Buffer>, one: u64) -> bool {
+unsafe fn drop_count(buffer: NonNull<Buffer>, one: Word) -> bool {
     // SAFETY: live while the caller's count is held (contract).
     let state = unsafe { &buffer.as_ref().state };
     if state.fetch_sub(one, Ordering::Release) & !RELEASED != one {
