@@ -91,8 +91,12 @@ bash scripts/arrow-test.sh
 step "browser: the WebGPU backend in headless Chromium (SwiftShader), through wasm-pack"
 WASM_BINDGEN_TEST_TIMEOUT=300 wasm-pack test --headless --chrome --chromedriver /usr/bin/chromedriver wasm
 
-step "the npm package dlport: wasm-pack build, bundle size"
+step "the npm package dlport: wasm-pack build (simd128 and scalar wasm, one glue), bundle sizes"
 bash scripts/wasm-build.sh
+
+step "the npm package under Node: both wasm builds' strided -> compact copies against a naive reference; the default init picks simd128, or scalar without SIMD"
+# About a second. `node --test tests/` below runs it again with the browser tests.
+node --test www/tests/package.test.mjs
 
 step "the demo (TF.js -> dlport -> WGSL -> onnxruntime-web -> TF.js on one GPUDevice) and the npm package in a fresh Vite app (playwright-core, Debian chromium)"
 .venv/bin/python www/model/make_model.py --check

@@ -3,23 +3,94 @@
 # wasm-pack and the local wasm-bindgen, optimised for size: the release profile with
 # opt-level "s", fat LTO and one codegen unit (set here, for this build only: the workspace's
 # native release profile stays as it is), then wasm-opt -Os from the npm package binaryen
-# (pinned in wasm/tools/package-lock.json). Prints the size (raw and gzipped), records it in
-# target/bench/wasm.json, and fails when the gzipped wasm is over 100 KB (100,000 bytes).
-# Installs wasm-pack, wasm-bindgen-cli and binaryen first when they are missing
-# (scripts/install-wasm-tools.sh). `npm pack` in wasm/pkg then makes the tarball to install
-# into an app (README: "Getting started on the web").
+# (pinned in wasm/tools/package-lock.json).
+#
+# The wasm is built twice from the same source: `dlport_bg.wasm` with WebAssembly SIMD
+# (`-C target-feature=+simd128`: dlport-core's simd128 copy kernels) and `dlport_scalar_bg.wasm`
+# without (the portable kernels, for engines without SIMD). Both go through the same
+# wasm-bindgen, and the build fails when the two JS glue files (or the .d.ts, the snippets)
+# differ, so one dlport.js drives either wasm. Its default initialisation is then patched to
+# pick the SIMD build where `WebAssembly.validate` accepts a minimal SIMD module, the scalar one
+# elsewhere; a module, URL or bytes passed to `init(...)` / `initSync(...)` still wins. The
+# scalar wasm is checked to hold no SIMD instruction (wasm-opt with SIMD disabled).
+#
+# Prints the sizes (raw and gzipped), records them in target/bench/wasm.json, and fails when
+# either gzipped wasm is over 100 KB (100,000 bytes). Installs wasm-pack, wasm-bindgen-cli and
+# binaryen first when they are missing (scripts/install-wasm-tools.sh). `npm pack` in wasm/pkg
+# then makes the tarball to install into an app (README: "Getting started on the web").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 bash scripts/install-wasm-tools.sh
-CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
-  wasm-pack build --release --target web --weak-refs --out-dir pkg --out-name dlport wasm
+wasm_opt=wasm/tools/node_modules/.bin/wasm-opt
+
+# The scalar build keeps the usual target directory (and its cache); the SIMD one has its own,
+# since other RUSTFLAGS would rebuild every crate there (scripts/test.sh's simd128 tests use it
+# too). Both paths absolute: wasm-pack resolves --out-dir against the crate's folder.
+target=${CARGO_TARGET_DIR:-target}
+[[ $target = /* ]] || target=$root/$target
+scalar_pkg=$target/wasm-scalar-pkg
+size_profile=(env CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1)
+build() { # out-dir, then env assignments
+  local out=$1
+  shift
+  "${size_profile[@]}" "$@" \
+    wasm-pack build --release --target web --weak-refs --out-dir "$out" --out-name dlport wasm
+}
+# A fresh wasm/pkg: the glue comparison below sees only what these two builds wrote.
+rm -rf wasm/pkg
+echo "[wasm] build 1 of 2: simd128 (dlport_bg.wasm)"
+build "$root/wasm/pkg" CARGO_TARGET_DIR="$target/wasm-simd128" \
+  RUSTFLAGS="${RUSTFLAGS:-}${RUSTFLAGS:+ }-C target-feature=+simd128"
+echo "[wasm] build 2 of 2: scalar (dlport_scalar_bg.wasm)"
+rm -rf "$scalar_pkg"
+build "$scalar_pkg" CARGO_TARGET_DIR="$target"
+
+# One glue for both: everything wasm-pack wrote but the wasm itself must be byte for byte the
+# same (the import and export names wasm-bindgen generates depend on the Rust source, not on
+# target features).
+if ! glue_diff=$(diff -r --exclude=dlport_bg.wasm "$root/wasm/pkg" "$scalar_pkg"); then
+  printf '%s\n' "$glue_diff" | head -80 >&2
+  echo "[wasm] the simd128 and scalar builds' JS glue differ (above): one dlport.js cannot load both" >&2
+  exit 1
+fi
+echo "[wasm] the two builds' glue is identical: $(cd wasm/pkg && find . -type f ! -name '*.wasm' | sort | paste -sd' ')"
+
 # wasm-pack's own wasm-opt step is off (it would download binaryen); this one comes from npm.
 # The wasm's target_features section tells wasm-opt which features it may use.
-wasm=wasm/pkg/dlport_bg.wasm
-before_raw=$(stat -c%s "$wasm")
-before_gz=$(gzip -9 -c "$wasm" | wc -c)
-wasm/tools/node_modules/.bin/wasm-opt -Os --strip-debug --strip-producers "$wasm" -o "$wasm.opt"
-mv "$wasm.opt" "$wasm"
+mv "$scalar_pkg/dlport_bg.wasm" wasm/pkg/dlport_scalar_bg.wasm
+declare -A before_raw before_gz
+for wasm in wasm/pkg/dlport_bg.wasm wasm/pkg/dlport_scalar_bg.wasm; do
+  before_raw[$wasm]=$(stat -c%s "$wasm")
+  before_gz[$wasm]=$(gzip -9 -c "$wasm" | wc -c)
+  "$wasm_opt" -Os --strip-debug --strip-producers "$wasm" -o "$wasm.opt"
+  mv "$wasm.opt" "$wasm"
+done
+rm -rf "$scalar_pkg"
+# What each build may run on: the SIMD build holds v128 code, the scalar one none, validated
+# with every feature but SIMD (a stray +simd128 in RUSTFLAGS would fail here). wasm-opt adds
+# the features a target_features section names to its command line's, so a copy without the
+# section is validated.
+check=$target/wasm-check
+rm -rf "$check"
+mkdir -p "$check"
+for name in dlport_bg dlport_scalar_bg; do
+  "$wasm_opt" "wasm/pkg/$name.wasm" --strip-target-features -o "$check/$name.wasm"
+done
+simd_free() {
+  "$wasm_opt" -q "$check/$1.wasm" --all-features --disable-simd --disable-relaxed-simd -o /dev/null 2>"$check/$1.log"
+}
+if ! simd_free dlport_scalar_bg; then
+  head -c 2000 "$check/dlport_scalar_bg.log" >&2
+  echo "[wasm] dlport_scalar_bg.wasm does not validate without SIMD (above)" >&2
+  exit 1
+fi
+if simd_free dlport_bg; then
+  echo "[wasm] dlport_bg.wasm validates without SIMD: it was not built with +simd128" >&2
+  exit 1
+fi
+rm -rf "$check"
+echo "[wasm] dlport_bg.wasm uses SIMD; dlport_scalar_bg.wasm validates without it"
 # The licence texts (wasm-pack copies only a `license-file`; ours is the `license` expression).
 cp -L LICENSE-MIT LICENSE-APACHE wasm/pkg/
 python3 - <<'PY'
@@ -33,7 +104,7 @@ pkg["dependencies"] = {"@webgpu/types": "^0.1.60"}
 # wasm-pack lists the shipped files explicitly; npm adds only LICENSE/LICENCE[.ext] on its own.
 files = pkg.get("files")
 if files is not None:
-    for name in ("LICENSE-MIT", "LICENSE-APACHE"):
+    for name in ("dlport_scalar_bg.wasm", "LICENSE-MIT", "LICENSE-APACHE"):
         if name not in files:
             files.append(name)
 p.write_text(json.dumps(pkg, indent=2) + "\n")
@@ -46,23 +117,81 @@ head = '/// <reference lib="esnext.disposable" />\n/// <reference types="@webgpu
 text = d.read_text()
 if not text.startswith(head):
     d.write_text(head + text)
+
+# The default initialisation picks the build: wasm-bindgen's glue falls back to
+# `new URL('dlport_bg.wasm', import.meta.url)` when `init()` is given no module, URL or bytes;
+# that one line becomes a choice between the two files, each still a literal
+# `new URL('…', import.meta.url)`, the form bundlers (Vite, webpack, Parcel) find and emit as
+# assets. Any other argument is used as given, as before.
+js = pathlib.Path("wasm/pkg/dlport.js")
+src = js.read_text()
+default = "module_or_path = new URL('dlport_bg.wasm', import.meta.url);"
+if src.count(default) != 1:
+    raise SystemExit(f"[wasm] dlport.js: expected wasm-bindgen's default URL line once, found it "
+                     f"{src.count(default)} times: {default}")
+src = src.replace(default, (
+    "module_or_path = simd128Supported()\n"
+    "            ? new URL('dlport_bg.wasm', import.meta.url)\n"
+    "            : new URL('dlport_scalar_bg.wasm', import.meta.url);"))
+# WebAssembly SIMD (the final proposal, as Rust's simd128 emits it): a module with one
+# function `() -> v128` doing `i32.const 0; i8x16.splat; i8x16.popcnt` (the bytes
+# wasm-feature-detect uses). Engines without SIMD (Safari < 16.4, old Node) say false.
+detect = '''
+/**
+ * Whether this engine runs WebAssembly SIMD (simd128): the default initialisation then loads
+ * `dlport_bg.wasm` (built with SIMD), else `dlport_scalar_bg.wasm`.
+ */
+function simd128Supported() {
+    try {
+        return WebAssembly.validate(new Uint8Array([
+            0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0,
+            65, 0, 253, 15, 253, 98, 11,
+        ]));
+    } catch {
+        return false;
+    }
+}
+'''
+marker = "async function __wbg_init("
+if src.count(marker) != 1:
+    raise SystemExit(f"[wasm] dlport.js: expected {marker!r} once")
+src = src.replace(marker, detect.lstrip("\n") + "\n" + marker)
+js.write_text(src)
+# The init's documentation says which file it loads by default.
+text = d.read_text()
+doc = " * If `module_or_path` is {RequestInfo} or {URL}, makes a request and"
+if text.count(doc) != 1:
+    raise SystemExit(f"[wasm] dlport.d.ts: expected the init documentation line once: {doc}")
+d.write_text(text.replace(doc, " * Without an argument it loads `dlport_bg.wasm` (WebAssembly SIMD) where the engine\n"
+                          " * validates a SIMD module, else `dlport_scalar_bg.wasm`; `wasmBuild()` says which.\n"
+                          + doc))
 PY
-# What `npm publish` would ship: the module, its types, the wasm, the README and the snippet.
+# What `npm publish` would ship: the module, its types, both wasm, the README and the snippet.
 files=$(cd wasm/pkg && npm pack --dry-run --json 2>/dev/null \
   | python3 -c 'import json, sys; print(" ".join(sorted(f["path"] for f in json.load(sys.stdin)[0]["files"])))')
-for need in dlport.js dlport.d.ts dlport_bg.wasm README.md LICENSE-MIT LICENSE-APACHE package.json; do
+for need in dlport.js dlport.d.ts dlport_bg.wasm dlport_scalar_bg.wasm README.md LICENSE-MIT LICENSE-APACHE package.json; do
   case " $files " in *" $need "*) ;; *) echo "[wasm] npm pack lacks $need: $files" >&2; exit 1 ;; esac
 done
 case "$files" in *snippets/*/js/webgpu.js*) ;; *) echo "[wasm] npm pack lacks the WebGPU snippet: $files" >&2; exit 1 ;; esac
 echo "[wasm] npm pack would ship: $files"
-raw=$(stat -c%s "$wasm")
-gz=$(gzip -9 -c "$wasm" | wc -c)
+
 limit=100000
-echo "[wasm] package dlport: $wasm is $raw bytes, $gz bytes gzipped (before wasm-opt: $before_raw, $before_gz gzipped; limit $limit gzipped)"
+declare -A raw gz
+for wasm in wasm/pkg/dlport_bg.wasm wasm/pkg/dlport_scalar_bg.wasm; do
+  raw[$wasm]=$(stat -c%s "$wasm")
+  gz[$wasm]=$(gzip -9 -c "$wasm" | wc -c)
+  echo "[wasm] package dlport: $wasm is ${raw[$wasm]} bytes, ${gz[$wasm]} bytes gzipped (before wasm-opt: ${before_raw[$wasm]}, ${before_gz[$wasm]} gzipped; limit $limit gzipped)"
+done
+s=wasm/pkg/dlport_bg.wasm
+c=wasm/pkg/dlport_scalar_bg.wasm
 mkdir -p target/bench
-printf '{"wasm_bytes": %s, "wasm_gzip_bytes": %s, "before_wasm_opt_bytes": %s, "before_wasm_opt_gzip_bytes": %s, "gzip_limit_bytes": %s}\n' \
-  "$raw" "$gz" "$before_raw" "$before_gz" "$limit" > target/bench/wasm.json
-if (( gz > limit )); then
-  echo "[wasm] $wasm is $gz bytes gzipped, over the limit of $limit (issue 18: the package <= 100 KB gzipped)" >&2
-  exit 1
-fi
+# The first keys are the default file's (dlport_bg.wasm, the simd128 build), as before.
+printf '{"wasm_bytes": %s, "wasm_gzip_bytes": %s, "before_wasm_opt_bytes": %s, "before_wasm_opt_gzip_bytes": %s, "scalar_wasm_bytes": %s, "scalar_wasm_gzip_bytes": %s, "scalar_before_wasm_opt_bytes": %s, "scalar_before_wasm_opt_gzip_bytes": %s, "gzip_limit_bytes": %s}\n' \
+  "${raw[$s]}" "${gz[$s]}" "${before_raw[$s]}" "${before_gz[$s]}" \
+  "${raw[$c]}" "${gz[$c]}" "${before_raw[$c]}" "${before_gz[$c]}" "$limit" > target/bench/wasm.json
+for wasm in "$s" "$c"; do
+  if (( gz[$wasm] > limit )); then
+    echo "[wasm] $wasm is ${gz[$wasm]} bytes gzipped, over the limit of $limit (issue 18: each wasm of the package <= 100 KB gzipped)" >&2
+    exit 1
+  fi
+done

@@ -20,7 +20,7 @@ rm -rf "$dist"
 mkdir -p "$dist/pkg" "$dist/vendor/ort" "$dist/model"
 cp www/src/index.html www/src/app.js www/src/style.css "$dist/"
 cp www/model/style.onnx www/model/style.json "$dist/model/"
-cp -r wasm/pkg/dlport.js wasm/pkg/dlport_bg.wasm wasm/pkg/snippets "$dist/pkg/"
+cp -r wasm/pkg/dlport.js wasm/pkg/dlport_bg.wasm wasm/pkg/dlport_scalar_bg.wasm wasm/pkg/snippets "$dist/pkg/"
 nm=www/node_modules
 cp "$nm/@tensorflow/tfjs-core/dist/tf-core.min.js" "$nm/@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.min.js" "$dist/vendor/"
 cp "$nm/onnxruntime-web/dist/ort.webgpu.min.mjs" \

@@ -1,9 +1,11 @@
 // Compile-time check of the npm package's generated TypeScript types (tsc --noEmit): the API
 // the demo uses type-checks, and misuse is a type error (each @ts-expect-error must fire).
-import initWasm, { device, init, Tensor, type GpuBufferOptions, type TensorArray } from '../../wasm/pkg/dlport.js';
+import initWasm, { device, init, Tensor, wasmBuild, type GpuBufferOptions, type TensorArray } from '../../wasm/pkg/dlport.js';
 
 export async function typed(buffer: GPUBuffer, release: () => void): Promise<number[]> {
   await initWasm();
+  const build: 'simd128' | 'scalar' = wasmBuild();
+  void build;
   await init();
   const gpu: GPUDevice = device();
   gpu.pushErrorScope('validation');
@@ -44,6 +46,9 @@ export function misuse(buffer: GPUBuffer): void {
   void new Tensor(new Float32Array(4), new Float64Array([2, 2]));
   // @ts-expect-error a DLPack address is the number toDLPack() returned
   Tensor.fromDLPack('8');
+  // @ts-expect-error wasmBuild() names the build: 'simd128' or 'scalar', no other string
+  const other: 'relaxed-simd' = wasmBuild();
+  void other;
   // @ts-expect-error device() is a GPUDevice, not a string
   const s: string = device();
   void s;

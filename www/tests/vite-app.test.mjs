@@ -1,7 +1,8 @@
 // The npm package as users get it: `npm pack` of wasm/pkg, installed into a fresh copy of the
 // Vite + TypeScript app in www/vite-app (strict, skipLibCheck: false, no Vite configuration),
 // then `tsc`, `vite build` with the built page opened in Chromium, and the dev server, which
-// must serve the wasm (200, application/wasm) and compute the same values.
+// must serve the wasm (200, application/wasm) and compute the same values. Both wasm builds
+// ship; Chromium (with WebAssembly SIMD) fetches only the simd128 one, dlport_bg.wasm.
 //
 // Why a tarball: `npm install ../wasm/pkg` (a folder) links node_modules/dlport to a folder
 // outside the app, and Vite's dev server refuses files outside its root
@@ -87,6 +88,7 @@ async function openApp(origin) {
 }
 
 function checkResult(r) {
+  assert.equal(r.build, 'simd128', 'Chromium validates WebAssembly SIMD: the default init loads dlport_bg.wasm');
   assert.deepEqual(r.shape, [2, 3]);
   assert.deepEqual(r.float32, [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]);
   assert.deepEqual(r.int32, [7, -8, 9]);
@@ -136,11 +138,15 @@ test('tsc: the package type-checks in a strict app with skipLibCheck: false', ()
 test('vite build: the built page computes the right values in Chromium', async () => {
   run(join(app, 'node_modules', '.bin', 'vite'), ['build'], app);
   const assets = await readdir(join(app, 'dist', 'assets'));
-  assert.ok(assets.some((f) => f.endsWith('.wasm')), `the build emits the wasm: ${assets}`);
+  // Both builds are assets (the loader names each with `new URL('…', import.meta.url)`).
+  for (const name of ['dlport_bg', 'dlport_scalar_bg']) {
+    assert.ok(assets.some((f) => f.startsWith(`${name}-`) && f.endsWith('.wasm')), `the build emits ${name}.wasm: ${assets}`);
+  }
   const server = await vite(['preview']);
   const { result, wasm } = await openApp(server.origin);
   checkResult(result);
   assert.equal(wasm.length, 1, JSON.stringify(wasm));
+  assert.match(new URL(wasm[0].url).pathname, /\/dlport_bg-[^/]*\.wasm$/, 'only the SIMD build is fetched');
   assert.equal(wasm[0].status, 200);
   assert.equal(wasm[0].type, 'application/wasm');
   server.child.kill();
@@ -151,6 +157,7 @@ test('vite dev server: serves the wasm (200, application/wasm) and computes the 
   const { result, wasm } = await openApp(server.origin);
   checkResult(result);
   assert.equal(wasm.length, 1, JSON.stringify(wasm));
+  assert.match(new URL(wasm[0].url).pathname, /\/dlport_bg\.wasm$/, 'only the SIMD build is fetched');
   assert.equal(wasm[0].status, 200, `${JSON.stringify(wasm)}\n${server.log()}`);
   assert.equal(wasm[0].type, 'application/wasm');
   console.log(`# dev server: ${new URL(wasm[0].url).pathname} ${wasm[0].status} ${wasm[0].type}`);

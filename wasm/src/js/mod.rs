@@ -61,6 +61,20 @@ pub async fn init() -> Result<(), JsError> {
     Ok(())
 }
 
+/// Which of the package's two wasm builds is running: `"simd128"` (`dlport_bg.wasm`, built
+/// with WebAssembly SIMD; the default initialisation loads it where `WebAssembly.validate`
+/// accepts a SIMD module) or `"scalar"` (`dlport_scalar_bg.wasm`, for engines without SIMD).
+/// Answered by the module itself, so it is right however the module was loaded.
+#[wasm_bindgen(js_name = wasmBuild, unchecked_return_type = "\"simd128\" | \"scalar\"")]
+pub fn wasm_build() -> String {
+    if cfg!(target_feature = "simd128") {
+        "simd128"
+    } else {
+        "scalar"
+    }
+    .to_string()
+}
+
 /// The one shared `GPUDevice` (after `init()`), to hand to TF.js or onnxruntime-web.
 #[wasm_bindgen(unchecked_return_type = "GPUDevice")]
 pub fn device() -> Result<JsValue, JsError> {

@@ -1,7 +1,8 @@
 // A user's app: `npm install dlport-<version>.tgz`, then plain imports, no Vite configuration.
-import initWasm, { init, Tensor, type TensorArray, type TensorData } from 'dlport';
+import initWasm, { init, Tensor, wasmBuild, type TensorArray, type TensorData } from 'dlport';
 
 interface Result {
+  build: 'simd128' | 'scalar';
   shape: number[];
   float32: number[];
   int32: number[];
@@ -43,6 +44,7 @@ async function main(): Promise<Result> {
     webgpu = `no WebGPU: ${(e as Error).message}`;
   }
   const result: Result = {
+    build: wasmBuild(),
     shape,
     float32: Array.from(f),
     int32: Array.from(i),

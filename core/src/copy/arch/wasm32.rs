@@ -100,7 +100,11 @@ unsafe impl Reverse for Simd128 {
 }
 
 /// The simd128 transpose of `outer × rows × inner` (the source contiguous along `rows`) for 1-,
-/// 2-, 4- and 8-byte elements; `false` for other element sizes.
+/// 2- and 4-byte elements; `false` for other element sizes, 8 bytes included: there the
+/// portable kernel's `i64` loads and stores beat the simd128 tile, whose staged copy of every
+/// source line costs more than its 2 × 2 shuffles save (a 16 MiB transpose in Node 20 ran at
+/// 0.64–0.78 × the portable kernel's speed; `bench/js/wasm_copies.mjs`). The exactness tests
+/// still check the 8-byte simd128 tile (`kernels` below).
 ///
 /// # Safety
 /// As [`crate::copy::kernels::transpose`].
@@ -112,6 +116,9 @@ pub(in crate::copy) unsafe fn transpose(
     src: *const u8,
     dst: *mut u8,
 ) -> bool {
+    if elem == 8 {
+        return false;
+    }
     // SAFETY: forwarded contract; simd128 is enabled.
     unsafe { simd::transpose_any::<Simd128>(outer, rows, inner, elem, src, dst, STREAM_BYTES) }
 }
