@@ -77,6 +77,8 @@ fn transposes_match_the_reference() {
                     (1, e - 1, 2 * e),
                     (2, e + 7, 2 * e),
                     (3, 3 * e, 4 * e + 1),
+                    // Streamed, over several panels and pieces of columns (see `panels`).
+                    (2, 3 * e + 1, 5 * e),
                 ]
             };
             for (planes, nr, nc) in shapes {
