@@ -20,14 +20,14 @@ use crate::exchange;
 #[pyo3(signature = (obj, n, full))]
 pub fn _exchange_loop(obj: &Bound<'_, PyAny>, n: u64, full: bool) -> PyResult<u64> {
     let ty = obj.get_type();
-    let exchange::Route::Exchange(_) = exchange::route(&ty)? else {
+    let exchange::Route::Exchange(_) = exchange::route(ty.as_borrowed())? else {
         return Err(PyTypeError::new_err(
             "the object's type has no DLPack exchange API",
         ));
     };
     let start = Instant::now();
     for _ in 0..n {
-        let exchange::Route::Exchange(api) = exchange::route(&ty)? else {
+        let exchange::Route::Exchange(api) = exchange::route(ty.as_borrowed())? else {
             unreachable!("the route of a type is cached");
         };
         let raw = exchange::take_from(api, obj)?;

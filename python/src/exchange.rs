@@ -6,10 +6,10 @@
 //! Python exception set, as the header asks. None of them synchronises: dlport's own device
 //! work is synchronous, so the current work stream is the default one (NULL).
 
-use std::cell::Cell;
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{NonNull, null_mut};
+use std::sync::atomic::{AtomicIsize, AtomicPtr, AtomicUsize, Ordering};
 
 use dlport_core::abi::{
     DLManagedTensorVersioned, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DLPackVersion, DLTensor,
@@ -353,55 +353,97 @@ pub enum Route {
     },
 }
 
-/// The route for a producer type, found once per type and cached (a dict holding the types).
+/// The route for a producer type, found once per type and cached.
 ///
 /// The exchange API, as a consumer finds it: `type.__dlpack_c_exchange_api__`, a capsule named
 /// "dlpack_exchange_api" over a table of major version 1 (walking `prev_api` for one) whose
 /// `managed_tensor_from_py_object_no_sync` is set; anything else (no attribute, another name,
 /// another major version) means `__dlpack__`. `numpy.ndarray` holds host memory only and its
 /// capsule always says `kDLCPU`, so its `__dlpack_device__` (always `(1, 0)`) is not asked.
-pub fn route(ty: &Bound<'_, PyType>) -> PyResult<Route> {
-    static CACHE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
-    // The last type this thread asked about, by address: valid because the dict below keeps
-    // every type it caches alive and never removes one.
-    thread_local! {
-        static LAST: Cell<(usize, isize)> = const { Cell::new((0, 0)) };
-    }
-    let key = ty.as_ptr() as usize;
-    if let Ok((last, code)) = LAST.try_with(Cell::get) {
-        if last == key {
-            return Ok(decode(code));
+///
+/// The cache is a dict from each type (kept alive there, never removed) to the index of its
+/// [`Known`] entry, one of [`MAX_TYPES`] static slots (no allocation, so nothing for a leak
+/// checker to report at exit), and the last entry any thread used, one process-wide atomic
+/// pointer: a hit is a load and a comparison, where a thread-local in a `dlopen`ed library
+/// costs a call to `__tls_get_addr` on every use. An entry is written before it is published
+/// (release) and never after, so the type and the route read from it belong together on any
+/// thread.
+#[inline]
+pub fn route(ty: Borrowed<'_, '_, PyType>) -> PyResult<Route> {
+    // SAFETY: NULL or a pointer to one of the static `KNOWN` slots.
+    if let Some(last) = unsafe { LAST.load(Ordering::Acquire).as_ref() } {
+        if last.ty.load(Ordering::Relaxed) == ty.as_ptr() as usize {
+            return Ok(decode(last.code.load(Ordering::Relaxed)));
         }
     }
+    route_slow(ty)
+}
+
+/// The last entry [`route`] found, for any thread: NULL or one of [`KNOWN`].
+static LAST: AtomicPtr<Known> = AtomicPtr::new(null_mut());
+
+/// Producer types whose routes are cached; past them, new types are looked up on every call.
+const MAX_TYPES: usize = 4096;
+
+/// The cached routes' entries, used in order ([`USED`] of them).
+static KNOWN: [Known; MAX_TYPES] = [const {
+    Known {
+        ty: AtomicUsize::new(0),
+        code: AtomicIsize::new(0),
+    }
+}; MAX_TYPES];
+
+/// How many [`KNOWN`] slots are taken (only under the GIL, in `route_slow`).
+static USED: AtomicUsize = AtomicUsize::new(0);
+
+/// [`route`] for a type other than the last one: from the dict, else found and cached.
+#[inline(never)]
+fn route_slow(ty: Borrowed<'_, '_, PyType>) -> PyResult<Route> {
+    static CACHE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
     let py = ty.py();
     let cache = CACHE.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
-    let code = match cache.get_item(ty)? {
-        Some(hit) => hit.extract::<isize>()?,
+    let entry = match cache.get_item(ty)? {
+        // The dict's values are indices of taken slots, stored below.
+        Some(hit) => &KNOWN[hit.extract::<usize>()?],
         None => {
             let code = match ty
                 .getattr_opt(pyo3::intern!(py, "__dlpack_c_exchange_api__"))?
                 .and_then(|attr| find_table(&attr))
             {
                 Some(table) => std::ptr::from_ref(table) as isize,
-                None if is_numpy_ndarray(ty) => SKIP_DEVICE,
+                None if is_numpy_ndarray(&ty) => SKIP_DEVICE,
                 None => ASK_DEVICE,
             };
-            // Bounded: past 4096 producer types, new ones are looked up on every call.
-            if cache.len() >= 4096 {
+            // Bounded: past MAX_TYPES producer types, new ones are looked up on every call.
+            let index = USED.load(Ordering::Relaxed);
+            if index >= MAX_TYPES {
                 return Ok(decode(code));
             }
-            cache.set_item(ty, code)?;
-            code
+            let entry = &KNOWN[index];
+            entry.ty.store(ty.as_ptr() as usize, Ordering::Relaxed);
+            entry.code.store(code, Ordering::Relaxed);
+            // Taken only once the dict holds it (a failed insert leaves the slot free).
+            cache.set_item(ty, index)?;
+            USED.store(index + 1, Ordering::Relaxed);
+            entry
         }
     };
-    let _ = LAST.try_with(|last| last.set((key, code)));
-    Ok(decode(code))
+    LAST.store(std::ptr::from_ref(entry).cast_mut(), Ordering::Release);
+    Ok(decode(entry.code.load(Ordering::Relaxed)))
+}
+
+/// A type's cached route: its address (the dict keeps the type alive) and its route's code;
+/// written once, before the entry is published.
+struct Known {
+    ty: AtomicUsize,
+    code: AtomicIsize,
 }
 
 const ASK_DEVICE: isize = 0;
 const SKIP_DEVICE: isize = -1;
 
 /// A cached route code back as a route.
+#[inline]
 fn decode(code: isize) -> Route {
     match code {
         ASK_DEVICE => Route::Dunder { ask_device: true },
@@ -413,7 +455,7 @@ fn decode(code: isize) -> Route {
 }
 
 /// Exactly `numpy.ndarray` (a subclass may answer `__dlpack_device__` its own way).
-fn is_numpy_ndarray(ty: &Bound<'_, PyType>) -> bool {
+fn is_numpy_ndarray(ty: &Borrowed<'_, '_, PyType>) -> bool {
     let name = |r: PyResult<Bound<'_, pyo3::types::PyString>>| r.map(|s| s.to_string()).ok();
     name(ty.module()).as_deref() == Some("numpy")
         && name(ty.qualname()).as_deref() == Some("ndarray")

@@ -149,12 +149,14 @@ unsafe fn call(
         }));
     }
     // SAFETY: `args[0]` is a borrowed, live object for the call (contract).
-    let x = unsafe { Bound::from_borrowed_ptr(py, *args) };
+    // Borrowed, not counted: an owned `Bound` would cost a `Py_IncRef` and a `Py_DecRef` call
+    // (functions, under the stable ABI) for nothing.
+    let x = unsafe { Borrowed::from_ptr(py, *args) };
     let (mut device, mut copy) = (None, None);
     if let Some(names) = names {
         for (i, name) in names.iter().enumerate() {
             // SAFETY: the keyword values follow the one positional argument (contract).
-            let value = unsafe { Bound::from_borrowed_ptr(py, *args.add(1 + i)) };
+            let value = unsafe { Borrowed::from_ptr(py, *args.add(1 + i)) };
             let slot = if is(&name, intern!(py, "device"))? {
                 &mut device
             } else if is(&name, intern!(py, "copy"))? {
@@ -173,8 +175,7 @@ unsafe fn call(
             }
         }
     }
-    let tensor = import::from_dlpack(&x, device.as_ref(), copy.as_ref())?;
-    Ok(Bound::new(py, tensor)?.into_ptr())
+    Ok(import::from_dlpack(&x, device.as_deref(), copy.as_deref())?.into_ptr())
 }
 
 /// `name` is the keyword `expected`: the same interned string (every keyword written in

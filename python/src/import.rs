@@ -36,13 +36,19 @@ use crate::tensor::PyTensor;
 ///   always; `False`: never, else `BufferError`).
 #[pyfunction]
 #[pyo3(signature = (x, /, *, device=None, copy=None))]
-pub fn from_dlpack(
-    x: &Bound<'_, PyAny>,
-    device: Option<&Bound<'_, PyAny>>,
-    copy: Option<&Bound<'_, PyAny>>,
-) -> PyResult<PyTensor> {
-    let target = args::device(device)?;
-    let copy = args::copy(copy)?;
+pub fn from_dlpack<'py>(
+    x: &Bound<'py, PyAny>,
+    device: Option<&Bound<'py, PyAny>>,
+    copy: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let target = match device {
+        None => None,
+        Some(d) => args::device(Some(d))?,
+    };
+    let copy = match copy {
+        None => None,
+        Some(c) => args::copy(Some(c))?,
+    };
     let (raw, advertised) = produce(x)?;
     let how = Import {
         device: target,
@@ -51,7 +57,9 @@ pub fn from_dlpack(
     };
     // SAFETY: `raw` was just handed over by its producer and is owned by nobody else.
     let held = unsafe { adapter::import(raw, &how) }?;
-    Ok(PyTensor::new(held, target))
+    // The Python object is made here, where the held tensor is: a large value moved through
+    // fewer results on its way into the object.
+    Bound::new(x.py(), PyTensor::new(held, target))
 }
 
 /// The managed tensor of `x`, owned by the caller, and the device its producer advertised.
@@ -59,7 +67,9 @@ fn produce(x: &Bound<'_, PyAny>) -> PyResult<(RawManaged, Option<Device>)> {
     if capsule::is_capsule(x) {
         return Ok((capsule::take(x)?, None));
     }
-    let ask_device = match exchange::route(&x.get_type())? {
+    // SAFETY: the type of a live object, alive (and borrowed) as long as `x` is.
+    let ty = unsafe { Borrowed::from_ptr(x.py(), x.get_type_ptr().cast()).cast_unchecked() };
+    let ask_device = match exchange::route(ty)? {
         // The table's tensor carries its device; the exchange API has no second opinion.
         exchange::Route::Exchange(api) => return Ok((exchange::take_from(api, x)?, None)),
         exchange::Route::Dunder { ask_device } => ask_device,

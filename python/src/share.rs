@@ -114,7 +114,7 @@ mod imp {
         if let Ok(t) = x.cast::<PyTensor>() {
             return Ok(t.clone().unbind());
         }
-        Py::new(x.py(), import::from_dlpack(x, None, None)?)
+        Ok(import::from_dlpack(x, None, None)?.unbind())
     }
 
     pub(super) fn share(

@@ -122,7 +122,9 @@ pub trait Backend: Send + Sync + 'static {
         platform_id(self.name())
     }
 
-    /// The device types this backend serves.
+    /// The device types this backend serves. A [`Registry`](crate::Registry) asks when the
+    /// backend is registered and keeps the answer (its table of serving backends), so it does
+    /// not change over the backend's life.
     fn device_types(&self) -> &[DeviceType];
 
     /// Whether this backend reaches memory on `memory` without a copy.

@@ -357,7 +357,13 @@ impl Dims {
         let ndim = shape.len();
         if ndim <= Self::INLINE {
             let mut buf = [0; 2 * Self::INLINE];
-            buf[..ndim].copy_from_slice(shape);
+            // A fixed number of guarded stores: a copy of a length known only at run time is a
+            // call to `memcpy`, dearer than the one to four stores it makes here.
+            for (i, to) in buf[..Self::INLINE].iter_mut().enumerate() {
+                if let Some(&extent) = shape.get(i) {
+                    *to = extent;
+                }
+            }
             for (to, from) in buf[ndim..2 * ndim].iter_mut().zip(strides) {
                 *to = from;
             }
