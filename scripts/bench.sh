@@ -21,4 +21,5 @@ cargo run --release --locked -p dlport-bench --bin wgpu_compact
 cargo run --release --locked -p dlport-bench --bin share -- $quick
 .venv/bin/python bench/python/numpy_shared.py $quick
 bash scripts/wasm-build.sh
+node bench/js/wasm_copies.mjs $quick   # the package's simd128 build against its scalar one
 .venv/bin/python bench/python/report.py

@@ -173,7 +173,8 @@ def copies_section(copies, numpy):
     w("")
     w("`memcpy` is the row of memcpy measured next to the transpose (Rust's `copy_from_slice`, "
       "NumPy's `copyto` of a contiguous array). `pinned staging` copies pageable memory into an "
-      "`mlock`-ed buffer (no CUDA driver here); NumPy has no equivalent. NumPy's "
+      "`mlock`-ed buffer (no CUDA driver here), against memcpy into the same buffer (so both "
+      "write the same page-locked pages); NumPy has no equivalent. NumPy's "
       "`ascontiguousarray` (allocating) is in `target/bench/numpy.json`.\n")
     w("![copy throughput against size](bench/copies.png)\n")
     w("**What the copy kernels do.** One implementation, in dlport-core (`core/src/copy`), serves "
@@ -191,14 +192,29 @@ def copies_section(copies, numpy):
       "run of both builds on an AMD EPYC (`transpose`, 64 MiB, thread CPU time), the old code "
       "measured 0.05 / 0.09–0.11 / 0.32–0.45 / 0.24–0.30 × memcpy for 1 / 2 / 4 / 8 bytes and "
       "the new code 0.40–0.48 / 0.63–0.68 / 0.67 / 0.75–0.78.\n")
-    w("**Where the transposes fall short.** 1-byte tiles touch 64 source and 64 destination "
-      "pages per tile, 8-byte tiles only 8 and 8, and the ratios fall in that order. The cause is "
-      "not settled: a trial with `madvise(MADV_HUGEPAGE)` on both buffers changed nothing "
-      "measurable. In cache (256 KiB) the kernels run at 12, 15, 19 and 20 GB/s for "
-      "1, 2, 4 and 8 bytes, so computation is not the limit at 64 MiB. Between 2 and 8 MiB "
-      "(below the streaming threshold, rows a power of two apart) every size drops to about "
-      "0.1–0.2 × an in-cache memcpy, as the old 4-byte kernel did. This machine runs other "
-      "builds at the same time: across two runs the 64 MiB ratios moved by about ±0.1.\n")
+    w("**Large transposes go through panels** (x86_64, destinations of 8 MiB or more, 1-, 2- "
+      "and 4-byte elements; `panels` in `core/src/copy/arch/simd.rs`). In strips, a micro-tile "
+      "reads 16 to 64 source columns side by side (a strip 128), more streams than the hardware "
+      "prefetchers track, so reads waited on memory one line at a time. Now a panel of source "
+      "columns (about 2 MiB, two L2 caches here) is first copied into a heap buffer column after "
+      "column, long sequential reads the prefetchers follow, its columns one line more than a "
+      "multiple of 64 bytes apart (1-byte columns line-major, so that a micro-tile's 64 lines "
+      "are one page and its 64 destination rows' pages still fit the first-level TLB), then "
+      "the panel's micro-tiles are transposed out of it, row group by row group, so that each "
+      "destination row receives its run of the panel in order. Measured on an AMD EPYC "
+      "(64 MiB, the two phases timed alone): copying in runs at 19–22 GB/s (1-byte) and "
+      "27–28 GB/s (4-byte), transposing out at 14 and 25–27 GB/s, and the two add up. A bare "
+      "read into a 1 MiB buffer moves 18–22 GB/s on that core and a bare streaming write "
+      "26–33 GB/s, so a transpose in two phases is bounded near 1 / (1/read + 1/write), "
+      "0.75–0.87 × memcpy, which memcpy beats by reading and writing at once. Overlapping the "
+      "phases (copying the next panel a column every few micro-tiles, or prefetching it) "
+      "measured 15–20 % slower for every size, so they run one after the other. 8-byte "
+      "elements stay in strips (8 columns per micro-tile; panels measured 0.85–0.95 × their "
+      "speed). Against the strips, back to back: 2-byte 6.4–8.5 → 9.0–10.9 GB/s, 4-byte "
+      "6.2–10.3 → 8.8–13.2, 1-byte 6.3–7.4 → 6.8–8.9. Below 8 MiB (no streaming, rows a power "
+      "of two apart) every size still drops to about 0.2–0.4 × an in-cache memcpy. This "
+      "machine runs other builds at the same time: across runs the 64 MiB ratios move by "
+      "about ±0.1.\n")
     w("**Reversed rows.** `negative strides` is `a[::-1, ::-1]` (after the planner, one reversed "
       "row of 64 MiB), `reversed rows` is `a[:, ::-1]` (rows of 16 KiB, each reversed). Each row's "
       "destination is written from its end, so the source is read upwards, a rising stream the "
@@ -423,13 +439,22 @@ def main():
         w("## The npm package's wasm\n")
         w("Command: `scripts/wasm-build.sh` (wasm-pack release build with opt-level \"s\", fat LTO and "
           "one codegen unit, then `wasm-opt -Os` from the npm package binaryen, pinned in "
-          "`wasm/tools/package-lock.json`). The build fails above the goal.\n")
+          "`wasm/tools/package-lock.json`), twice: `dlport_bg.wasm` with `-C "
+          "target-feature=+simd128` (dlport-core's simd128 copy kernels), `dlport_scalar_bg.wasm` "
+          "without, for engines without WebAssembly SIMD; one JS glue loads either (the build "
+          "checks the two builds' glue is identical), and its default initialisation picks the "
+          "SIMD file where `WebAssembly.validate` accepts a SIMD module. The build fails when "
+          "either file is above the goal.\n")
         w("| file | bytes | gzipped (gzip -9) | goal |")
         w("|---|---|---|---|")
-        if "before_wasm_opt_bytes" in z:
-            w(f"| `dlport_bg.wasm` before wasm-opt | {z['before_wasm_opt_bytes']:,} | {z['before_wasm_opt_gzip_bytes']:,} ({z['before_wasm_opt_gzip_bytes'] / 1000:.1f} KB) | |")
         limit = z.get("gzip_limit_bytes", 100000)
-        w(f"| `wasm/pkg/dlport_bg.wasm` | {z['wasm_bytes']:,} | {z['wasm_gzip_bytes']:,} ({z['wasm_gzip_bytes'] / 1000:.1f} KB) | ≤ {limit / 1000:.0f} KB gzipped |")
+        for label, key in (("dlport_bg.wasm", ""), ("dlport_scalar_bg.wasm", "scalar_")):
+            if f"{key}wasm_bytes" not in z:
+                continue
+            if f"{key}before_wasm_opt_bytes" in z:
+                w(f"| `{label}` before wasm-opt | {z[f'{key}before_wasm_opt_bytes']:,} | {z[f'{key}before_wasm_opt_gzip_bytes']:,} ({z[f'{key}before_wasm_opt_gzip_bytes'] / 1000:.1f} KB) | |")
+            build = "scalar" if key else "simd128"
+            w(f"| `wasm/pkg/{label}` ({build}) | {z[f'{key}wasm_bytes']:,} | {z[f'{key}wasm_gzip_bytes']:,} ({z[f'{key}wasm_gzip_bytes'] / 1000:.1f} KB) | ≤ {limit / 1000:.0f} KB gzipped |")
         w("")
         w("Before this build (opt-level 3, no LTO, no wasm-opt) the package was 364,315 bytes, "
           "124,444 gzipped. wasm-opt -Os alone took that code to 93.4 KB. With opt-level \"s\" "
@@ -441,6 +466,27 @@ def main():
           "in by one error message that showed a non-integer extent: it now shows the number as "
           "JavaScript writes it (`Number.prototype.toString`), and no float formatting is left "
           "in the package (`twiggy top`).\n")
+        wc = BENCH / "wasm_copies.json"
+        if wc.exists():
+            c = json.loads(wc.read_text())
+            w(f"Command: `node bench/js/wasm_copies.mjs` (Node {c['node']}, V8 {c['v8']}), right after the "
+              "build: a 16 MiB strided → compact copy through the package's `toBytes()`, both builds "
+              "loaded in one process and timed in alternation (the process's CPU time, so time the "
+              "scheduler gives to other processes of a shared machine is left out), medians of "
+              f"{c['rounds']} rounds, p25–p75 "
+              "in parentheses. `toBytes()` also zeroes its result and copies it out to a JS "
+              "`Uint8Array`, in every row alike; \"× memcpy\" divides the compact `toBytes()` time of the "
+              "same build by the row's. The simd128 build leaves 8-byte transposes to the portable "
+              "kernel (faster there than its simd128 tile: 0.64–0.78 × when it took them), so that "
+              "row runs the same kernel in both builds.\n")
+            w("| case | simd128 | scalar | simd128 / scalar speed | × memcpy (simd128, scalar) |")
+            w("|---|---|---|---|---|")
+            def t(x):
+                return f"{x['median_ms']:.1f} ms ({x['p25_ms']:.1f}–{x['p75_ms']:.1f})"
+            for r in c["rows"]:
+                w(f"| {r['case']} | {t(r['simd128'])} | {t(r['scalar'])} | {r['speedup']:.2f} × | "
+                  f"{r['simd128']['x_memcpy']:.2f}, {r['scalar']['x_memcpy']:.2f} |")
+            w("")
     from share_section import section as share_section  # this directory
 
     out.extend(share_section())
