@@ -13,7 +13,7 @@ use core::arch::aarch64::{
 
 use super::Axis;
 use super::reverse::{self, Reverse};
-use super::simd::{self, STREAM_BYTES, Vector};
+use super::simd::{self, Large, STREAM_BYTES, Vector};
 
 /// One NEON register.
 #[derive(Clone, Copy)]
@@ -132,8 +132,13 @@ pub(in crate::copy) unsafe fn transpose(
     src: *const u8,
     dst: *mut u8,
 ) -> bool {
+    // No streaming stores on this target ([`Vector::STREAMS`]), so no panels either.
+    let large = Large {
+        stream_from: STREAM_BYTES,
+        panels: false,
+    };
     // SAFETY: forwarded contract; NEON is present.
-    unsafe { simd::transpose_any::<Neon>(outer, rows, inner, elem, src, dst, STREAM_BYTES) }
+    unsafe { simd::transpose_any::<Neon>(outer, rows, inner, elem, src, dst, large) }
 }
 
 /// Reversed rows (`inner.stride == −elem`) of every plane of `outer` for 1-, 2-, 4- and 8-byte

@@ -13,7 +13,8 @@
 //! is read 256 bytes at a time), prefetching the source lines [`PREFETCH_TILES`] tiles ahead.
 //! Destinations of [`STREAM_BYTES`] or more whose rows are whole lines are written with
 //! streaming stores where the target has them, and only whole lines. With the heap (`alloc`),
-//! such large transposes go through panels instead ([`panels`]): a panel of source columns is
+//! on CPUs where they pay (the architecture module's choice, [`Large::panels`]: AMD's), such
+//! large transposes go through panels instead ([`panels`]): a panel of source columns is
 //! first copied into a buffer of about 2 MiB, column after column (long sequential reads
 //! that the hardware prefetchers follow, where the strips read 16 to 128 columns side by side,
 //! more streams than they track), then its micro-tiles are transposed out of the buffer, each
@@ -371,7 +372,7 @@ unsafe fn tile_out<V: Vector, const W: usize, const N: usize>(
 }
 
 /// The SIMD transpose of `outer × rows × inner` (the source contiguous along `rows`) for
-/// `W`-byte elements (N = 16 / W), with streaming stores from `stream_from` bytes on.
+/// `W`-byte elements (N = 16 / W), large destinations written as `large` says.
 ///
 /// # Safety
 /// As [`crate::copy::kernels::transpose`], with `W`-byte elements; the instruction set of `V`
@@ -383,7 +384,7 @@ unsafe fn transpose<V: Vector, const W: usize, const N: usize>(
     inner: Axis,
     src: *const u8,
     dst: *mut u8,
-    stream_from: usize,
+    large: Large,
 ) {
     let e = 64 / W;
     let (nr, nc, cs) = (rows.extent, inner.extent, inner.stride);
@@ -391,7 +392,7 @@ unsafe fn transpose<V: Vector, const W: usize, const N: usize>(
     // Stream whole lines only: every row starts at the same offset in a line (rows are whole
     // lines), and the destination is element-aligned so that some column starts a line.
     let stream = V::STREAMS
-        && planes * nr * nc * W >= stream_from
+        && planes * nr * nc * W >= large.stream_from
         && (nc * W) % 64 == 0
         && (dst as usize) % W == 0;
     // The first column whose destination is line-aligned (streaming only); whole micro-tiles
@@ -411,7 +412,7 @@ unsafe fn transpose<V: Vector, const W: usize, const N: usize>(
     // 8-byte elements stay in strips: a micro-tile reads only 8 columns, few enough streams for
     // the prefetchers, and panels measured 0.85–0.95 × the strips' speed (16 to 64 MiB).
     #[cfg(feature = "alloc")]
-    if stream && W <= 4 {
+    if stream && large.panels && W <= 4 {
         let blocks = Blocks {
             rows: r_hi,
             cols: c_lo..c_hi,
@@ -622,7 +623,18 @@ unsafe fn panels<V: Vector, const W: usize, const N: usize>(
 /// The signature of [`transpose_any`] (tests call every instantiation through it).
 #[cfg(test)]
 pub(super) type TransposeFn =
-    unsafe fn(&[Axis], Axis, Axis, usize, *const u8, *mut u8, usize) -> bool;
+    unsafe fn(&[Axis], Axis, Axis, usize, *const u8, *mut u8, Large) -> bool;
+
+/// How a transpose writes large destinations: the architecture module's choice.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Large {
+    /// Destinations of this many bytes or more are written with streaming stores, where the
+    /// target has them ([`Vector::STREAMS`]).
+    pub stream_from: usize,
+    /// Streamed transposes of 1- to 4-byte elements go through [`panels`] (else through
+    /// strips): the better order depends on the CPU's caches (see `x86_64::panels_pay`).
+    pub panels: bool,
+}
 
 /// [`transpose`] for an element size known at run time: `false` (nothing done) unless it is 1,
 /// 2, 4 or 8 bytes.
@@ -637,12 +649,12 @@ pub(super) unsafe fn transpose_any<V: Vector>(
     elem: usize,
     src: *const u8,
     dst: *mut u8,
-    stream_from: usize,
+    large: Large,
 ) -> bool {
     macro_rules! go {
         ($w:literal, $n:literal) => {
             // SAFETY: forwarded contract, with `$w`-byte elements.
-            unsafe { transpose::<V, $w, $n>(outer, rows, inner, src, dst, stream_from) }
+            unsafe { transpose::<V, $w, $n>(outer, rows, inner, src, dst, large) }
         };
     }
     match elem {

@@ -7,6 +7,7 @@
 use alloc::vec::Vec;
 
 use super::kernels;
+use super::simd::Large;
 use crate::copy::Axis;
 
 /// A small deterministic generator.
@@ -111,10 +112,13 @@ fn transposes_match_the_reference() {
                     };
                     let len = planes * nr * nc * elem;
                     for &shift in shifts(elem) {
-                        for stream_from in [0, usize::MAX] {
+                        // Streamed through panels and through strips, and not streamed.
+                        for (stream_from, by_panels) in [(0, true), (0, false), (usize::MAX, false)]
+                        {
                             let what = alloc::format!(
                                 "{name} elem {elem} {planes}x{nr}x{nc} pad {pad} negative \
-                                 {negative} shift {shift} stream_from {stream_from}"
+                                 {negative} shift {shift} stream_from {stream_from} by_panels \
+                                 {by_panels}"
                             );
                             let (mut backing, start) = destination(len, shift);
                             // SAFETY: the box's source elements lie inside `src` (columns
@@ -128,7 +132,10 @@ fn transposes_match_the_reference() {
                                     elem,
                                     src.as_ptr().add(base),
                                     backing.as_mut_ptr().add(start),
-                                    stream_from,
+                                    Large {
+                                        stream_from,
+                                        panels: by_panels,
+                                    },
                                 )
                             };
                             assert!(done, "{what}: not taken");
@@ -249,8 +256,20 @@ fn other_element_sizes_are_left_to_the_portable_kernels() {
         let (src, mut dst) = ([0u8; 1], [0u8; 1]);
         for elem in [3usize, 12, 16] {
             // SAFETY: a kernel that declines touches nothing.
-            let taken =
-                unsafe { transpose(&[], axis, axis, elem, src.as_ptr(), dst.as_mut_ptr(), 0) };
+            let taken = unsafe {
+                transpose(
+                    &[],
+                    axis,
+                    axis,
+                    elem,
+                    src.as_ptr(),
+                    dst.as_mut_ptr(),
+                    Large {
+                        stream_from: 0,
+                        panels: true,
+                    },
+                )
+            };
             assert!(!taken, "{name}: elem {elem}");
             if let Some(reverse) = reverse {
                 // SAFETY: as above.

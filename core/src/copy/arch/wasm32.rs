@@ -10,7 +10,7 @@ use core::arch::wasm32::{
 
 use super::Axis;
 use super::reverse::{self, Reverse};
-use super::simd::{self, STREAM_BYTES, Vector};
+use super::simd::{self, Large, STREAM_BYTES, Vector};
 
 /// One simd128 value.
 #[derive(Clone, Copy)]
@@ -119,8 +119,13 @@ pub(in crate::copy) unsafe fn transpose(
     if elem == 8 {
         return false;
     }
+    // No streaming stores on this target ([`Vector::STREAMS`]), so no panels either.
+    let large = Large {
+        stream_from: STREAM_BYTES,
+        panels: false,
+    };
     // SAFETY: forwarded contract; simd128 is enabled.
-    unsafe { simd::transpose_any::<Simd128>(outer, rows, inner, elem, src, dst, STREAM_BYTES) }
+    unsafe { simd::transpose_any::<Simd128>(outer, rows, inner, elem, src, dst, large) }
 }
 
 /// Reversed rows (`inner.stride == −elem`) of every plane of `outer` for 1-, 2-, 4- and 8-byte
