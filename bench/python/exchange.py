@@ -13,6 +13,7 @@ Usage: .venv/bin/python bench/python/exchange.py [--quick]
 """
 
 import json
+import os
 import pathlib
 import platform
 import re
@@ -47,7 +48,7 @@ def per_call(cases):
 
 def summary(values):
     q = statistics.quantiles(values, n=4)
-    return {"median": statistics.median(values), "p25": q[0], "p75": q[2]}
+    return {"median": statistics.median(values), "p25": q[0], "p75": q[2], "min": min(values)}
 
 
 def native_loop(obj, full):
@@ -65,15 +66,31 @@ t = dlport.from_dlpack(a)
 w = tvm_ffi.core.DLTensorTestWrapper(tvm_ffi.from_dlpack(a))
 """
 
+# What instructions() adds to SETUP: no collection of the imported modules' objects mid-loop
+# (one full collection counted ten million instructions, a different share in every run), and
+# the loop in a function (fast locals, where a module-level loop writes a dict every turn).
+COUNTED = """
+import gc
+gc.collect()
+gc.freeze()
+def loop():
+    for _ in range({n}):
+        {stmt}
+loop()
+"""
+
 
 def instructions(body, toggle=None, n=20_000):
     """Instructions per call under callgrind (noise-free, unlike time on a shared machine):
     the program with `body` run n times, less the same program with `pass` (or, with `toggle`,
     only the instructions inside that native function)."""
     def run(stmt, toggle_arg):
-        prog = SETUP + f"for _ in range({n}):\n    {stmt}\n"
+        prog = SETUP + COUNTED.format(n=n, stmt=stmt)
         cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + toggle_arg
-        out = subprocess.run(cmd + [sys.executable, "-c", prog], capture_output=True, text=True).stderr
+        # A fixed hash seed (str hashes, so dict probes, the same in every run) and one OpenBLAS
+        # thread (NumPy's spare ones spin, counted in a share that varies from run to run).
+        env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
+        out = subprocess.run(cmd + [sys.executable, "-c", prog], capture_output=True, text=True, env=env).stderr
         return int(re.search(r"refs:\s+([\d,]+)", out).group(1).replace(",", ""))
     if toggle:
         return run(body, [f"--toggle-collect={toggle}"]) / n

@@ -478,3 +478,79 @@ fn a_huge_broadcast_tensor_is_an_error_not_an_abort() {
         })
     );
 }
+
+/// Storage that counts its drops and, when dropped, drops what it holds (another buffer: a
+/// release inside a release).
+struct Holding {
+    data: Vec<f64>,
+    dropped: Arc<AtomicUsize>,
+    inner: Option<dlport_core::backend::SharedBuffer>,
+}
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        self.dropped.fetch_add(1, Ordering::SeqCst);
+        drop(self.inner.take());
+    }
+}
+
+// SAFETY: the Vec's buffer is stable and owned alone.
+unsafe impl TensorStorage for Holding {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.data.as_mut_ptr().cast()
+    }
+    fn byte_len(&self) -> usize {
+        self.data.len() * 8
+    }
+}
+
+fn holding(
+    n: &Arc<AtomicUsize>,
+    inner: Option<dlport_core::backend::SharedBuffer>,
+) -> dlport_core::backend::SharedBuffer {
+    dlport_core::backend::Buffer::new(Box::new(Holding {
+        data: vec![1.0; 4],
+        dropped: Arc::clone(n),
+        inner,
+    }))
+}
+
+/// A freed buffer's block is kept for the thread's next buffer (no allocation per import
+/// after a release): the reused block starts fresh, a release inside a release (the spare
+/// taken already) and a release on a thread that then ends give every block back, and every
+/// owner is dropped exactly once. Miri and LeakSanitizer check the blocks.
+#[test]
+fn buffer_blocks_are_reused_fresh_and_every_owner_dropped_once() {
+    let n = counter();
+    let first = holding(&n, None);
+    let address = std::ptr::from_ref::<dlport_core::backend::Buffer>(&first);
+    drop(first);
+    assert_eq!(n.load(Ordering::SeqCst), 1);
+    let second = holding(&n, None);
+    assert_eq!(
+        std::ptr::from_ref::<dlport_core::backend::Buffer>(&second),
+        address,
+        "premise: the spare block was reused"
+    );
+    assert_eq!(
+        (second.handles(), second.users(), second.is_released()),
+        (1, 0, false)
+    );
+    assert_eq!(second.len(), 32);
+    // A release inside a release: the outer block becomes the spare, the inner one (freed
+    // while the spare slot is full) goes back to the allocator.
+    let outer = holding(&n, Some(second));
+    drop(outer);
+    assert_eq!(n.load(Ordering::SeqCst), 3);
+    // Made here, released on a thread that ends with the block as its spare.
+    let moved = holding(&n, None);
+    let clone = moved.clone();
+    std::thread::spawn(move || {
+        drop(moved);
+        drop(clone);
+        let _ = holding(&Arc::new(AtomicUsize::new(0)), None);
+    })
+    .join()
+    .unwrap();
+    assert_eq!(n.load(Ordering::SeqCst), 4);
+}

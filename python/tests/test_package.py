@@ -32,3 +32,25 @@ def test_repr_and_properties():
     assert repr(dlport.from_dlpack(np.array(1.5, dtype=np.float32))).startswith("dlport.Tensor(shape=(), ")
     assert "shape=(3,)" in repr(dlport.from_dlpack(np.arange(3)))
     assert isinstance(dlport.Tensor.__dlpack_c_exchange_api__, type(a.__dlpack__()))
+
+
+def test_a_reused_tensor_object_starts_fresh():
+    """dlport.Tensor keeps a free list of dead objects (no allocation and no GC tracking per
+    import): an object taken from it carries nothing of its last life, and weak references to
+    the dead one stay dead."""
+    import weakref
+
+    a, b = np.arange(6, dtype=np.float32), np.arange(3, dtype=np.int64).reshape(3, 1)
+    died, ids = [], set()
+    for i in range(300):
+        src = a if i % 2 else b
+        t = dlport.from_dlpack(src)
+        ids.add(id(t))
+        ref = weakref.ref(t, died.append)
+        assert ref() is t and weakref.getweakrefcount(t) == 1
+        assert (t.shape, t.dtype, t.data_ptr()) == (src.shape, src.dtype.name, src.ctypes.data)
+        assert t._dlpack_users == 0
+        del t
+        assert ref() is None
+    assert len(died) == 300, "every weak reference's callback ran once"
+    assert len(ids) < 300, "premise: dead objects were reused"
