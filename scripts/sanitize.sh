@@ -90,7 +90,7 @@ echo "[sanitize] the Python package's tests under LeakSanitizer"
 pyrep=$(mktemp -d)
 pylsan="exitcode=0:malloc_context_size=40:fast_unwind_on_malloc=0"
 (cd python/tests && PYTHONMALLOC=malloc LSAN_OPTIONS="$pylsan:log_path=$pyrep/report" LD_PRELOAD="$lsan" \
-  ../../.venv/bin/python -m pytest -q -p no:cacheprovider test_numpy.py test_errors.py test_threads.py test_tvm_ffi.py)
+  ../../.venv/bin/python -m pytest -q -p no:cacheprovider test_numpy.py test_errors.py test_threads.py test_tvm_ffi.py test_package.py)
 check_package_lsan "$pyrep" clean
 echo "[sanitize] negative control: a dlport export whose capsule was marked used but never consumed is reported"
 pyneg=$(mktemp -d)

@@ -21,6 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use crate::errors::buffer_error;
+use crate::heaptype;
 use crate::tensor::PyTensor;
 
 /// `Py_buffer`.
@@ -49,21 +50,6 @@ struct PyBufferProcs {
     bf_releasebuffer: Option<ReleaseBuffer>,
 }
 
-/// `PyTypeObject` from its start to `tp_as_buffer`: every member is pointer-sized.
-#[repr(C)]
-struct TypeHead {
-    ob_refcnt: isize,
-    ob_type: *mut c_void,
-    ob_size: isize,
-    tp_name: *const c_char,
-    tp_basicsize: isize,
-    tp_itemsize: isize,
-    slots_before_buffer: [*mut c_void; 14],
-    tp_as_buffer: *mut PyBufferProcs,
-}
-
-const _: () = assert!(std::mem::offset_of!(TypeHead, tp_as_buffer) == 20 * size_of::<usize>());
-
 /// `Py_bf_getbuffer`, the slot number (stable ABI; named in the limited headers from 3.11).
 const PY_BF_GETBUFFER: c_int = 1;
 const PY_BUF_WRITABLE: c_int = 0x0001;
@@ -77,23 +63,15 @@ const PY_BUF_ANY_CONTIGUOUS: c_int = 0x0080 | PY_BUF_STRIDES;
 /// Installs the buffer protocol on `dlport.Tensor`. Returns whether it did (false: a layout
 /// check disagreed, and nothing was written).
 pub fn install(ty: &Bound<'_, PyType>) -> PyResult<bool> {
-    let basicsize: isize = ty.getattr("__basicsize__")?.extract()?;
-    let itemsize: isize = ty.getattr("__itemsize__")?.extract()?;
     let tp = ty.as_type_ptr();
-    // SAFETY: a live type object; PyType_GetFlags only reads it.
-    let heap = unsafe { ffi::PyType_GetFlags(tp) } & ffi::Py_TPFLAGS_HEAPTYPE != 0;
-    let head = tp.cast::<TypeHead>();
-    // SAFETY: every type object starts with this head (checked just below against CPython's
-    // own answers before anything is written).
-    let (size_ok, procs) = unsafe {
-        (
-            (*head).tp_basicsize == basicsize && (*head).tp_itemsize == itemsize,
-            (*head).tp_as_buffer,
-        )
+    let Some(head) = heaptype::head(ty)? else {
+        return Ok(false);
     };
+    // SAFETY: a heap type whose head agrees with CPython's sizes (checked by `head`).
+    let procs = unsafe { (*head).tp_as_buffer }.cast::<PyBufferProcs>();
     // A heap type's PyBufferProcs sits inside its own (larger) allocation.
     let inside = (procs as usize) > (tp as usize) && (procs as usize) < (tp as usize) + 4096;
-    if !(heap && size_ok && inside) {
+    if !inside {
         return Ok(false);
     }
     // SAFETY: PyType_GetSlot reads the slot through tp_as_buffer; for a heap type it does not

@@ -5,7 +5,8 @@
 //! - [`adapter`]: the one module that calls dlport's Rust API;
 //! - [`import`]: `from_dlpack` (capsules, the exchange API, `__dlpack__`); [`fastcall`]: its
 //!   vectorcall entry on CPython 3.10 and later;
-//! - [`tensor`]: `dlport.Tensor`; [`buffer`]: its buffer protocol;
+//! - [`tensor`]: `dlport.Tensor`; [`buffer`]: its buffer protocol; [`freelist`]: its objects'
+//!   allocator; [`heaptype`]: the head of its type object, which those two write into;
 //! - [`exchange`]: the `DLPackExchangeAPI` table, as producer and consumer;
 //! - [`capsule`]: DLPack capsules and their destructor; [`errors`]: exceptions;
 //! - [`share`]: tensors shared with another process (`share`, `Shared`, `open_shared`).
@@ -19,6 +20,8 @@ mod capsule;
 mod errors;
 mod exchange;
 mod fastcall;
+mod freelist;
+mod heaptype;
 mod import;
 mod share;
 mod tensor;
@@ -45,7 +48,16 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
             dlport_core::abi::DLPACK_MINOR_VERSION,
         ),
     )?;
-    let installed = buffer::install(&py.get_type::<tensor::PyTensor>())?;
-    m.add("_buffer_protocol", installed)?;
+    let ty = py.get_type::<tensor::PyTensor>();
+    m.add("_buffer_protocol", buffer::install(&ty)?)?;
+    m.add("_freelist", freelist::install(&ty)?)?;
+    m.add_function(wrap_pyfunction!(kept_tensors, m)?)?;
     Ok(())
+}
+
+/// How many dead `dlport.Tensor` objects the free list keeps now (for tests).
+#[pyfunction]
+#[pyo3(name = "_kept_tensors")]
+fn kept_tensors(py: Python<'_>) -> usize {
+    freelist::kept(py)
 }
