@@ -11,7 +11,7 @@ use dlport_core::abi::{
 };
 use dlport_core::{
     AccessError, CopyPolicy, DLPackVersion, DataType, Device, DispatchError, Error, ExportBuilder,
-    LayoutError, ManagedTensor, TensorStorage,
+    LayoutError, ManagedTensor, RawManaged, TensorStorage,
 };
 
 /// A foreign producer: a heap block holding the managed struct, its arrays and a counter.
@@ -515,10 +515,11 @@ fn holding(
     }))
 }
 
-/// A freed buffer's block is kept for the thread's next buffer (no allocation per import
-/// after a release): the reused block starts fresh, a release inside a release (the spare
-/// taken already) and a release on a thread that then ends give every block back, and every
-/// owner is dropped exactly once. Miri and LeakSanitizer check the blocks.
+/// A freed buffer's or export's block is kept for the thread's next one of the same layout (no
+/// allocation per exchange after a release): the reused block starts fresh; a release inside a
+/// release, more blocks than a thread keeps, and a release on a thread that then ends give
+/// every block back; every owner is dropped exactly once. Miri and LeakSanitizer check the
+/// blocks.
 #[test]
 fn buffer_blocks_are_reused_fresh_and_every_owner_dropped_once() {
     let n = counter();
@@ -537,11 +538,48 @@ fn buffer_blocks_are_reused_fresh_and_every_owner_dropped_once() {
         (1, 0, false)
     );
     assert_eq!(second.len(), 32);
-    // A release inside a release: the outer block becomes the spare, the inner one (freed
-    // while the spare slot is full) goes back to the allocator.
+    // A release inside a release (the inner block is kept while the outer one is dropped),
+    // then more blocks freed than a thread keeps: every owner dropped once, the surplus
+    // deallocated (Miri and LeakSanitizer see any block lost).
     let outer = holding(&n, Some(second));
     drop(outer);
     assert_eq!(n.load(Ordering::SeqCst), 3);
+    let three: Vec<_> = (0..3).map(|_| holding(&n, None)).collect();
+    drop(three);
+    assert_eq!(n.load(Ordering::SeqCst), 6);
+    // Export blocks too: a released export's block is the next export's of the same layout.
+    let exported = |v: Vec<f64>| {
+        ExportBuilder::new(
+            Counted {
+                data: v,
+                dropped: Arc::clone(&n),
+            },
+            DataType::FLOAT64,
+            &[2, 2],
+        )
+        .build()
+        .unwrap()
+        .into_raw()
+    };
+    let a = exported(vec![1.0; 4]);
+    let address = |raw: &RawManaged| match raw {
+        RawManaged::Versioned(p) => p.as_ptr() as usize,
+        RawManaged::Legacy(p) => p.as_ptr() as usize,
+    };
+    let a_address = address(&a);
+    // SAFETY: our own export, released once.
+    drop(unsafe { ManagedTensor::from_raw(a) }.unwrap());
+    let b = exported(vec![2.0; 4]);
+    assert_eq!(
+        address(&b),
+        a_address,
+        "premise: the export block was reused"
+    );
+    // SAFETY: as above.
+    let b = unsafe { ManagedTensor::from_raw(b) }.unwrap();
+    assert_eq!(b.view().get::<f64>(&[1, 1]).unwrap(), Some(2.0));
+    drop(b);
+    assert_eq!(n.load(Ordering::SeqCst), 8);
     // Made here, released on a thread that ends with the block as its spare.
     let moved = holding(&n, None);
     let clone = moved.clone();
@@ -552,5 +590,5 @@ fn buffer_blocks_are_reused_fresh_and_every_owner_dropped_once() {
     })
     .join()
     .unwrap();
-    assert_eq!(n.load(Ordering::SeqCst), 4);
+    assert_eq!(n.load(Ordering::SeqCst), 9);
 }

@@ -225,15 +225,10 @@ unsafe impl Sync for SharedBuffer {}
 
 impl SharedBuffer {
     fn new(buffer: Buffer) -> Self {
-        match spare::take() {
-            Some(block) => {
-                // SAFETY: a block of `Buffer`'s layout from the global allocator whose contents
-                // were dropped and that nothing else reaches (taken out of the spare slot).
-                unsafe { block.as_ptr().write(buffer) };
-                Self(block)
-            }
-            None => Self(NonNull::from(Box::leak(Box::new(buffer)))),
-        }
+        let block = crate::spare::alloc(core::alloc::Layout::new::<Buffer>()).cast::<Buffer>();
+        // SAFETY: a fresh block of `Buffer`'s layout that nothing else reaches.
+        unsafe { block.as_ptr().write(buffer) };
+        Self(block)
     }
 
     /// Takes a counted use of the buffer: while it lives, the memory cannot be released.
@@ -314,21 +309,13 @@ unsafe fn drop_count(buffer: NonNull<Buffer>, one: Word) -> bool {
 /// # Safety
 /// `buffer` came from [`SharedBuffer::new`], and no handle or use of it is left.
 unsafe fn free(buffer: NonNull<Buffer>) {
-    /// The block once its contents are dropped, also when a drop unwinds: kept as the spare,
-    /// or given back to the allocator.
+    /// The block once its contents are dropped, also when a drop unwinds.
     struct Block(NonNull<Buffer>);
     impl Drop for Block {
         fn drop(&mut self) {
-            if let Some(block) = spare::keep(self.0) {
-                // SAFETY: allocated with `Buffer`'s layout by `SharedBuffer::new` (a `Box`),
-                // contents dropped, reachable from nothing else.
-                unsafe {
-                    alloc::alloc::dealloc(
-                        block.as_ptr().cast(),
-                        core::alloc::Layout::new::<Buffer>(),
-                    )
-                };
-            }
+            // SAFETY: from `crate::spare::alloc` with `Buffer`'s layout (`SharedBuffer::new`),
+            // contents dropped, reachable from nothing else.
+            unsafe { crate::spare::dealloc(self.0.cast(), core::alloc::Layout::new::<Buffer>()) };
         }
     }
     let block = Block(buffer);
@@ -336,72 +323,6 @@ unsafe fn free(buffer: NonNull<Buffer>) {
     // drop runs the memory's release or the import's deleter.
     unsafe { core::ptr::drop_in_place(buffer.as_ptr()) };
     drop(block);
-}
-
-/// One freed buffer block per thread, kept for the thread's next [`SharedBuffer::new`]: an
-/// import after a release, the rhythm of a program that passes tensors through, then allocates
-/// nothing (glibc's `malloc` and `free` of the block cost about 135 instructions a round). A
-/// thread's spare is given back when the thread ends; a release during that (from another
-/// thread-local's destructor) deallocates at once. Without `std` (no thread-locals) there is
-/// no spare.
-mod spare {
-    use super::Buffer;
-    use core::ptr::NonNull;
-
-    /// Takes the thread's spare block (uninitialised), if it has one.
-    #[cfg(feature = "std")]
-    pub(super) fn take() -> Option<NonNull<Buffer>> {
-        SLOT.try_with(|slot| slot.0.take()).ok().flatten()
-    }
-
-    /// Keeps `block` (contents dropped) as the thread's spare; returns it if the thread has one
-    /// already (or its slot is gone), for the caller to deallocate.
-    #[cfg(feature = "std")]
-    pub(super) fn keep(block: NonNull<Buffer>) -> Option<NonNull<Buffer>> {
-        SLOT.try_with(|slot| match slot.0.get() {
-            None => {
-                slot.0.set(Some(block));
-                None
-            }
-            Some(_) => Some(block),
-        })
-        .unwrap_or(Some(block))
-    }
-
-    #[cfg(not(feature = "std"))]
-    pub(super) fn take() -> Option<NonNull<Buffer>> {
-        None
-    }
-
-    #[cfg(not(feature = "std"))]
-    pub(super) fn keep(block: NonNull<Buffer>) -> Option<NonNull<Buffer>> {
-        Some(block)
-    }
-
-    /// A thread's spare block: deallocated when the thread ends.
-    #[cfg(feature = "std")]
-    struct Slot(core::cell::Cell<Option<NonNull<Buffer>>>);
-
-    #[cfg(feature = "std")]
-    impl Drop for Slot {
-        fn drop(&mut self) {
-            if let Some(block) = self.0.take() {
-                // SAFETY: a block of `Buffer`'s layout from the global allocator, contents
-                // dropped, held by this slot alone.
-                unsafe {
-                    alloc::alloc::dealloc(
-                        block.as_ptr().cast(),
-                        core::alloc::Layout::new::<Buffer>(),
-                    )
-                };
-            }
-        }
-    }
-
-    #[cfg(feature = "std")]
-    std::thread_local! {
-        static SLOT: Slot = const { Slot(core::cell::Cell::new(None)) };
-    }
 }
 
 /// A counted use of a buffer: while it lives, the memory cannot be released, nor freed.
