@@ -46,7 +46,6 @@ tests=(
   "teardown_atexit           teardown_atexit.c          ^teardown ok \(atexit handler\)"
   "teardown_static           teardown_static.cpp        ^teardown ok \(C\+\+ static destructor\)"
   "teardown_pthread_key      teardown_pthread_key.c     ^teardown ok \(pthread-key destructor\)"
-  "teardown_pthread_key_first teardown_pthread_key_first.c ^teardown ok \(first use in a pthread-key destructor\)"
 )
 failures=0
 for t in "${tests[@]}"; do

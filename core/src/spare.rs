@@ -61,7 +61,7 @@ fn keep(block: NonNull<u8>, layout: Layout) -> Option<(NonNull<u8>, Layout)> {
 /// The slots, on Linux: thread-locals without a destructor, emptied by a pthread-key
 /// destructor. A thread-local's own destructor would not do: glibc runs thread-local
 /// destructors before pthread-key destructors, and one registered after they ran (a thread
-/// whose first release comes from a key destructor, as in `tests/c/teardown_pthread_key.c`)
+/// whose first release comes from a key destructor, as in `native/tests/c/teardown_pthread_key.c`)
 /// never runs, which lost the blocks. A key destructor still runs when its value is set during
 /// the key destructors (glibc repeats them, up to 4 rounds), and once it ran the thread keeps
 /// nothing more. Elsewhere there are no spares.
