@@ -1,5 +1,4 @@
-//! Build script: the SONAME of the shared library, its `nodelete` flag, and the cfg that only
-//! cbindgen reads.
+//! Build script: the SONAME of the shared library and the cfg that only cbindgen reads.
 
 fn main() {
     // `dlpack_h` is never set: cbindgen maps `cfg(not(dlpack_h))` to
@@ -17,11 +16,5 @@ fn main() {
     ) {
         let major = std::env::var("CARGO_PKG_VERSION_MAJOR").unwrap_or_else(|_| "0".into());
         println!("cargo::rustc-cdylib-link-arg=-Wl,-soname,libdlport_native.so.{major}");
-    }
-    // Each thread's spare blocks are given back by a pthread-key destructor (dlport-core's
-    // `spare.rs`), which must stay mapped for as long as a thread may end: `dlclose` does not
-    // unload the library (as glibc already keeps one with thread-local destructors loaded).
-    if os == "linux" {
-        println!("cargo::rustc-cdylib-link-arg=-Wl,-z,nodelete");
     }
 }

@@ -30,8 +30,6 @@ mod front;
 mod info;
 pub mod layout;
 mod managed;
-#[cfg(feature = "alloc")]
-mod spare;
 mod tensor;
 
 pub use abi::{DLPackVersion, DeviceType, TypeCode};

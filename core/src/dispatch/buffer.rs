@@ -225,10 +225,7 @@ unsafe impl Sync for SharedBuffer {}
 
 impl SharedBuffer {
     fn new(buffer: Buffer) -> Self {
-        let block = crate::spare::alloc(core::alloc::Layout::new::<Buffer>()).cast::<Buffer>();
-        // SAFETY: a fresh block of `Buffer`'s layout that nothing else reaches.
-        unsafe { block.as_ptr().write(buffer) };
-        Self(block)
+        Self(NonNull::from(Box::leak(Box::new(buffer))))
     }
 
     /// Takes a counted use of the buffer: while it lives, the memory cannot be released.
@@ -309,20 +306,10 @@ unsafe fn drop_count(buffer: NonNull<Buffer>, one: Word) -> bool {
 /// # Safety
 /// `buffer` came from [`SharedBuffer::new`], and no handle or use of it is left.
 unsafe fn free(buffer: NonNull<Buffer>) {
-    /// The block once its contents are dropped, also when a drop unwinds.
-    struct Block(NonNull<Buffer>);
-    impl Drop for Block {
-        fn drop(&mut self) {
-            // SAFETY: from `crate::spare::alloc` with `Buffer`'s layout (`SharedBuffer::new`),
-            // contents dropped, reachable from nothing else.
-            unsafe { crate::spare::dealloc(self.0.cast(), core::alloc::Layout::new::<Buffer>()) };
-        }
-    }
-    let block = Block(buffer);
-    // SAFETY: a live buffer nothing can reach any more (contract), dropped once: its owner's
-    // drop runs the memory's release or the import's deleter.
-    unsafe { core::ptr::drop_in_place(buffer.as_ptr()) };
-    drop(block);
+    // SAFETY: boxed by `SharedBuffer::new` and reachable from nothing else any more (contract),
+    // so dropped once: its owner's drop runs the memory's release or the import's deleter, and
+    // the box's memory is freed also when that drop unwinds.
+    drop(unsafe { Box::from_raw(buffer.as_ptr()) });
 }
 
 /// A counted use of a buffer: while it lives, the memory cannot be released, nor freed.

@@ -141,15 +141,6 @@ struct Plan {
     copies: bool,
 }
 
-/// Whether two backend names are the same text. Every export looks its tensor's backend up by
-/// name, and names are a few bytes: compared in line, where `==` on `str` calls `memcmp`
-/// (about 3% of an exchange-API export's time). The same address is not a shortcut: a name's
-/// literal may be duplicated across codegen units.
-#[inline]
-fn same_name(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
-}
-
 /// A run-time registry of backends. Resolution prefers the most recently registered backend
 /// that serves a device type; for a type no backend serves, it falls back to one that can
 /// reach that memory without a copy (so `kDLCUDAHost` resolves to the CPU backend when no CUDA
@@ -255,7 +246,7 @@ impl Registry {
 
     /// A backend by name.
     pub fn get(&self, name: &str) -> Option<&BackendRef> {
-        self.backends.iter().find(|b| same_name(b.name(), name))
+        self.backends.iter().find(|b| b.name() == name)
     }
 
     /// The registered names, in registration order.

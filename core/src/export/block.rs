@@ -255,13 +255,16 @@ pub(crate) struct NewBlock<H, S> {
 }
 
 impl<H: Header, S: TensorStorage> NewBlock<H, S> {
-    /// Allocates a block for `dims` values (the thread's spare of that layout if it has one;
-    /// the allocation error handler runs on failure, as for `Box::new`).
+    /// Allocates a block for `dims` values (the allocation error handler runs on failure, as
+    /// for `Box::new`).
     #[inline(always)]
     pub(crate) fn new(dims: usize) -> Self {
         let (layout, _) = block_layout::<S>(dims);
-        // Not zero-sized: the layout holds a header.
-        let block = crate::spare::alloc(layout).cast::<Block<S>>();
+        // SAFETY: not zero-sized: the layout holds a header.
+        let ptr = unsafe { alloc::alloc::alloc(layout) };
+        let Some(block) = NonNull::new(ptr.cast::<Block<S>>()) else {
+            alloc::alloc::handle_alloc_error(layout)
+        };
         Self {
             block,
             _header: core::marker::PhantomData,
@@ -282,7 +285,7 @@ impl<H: Header, S: TensorStorage> NewBlock<H, S> {
     pub(crate) fn free(self) {
         let (layout, _) = block_layout::<S>(self.dims);
         // SAFETY: allocated by `new` with this layout; nothing in it needs dropping.
-        unsafe { crate::spare::dealloc(self.block.cast(), layout) }
+        unsafe { alloc::alloc::dealloc(self.block.as_ptr().cast(), layout) }
     }
 
     /// Moves `storage` into the block and returns the pointer it gives for `data` (asked once,
@@ -409,6 +412,6 @@ pub(crate) unsafe extern "C" fn delete<H: Header, S: TensorStorage>(managed: *mu
         let block = H::manager_ctx(managed).cast::<Block<S>>();
         let (layout, _) = block_layout::<S>((*block).head.dims);
         core::ptr::drop_in_place(core::ptr::addr_of_mut!((*block).storage));
-        crate::spare::dealloc(NonNull::new_unchecked(block.cast()), layout);
+        alloc::alloc::dealloc(block.cast(), layout);
     }
 }

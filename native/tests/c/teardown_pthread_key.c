@@ -1,8 +1,8 @@
 /* dlport entries called from a pthread-key destructor of a worker thread, after glibc ran the
  * thread's TLS destructors: on a worker that used dlport before, and on one whose first use of
- * dlport comes from the key destructor (what dlport keeps per thread, its spare blocks among
- * it, must still be given back: valgrind and LeakSanitizer see any block lost). Exit status 0
- * and a "teardown ok" line from each expected. */
+ * dlport comes from the key destructor (what dlport keeps per thread must still be given back:
+ * valgrind and LeakSanitizer see any block lost). Exit status 0 and a "teardown ok" line from
+ * each expected. */
 #include <pthread.h>
 
 #include "teardown_common.h"
