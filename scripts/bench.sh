@@ -14,7 +14,7 @@ cargo bench -p dlport-bench --bench exchange --locked
 python3 bench/python/exchange_profile.py   # instructions per import/export (callgrind)
 cargo run --release --locked -p dlport-bench --bin copies -- $quick
 .venv/bin/python bench/python/numpy_copies.py $quick
-bash scripts/python-build.sh --release
+DLPORT_PY_FEATURES=bench bash scripts/python-build.sh --release   # with dlport._native._bench
 .venv/bin/python bench/python/exchange.py $quick
 cargo run --release --locked -p dlport-bench --bin wgpu_upload
 cargo run --release --locked -p dlport-bench --bin wgpu_compact

@@ -3,12 +3,14 @@
 # (made by scripts/python-env.sh): one abi3 wheel for CPython >= 3.9 in python/target/wheels.
 # The build directory python/target is kept between runs, so a rebuild only compiles what changed.
 # Usage: scripts/python-build.sh [--release]   (default: the dev profile, with debug assertions)
+# DLPORT_PY_FEATURES: cargo features of python/Cargo.toml to build with (scripts/bench.sh: bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=dev
 if [ "${1:-}" = "--release" ]; then profile=release; fi
 rm -rf python/target/wheels
 .venv/bin/maturin build --quiet -m python/Cargo.toml --profile "$profile" --locked \
-  --compatibility linux --interpreter .venv/bin/python --out python/target/wheels
+  --compatibility linux --interpreter .venv/bin/python --out python/target/wheels \
+  ${DLPORT_PY_FEATURES:+--features "$DLPORT_PY_FEATURES"}
 .venv/bin/python -m pip install --quiet --force-reinstall --no-deps python/target/wheels/dlport-*.whl
 echo "[python] installed $(basename python/target/wheels/dlport-*.whl) ($profile) into .venv"

@@ -1,5 +1,5 @@
-"""The Python package's exchange costs, in one run (the wheel must be a release build:
-scripts/python-build.sh --release). Writes target/bench/python_exchange.json, which
+"""The Python package's exchange costs, in one run (the wheel must be a release build with the
+timing loops: DLPORT_PY_FEATURES=bench scripts/python-build.sh --release). Writes target/bench/python_exchange.json, which
 bench/python/report.py turns into BENCHMARKS.md's "Python package" section.
 
 1. `dlport.from_dlpack(numpy array)` against `numpy.from_dlpack(numpy array)` (goal: no slower);
@@ -54,8 +54,8 @@ def summary(values):
 def native_loop(obj, full):
     """ns per import through type(obj)'s exchange API, timed inside native code."""
     n = CALLS * 10
-    _native._exchange_loop(obj, 1000, full)
-    return summary([_native._exchange_loop(obj, n, full) / n for _ in range(ROUNDS)])
+    _native._bench.exchange_loop(obj, 1000, full)
+    return summary([_native._bench.exchange_loop(obj, n, full) / n for _ in range(ROUNDS)])
 
 
 SETUP = """
@@ -128,14 +128,14 @@ def main():
 
     counts = {}
     if shutil.which("valgrind"):
-        loop = "*__pyfunction__exchange_loop*"
+        loop = "*__pyfunction_exchange_loop*"
         counts = {
             "dlport.from_dlpack(a)": instructions("dlport.from_dlpack(a)"),
             "numpy.from_dlpack(a)": instructions("np.from_dlpack(a)"),
-            "dlport table: export + validate + release": instructions("_native._exchange_loop(t, 20000, False)", loop, 1) / 20000,
-            "tvm-ffi table: export + validate + release": instructions("_native._exchange_loop(w, 20000, False)", loop, 1) / 20000,
-            "dlport table: export + import into a dlport tensor + release": instructions("_native._exchange_loop(t, 20000, True)", loop, 1) / 20000,
-            "tvm-ffi table: export + import into a dlport tensor + release": instructions("_native._exchange_loop(w, 20000, True)", loop, 1) / 20000,
+            "dlport table: export + validate + release": instructions("_native._bench.exchange_loop(t, 20000, False)", loop, 1) / 20000,
+            "tvm-ffi table: export + validate + release": instructions("_native._bench.exchange_loop(w, 20000, False)", loop, 1) / 20000,
+            "dlport table: export + import into a dlport tensor + release": instructions("_native._bench.exchange_loop(t, 20000, True)", loop, 1) / 20000,
+            "tvm-ffi table: export + import into a dlport tensor + release": instructions("_native._bench.exchange_loop(w, 20000, True)", loop, 1) / 20000,
             "tvm_ffi.from_dlpack(t) (exchange API)": instructions("tvm_ffi.from_dlpack(t)"),
             "tvm_ffi.from_dlpack(t.__dlpack__()) (__dlpack__)": instructions("tvm_ffi.from_dlpack(t.__dlpack__())"),
         }

@@ -350,6 +350,7 @@ impl Held {
 ///
 /// # Safety
 /// As [`import`].
+#[cfg(feature = "bench")]
 pub unsafe fn validate_and_release(raw: RawManaged) -> Result<(), Failure> {
     // SAFETY: forwarded contract.
     drop(unsafe { ManagedTensor::from_raw(raw) }?);

@@ -1,14 +1,23 @@
-//! A timing loop for `bench/python/exchange.py`: the per-tensor cost of an import through a
-//! type's DLPack exchange API, measured inside native code (a Python-level loop would add a
-//! call's overhead to every iteration).
+//! `dlport._native._bench`, built only with the cargo feature `bench` (bench/python builds
+//! it; the wheel does not): a timing loop for `bench/python/exchange.py`, the per-tensor cost
+//! of an import through a type's DLPack exchange API, measured inside native code (a
+//! Python-level loop would add a call's overhead to every iteration).
 
 use std::time::Instant;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::types::PyModule;
 
 use crate::adapter::{self, Import};
 use crate::exchange;
+
+/// Adds the submodule `_bench` to the extension module `m`.
+pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let bench = PyModule::new(m.py(), "_bench")?;
+    bench.add_function(wrap_pyfunction!(exchange_loop, &bench)?)?;
+    m.add_submodule(&bench)
+}
 
 /// Runs `n` imports of `obj` through `type(obj).__dlpack_c_exchange_api__` and returns the
 /// elapsed nanoseconds. Each iteration looks the table up (the per-type cache), exports with
@@ -18,7 +27,7 @@ use crate::exchange;
 /// Python call and the result object).
 #[pyfunction]
 #[pyo3(signature = (obj, n, full))]
-pub fn _exchange_loop(obj: &Bound<'_, PyAny>, n: u64, full: bool) -> PyResult<u64> {
+fn exchange_loop(obj: &Bound<'_, PyAny>, n: u64, full: bool) -> PyResult<u64> {
     let ty = obj.get_type();
     let exchange::Route::Exchange(_) = exchange::route(ty.as_borrowed())? else {
         return Err(PyTypeError::new_err(
@@ -28,7 +37,9 @@ pub fn _exchange_loop(obj: &Bound<'_, PyAny>, n: u64, full: bool) -> PyResult<u6
     let start = Instant::now();
     for _ in 0..n {
         let exchange::Route::Exchange(api) = exchange::route(ty.as_borrowed())? else {
-            unreachable!("the route of a type is cached");
+            return Err(PyTypeError::new_err(
+                "the object's type lost its DLPack exchange API",
+            ));
         };
         let raw = exchange::take_from(api, obj)?;
         if full {

@@ -3,81 +3,55 @@
 //!
 //! pyo3 generates `__getbuffer__` only where the limited API has `Py_buffer` (3.11 and later),
 //! and the wheel is abi3 for CPython 3.9. So, as pyo3 itself does for static types under
-//! abi3 < 3.10, the binding mirrors the two structs whose layout CPython has kept since 3.3
-//! (`Py_buffer`, `PyBufferProcs`) and the head of `PyTypeObject` up to `tp_as_buffer`
-//! (unchanged from 3.8 to 3.14 in every build an abi3 module loads into), and writes its two
-//! functions into the heap type's own `PyBufferProcs` once, at import. Each step is checked
-//! against what CPython reports (`__basicsize__`, `__itemsize__`, `PyType_GetSlot`); if any
-//! check disagrees nothing is written, and the tensor simply has no buffer protocol.
+//! abi3 < 3.10, the binding writes its two functions into the heap type's own `PyBufferProcs`
+//! once, at import, through the declarations of [`crate::cpython`], after they agreed with
+//! what CPython reports; if they do not, nothing is written and importing dlport warns
+//! (`RuntimeWarning`) that `dlport.Tensor` has no buffer protocol on this interpreter.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::null_mut;
 
 use dlport_core::DataType;
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyRuntimeWarning};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
+use crate::cpython::{
+    self, BufferProcs, GetBuffer, PY_BF_GETBUFFER, PY_BUF_ANY_CONTIGUOUS, PY_BUF_C_CONTIGUOUS,
+    PY_BUF_F_CONTIGUOUS, PY_BUF_FORMAT, PY_BUF_ND, PY_BUF_STRIDES, PY_BUF_WRITABLE, PyBuffer,
+};
 use crate::errors::buffer_error;
-use crate::heaptype;
 use crate::tensor::PyTensor;
 
-/// `Py_buffer`.
-#[repr(C)]
-struct PyBuffer {
-    buf: *mut c_void,
-    obj: *mut ffi::PyObject,
-    len: isize,
-    itemsize: isize,
-    readonly: c_int,
-    ndim: c_int,
-    format: *mut c_char,
-    shape: *mut isize,
-    strides: *mut isize,
-    suboffsets: *mut isize,
-    internal: *mut c_void,
-}
-
-type GetBuffer = unsafe extern "C" fn(*mut ffi::PyObject, *mut PyBuffer, c_int) -> c_int;
-type ReleaseBuffer = unsafe extern "C" fn(*mut ffi::PyObject, *mut PyBuffer);
-
-/// `PyBufferProcs`.
-#[repr(C)]
-struct PyBufferProcs {
-    bf_getbuffer: Option<GetBuffer>,
-    bf_releasebuffer: Option<ReleaseBuffer>,
-}
-
-/// `Py_bf_getbuffer`, the slot number (stable ABI; named in the limited headers from 3.11).
-const PY_BF_GETBUFFER: c_int = 1;
-const PY_BUF_WRITABLE: c_int = 0x0001;
-const PY_BUF_FORMAT: c_int = 0x0004;
-const PY_BUF_ND: c_int = 0x0008;
-const PY_BUF_STRIDES: c_int = 0x0010 | PY_BUF_ND;
-const PY_BUF_C_CONTIGUOUS: c_int = 0x0020 | PY_BUF_STRIDES;
-const PY_BUF_F_CONTIGUOUS: c_int = 0x0040 | PY_BUF_STRIDES;
-const PY_BUF_ANY_CONTIGUOUS: c_int = 0x0080 | PY_BUF_STRIDES;
-
-/// Installs the buffer protocol on `dlport.Tensor`. Returns whether it did (false: a layout
-/// check disagreed, and nothing was written).
-pub fn install(ty: &Bound<'_, PyType>) -> PyResult<bool> {
-    let tp = ty.as_type_ptr();
-    let Some(head) = heaptype::head(ty)? else {
-        return Ok(false);
+/// Installs the buffer protocol on `dlport.Tensor` (after [`cpython::check`]); where the
+/// type does not look as CPython's do, warns instead and writes nothing.
+pub fn install(ty: &Bound<'_, PyType>) -> PyResult<()> {
+    let py = ty.py();
+    let unsupported = |what: &str| {
+        let message = format!(
+            "dlport.Tensor has no buffer protocol on this interpreter ({what}): take its \
+             memory through DLPack instead (numpy.from_dlpack(t))"
+        );
+        let category = py.get_type::<PyRuntimeWarning>();
+        PyErr::warn(py, &category, &std::ffi::CString::new(message)?, 1)
     };
-    // SAFETY: a heap type whose head agrees with CPython's sizes (checked by `head`).
-    let procs = unsafe { (*head).tp_as_buffer }.cast::<PyBufferProcs>();
+    let tp = ty.as_type_ptr();
+    let Some(head) = cpython::head(ty) else {
+        return unsupported("its type objects do not have the layout of CPython 3.9 to 3.14");
+    };
+    // SAFETY: a type object whose head agrees with CPython's (checked by `cpython::check`).
+    let procs: *mut BufferProcs = unsafe { (*head).tp_as_buffer };
     // A heap type's PyBufferProcs sits inside its own (larger) allocation.
     let inside = (procs as usize) > (tp as usize) && (procs as usize) < (tp as usize) + 4096;
     if !inside {
-        return Ok(false);
+        return unsupported("the type's PyBufferProcs is not its own");
     }
     // SAFETY: PyType_GetSlot reads the slot through tp_as_buffer; for a heap type it does not
     // raise for a slot number it knows.
     if !unsafe { ffi::PyType_GetSlot(tp, PY_BF_GETBUFFER) }.is_null() {
-        return Ok(false);
+        return unsupported("the type has a buffer protocol already");
     }
     // SAFETY: `procs` is the type's own PyBufferProcs (checked above), written once, at import,
     // before any instance exists; PyType_Modified drops CPython's caches of the type.
@@ -93,7 +67,7 @@ pub fn install(ty: &Bound<'_, PyType>) -> PyResult<bool> {
             "dlport could not install the buffer protocol on dlport.Tensor",
         ));
     }
-    Ok(true)
+    Ok(())
 }
 
 /// The struct-module format of a dtype, if it has one (sub-byte, 8-bit floats, bfloat16 and

@@ -8,39 +8,12 @@ use dlport_core::RawManaged;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-/// Unconsumed and consumed names, by form. Capsules keep a pointer to their name: these point
-/// into [`NAMES`].
-const VERSIONED: &CStr = NAMES.get(0);
-const LEGACY: &CStr = NAMES.get(1);
-const USED_VERSIONED: &CStr = NAMES.get(2);
-const USED_LEGACY: &CStr = NAMES.get(3);
-
-/// The four names, each in a 32-byte slot at the start of a page of their own. Every consumer
-/// and producer compares a capsule's name with `strcmp` (`PyCapsule_GetPointer`,
-/// `PyCapsule_IsValid`: NumPy's capsule destructor checks for the consumed name on every
-/// import), and glibc's `strcmp` takes a slower path when either string lies near the end of
-/// a page: where the linker happened to put the names decided it, and moved the count of an
-/// import by up to 66 instructions from one build to the next.
-static NAMES: Names = Names([
-    *b"dltensor_versioned\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
-    *b"dltensor\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
-    *b"used_dltensor_versioned\0\0\0\0\0\0\0\0\0",
-    *b"used_dltensor\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
-]);
-
-/// See [`NAMES`].
-#[repr(C, align(4096))]
-struct Names([[u8; 32]; 4]);
-
-impl Names {
-    /// Name `i`, up to its first NUL.
-    const fn get(&'static self, i: usize) -> &'static CStr {
-        match CStr::from_bytes_until_nul(&self.0[i]) {
-            Ok(name) => name,
-            Err(_) => panic!("a capsule name without a NUL"),
-        }
-    }
-}
+/// Unconsumed and consumed names, by form. Capsules keep a pointer to their name: these are
+/// statics.
+const VERSIONED: &CStr = c"dltensor_versioned";
+const LEGACY: &CStr = c"dltensor";
+const USED_VERSIONED: &CStr = c"used_dltensor_versioned";
+const USED_LEGACY: &CStr = c"used_dltensor";
 
 /// Whether `obj` is a PyCapsule (of any name).
 pub fn is_capsule(obj: &Bound<'_, PyAny>) -> bool {

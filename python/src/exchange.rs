@@ -9,7 +9,7 @@
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{NonNull, null_mut};
-use std::sync::atomic::{AtomicIsize, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, Ordering};
 
 use dlport_core::abi::{
     DLManagedTensorVersioned, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DLPackVersion, DLTensor,
@@ -18,10 +18,10 @@ use dlport_core::{DeviceType, RawManaged};
 use pyo3::exceptions::{PyRuntimeError, PySystemError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyType};
+use pyo3::types::PyType;
 
 use crate::adapter::{self, Failure, Import, Kind};
+use crate::cpython;
 use crate::errors::buffer_error;
 use crate::tensor::PyTensor;
 
@@ -353,7 +353,7 @@ pub enum Route {
     },
 }
 
-/// The route for a producer type, found once per type and cached.
+/// The route for a producer type.
 ///
 /// The exchange API, as a consumer finds it: `type.__dlpack_c_exchange_api__`, a capsule named
 /// "dlpack_exchange_api" over a table of major version 1 (walking `prev_api` for one) whose
@@ -361,88 +361,79 @@ pub enum Route {
 /// another major version) means `__dlpack__`. `numpy.ndarray` holds host memory only and its
 /// capsule always says `kDLCPU`, so its `__dlpack_device__` (always `(1, 0)`) is not asked.
 ///
-/// The cache is a dict from each type (kept alive there, never removed) to the index of its
-/// [`Known`] entry, one of [`MAX_TYPES`] static slots (no allocation, so nothing for a leak
-/// checker to report at exit), and the last entry any thread used, one process-wide atomic
-/// pointer: a hit is a load and a comparison, where a thread-local in a `dlopen`ed library
-/// costs a call to `__tls_get_addr` on every use. An entry is written before it is published
-/// (release) and never after, so the type and the route read from it belong together on any
-/// thread.
+/// Routes are cached in [`ROUTES`], keyed by the type's address and the version tags of the
+/// type and its metatype ([`cpython::versions`]). The cache holds no reference: a type lives
+/// as long as it would without dlport. A type that is modified (an attribute set or deleted on
+/// it, a base or its metaclass) has new tags when next looked up, so its old entry no longer
+/// matches and its route is found again; a new type at a dead one's address has other tags.
 #[inline]
 pub fn route(ty: Borrowed<'_, '_, PyType>) -> PyResult<Route> {
-    // SAFETY: NULL or a pointer to one of the static `KNOWN` slots.
-    if let Some(last) = unsafe { LAST.load(Ordering::Acquire).as_ref() } {
-        if last.ty.load(Ordering::Relaxed) == ty.as_ptr() as usize {
-            return Ok(decode(last.code.load(Ordering::Relaxed)));
-        }
+    let versions = cpython::versions(ty);
+    let entry = &ROUTES[slot(ty)];
+    if versions.is_some()
+        && entry.ty.load(Ordering::Relaxed) == ty.as_ptr() as usize
+        && Some(entry.versions.load(Ordering::Relaxed)) == versions
+    {
+        return Ok(decode(entry.code.load(Ordering::Relaxed)));
     }
-    route_slow(ty)
+    route_slow(ty, versions)
 }
 
-/// The last entry [`route`] found, for any thread: NULL or one of [`KNOWN`].
-static LAST: AtomicPtr<Known> = AtomicPtr::new(null_mut());
-
-/// Producer types whose routes are cached; past them, new types are looked up on every call.
-const MAX_TYPES: usize = 4096;
-
-/// The cached routes' entries, used in order ([`USED`] of them).
-static KNOWN: [Known; MAX_TYPES] = [const {
-    Known {
+/// Cached routes: direct-mapped by the type's address (a type whose slot another type took
+/// is looked up again).
+static ROUTES: [Entry; SLOTS] = [const {
+    Entry {
         ty: AtomicUsize::new(0),
+        versions: AtomicU64::new(0),
         code: AtomicIsize::new(0),
     }
-}; MAX_TYPES];
+}; SLOTS];
 
-/// How many [`KNOWN`] slots are taken (only under the GIL, in `route_slow`).
-static USED: AtomicUsize = AtomicUsize::new(0);
+const SLOTS: usize = 256;
 
-/// [`route`] for a type other than the last one: from the dict, else found and cached.
-#[inline(never)]
-fn route_slow(ty: Borrowed<'_, '_, PyType>) -> PyResult<Route> {
-    static CACHE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
-    let py = ty.py();
-    let cache = CACHE.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
-    let entry = match cache.get_item(ty)? {
-        // The dict's values are indices of taken slots, stored below.
-        Some(hit) => &KNOWN[hit.extract::<usize>()?],
-        None => {
-            let code = match ty
-                .getattr_opt(pyo3::intern!(py, "__dlpack_c_exchange_api__"))?
-                .and_then(|attr| find_table(&attr))
-            {
-                Some(table) => std::ptr::from_ref(table) as isize,
-                None if is_numpy_ndarray(&ty) => SKIP_DEVICE,
-                None => ASK_DEVICE,
-            };
-            // Bounded: past MAX_TYPES producer types, new ones are looked up on every call.
-            let index = USED.load(Ordering::Relaxed);
-            if index >= MAX_TYPES {
-                return Ok(decode(code));
-            }
-            let entry = &KNOWN[index];
-            entry.ty.store(ty.as_ptr() as usize, Ordering::Relaxed);
-            entry.code.store(code, Ordering::Relaxed);
-            // Taken only once the dict holds it (a failed insert leaves the slot free).
-            cache.set_item(ty, index)?;
-            USED.store(index + 1, Ordering::Relaxed);
-            entry
-        }
-    };
-    LAST.store(std::ptr::from_ref(entry).cast_mut(), Ordering::Release);
-    Ok(decode(entry.code.load(Ordering::Relaxed)))
+/// One cached route: the type's address, its and its metatype's version tags, and the route's
+/// code. Read and written only attached (an abi3 module runs under the GIL), so the three
+/// fields always belong together.
+struct Entry {
+    ty: AtomicUsize,
+    versions: AtomicU64,
+    code: AtomicIsize,
 }
 
-/// A type's cached route: its address (the dict keeps the type alive) and its route's code;
-/// written once, before the entry is published.
-struct Known {
-    ty: AtomicUsize,
-    code: AtomicIsize,
+/// The slot of a type's entry (type objects are at least 16-byte aligned).
+#[inline]
+fn slot(ty: Borrowed<'_, '_, PyType>) -> usize {
+    (ty.as_ptr() as usize >> 4) % SLOTS
+}
+
+/// [`route`] for a type without a matching entry: looked up, and cached when the type's tags
+/// were current before the lookup and are the same after it (a lookup that runs Python code,
+/// a descriptor on the metaclass, may modify the type; a type's first lookup gives it its tag,
+/// so its second call caches).
+#[inline(never)]
+fn route_slow(ty: Borrowed<'_, '_, PyType>, before: Option<u64>) -> PyResult<Route> {
+    let py = ty.py();
+    let code = match ty
+        .getattr_opt(pyo3::intern!(py, "__dlpack_c_exchange_api__"))?
+        .and_then(|attr| find_table(&attr))
+    {
+        Some(table) => std::ptr::from_ref(table) as isize,
+        None if is_numpy_ndarray(&ty) => SKIP_DEVICE,
+        None => ASK_DEVICE,
+    };
+    if let Some(versions) = before.filter(|&v| cpython::versions(ty) == Some(v)) {
+        let entry = &ROUTES[slot(ty)];
+        entry.ty.store(ty.as_ptr() as usize, Ordering::Relaxed);
+        entry.versions.store(versions, Ordering::Relaxed);
+        entry.code.store(code, Ordering::Relaxed);
+    }
+    Ok(decode(code))
 }
 
 const ASK_DEVICE: isize = 0;
 const SKIP_DEVICE: isize = -1;
 
-/// A cached route code back as a route.
+/// A route code back as a route.
 #[inline]
 fn decode(code: isize) -> Route {
     match code {

@@ -3,25 +3,24 @@
 //! dlport-native's registry.
 //!
 //! - [`adapter`]: the one module that calls dlport's Rust API;
-//! - [`import`]: `from_dlpack` (capsules, the exchange API, `__dlpack__`); [`fastcall`]: its
-//!   vectorcall entry on CPython 3.10 and later;
-//! - [`tensor`]: `dlport.Tensor`; [`buffer`]: its buffer protocol; [`freelist`]: its objects'
-//!   allocator; [`heaptype`]: the head of its type object, which those two write into;
+//! - [`import`]: `from_dlpack` (capsules, the exchange API, `__dlpack__`);
+//! - [`tensor`]: `dlport.Tensor`; [`buffer`]: its buffer protocol;
 //! - [`exchange`]: the `DLPackExchangeAPI` table, as producer and consumer;
 //! - [`capsule`]: DLPack capsules and their destructor; [`errors`]: exceptions;
-//! - [`share`]: tensors shared with another process (`share`, `Shared`, `open_shared`).
+//! - [`cpython`]: the CPython declarations pyo3's abi3 bindings lack;
+//! - [`share`]: tensors shared with another process (`share`, `Shared`, `open_shared`);
+//! - `bench` (cargo feature `bench`, off in the wheel): timing loops for `bench/python`.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod adapter;
 mod args;
+#[cfg(feature = "bench")]
 mod bench;
 mod buffer;
 mod capsule;
+mod cpython;
 mod errors;
 mod exchange;
-mod fastcall;
-mod freelist;
-mod heaptype;
 mod import;
 mod share;
 mod tensor;
@@ -34,12 +33,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<tensor::PyTensor>()?;
     m.add_function(wrap_pyfunction!(import::from_dlpack, m)?)?;
-    let fast = fastcall::install(m)?;
-    m.add("_vectorcall_from_dlpack", fast)?;
     m.add_class::<share::PyShared>()?;
     m.add_function(wrap_pyfunction!(share::share, m)?)?;
     m.add_function(wrap_pyfunction!(share::open_shared, m)?)?;
-    m.add_function(wrap_pyfunction!(bench::_exchange_loop, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(
         "__dlpack_version__",
@@ -49,15 +45,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ),
     )?;
     let ty = py.get_type::<tensor::PyTensor>();
-    m.add("_buffer_protocol", buffer::install(&ty)?)?;
-    m.add("_freelist", freelist::install(&ty)?)?;
-    m.add_function(wrap_pyfunction!(kept_tensors, m)?)?;
+    cpython::check(&ty)?;
+    buffer::install(&ty)?;
+    #[cfg(feature = "bench")]
+    bench::add(m)?;
     Ok(())
-}
-
-/// How many dead `dlport.Tensor` objects the free list keeps now (for tests).
-#[pyfunction]
-#[pyo3(name = "_kept_tensors")]
-fn kept_tensors(py: Python<'_>) -> usize {
-    freelist::kept(py)
 }

@@ -30,8 +30,14 @@ def get_buffer(obj, flags):
     _release(view)
 
 
-def test_the_protocol_is_installed():
-    assert dlport._native._buffer_protocol
+def test_the_protocol_is_installed_without_a_warning():
+    """Importing dlport installs the buffer protocol; where it cannot, the import warns
+    (RuntimeWarning), which -W error turns into a failure here."""
+    import subprocess
+    import sys
+
+    prog = "import dlport, numpy; assert bytes(dlport.from_dlpack(numpy.arange(2, dtype='u1'))) == bytes([0, 1])"
+    subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", prog], check=True)
 
 
 @pytest.mark.parametrize("dtype", list(FORMATS))

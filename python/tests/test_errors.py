@@ -79,11 +79,7 @@ def test_bad_from_dlpack_arguments():
 
 
 def test_from_dlpack_takes_its_arguments_as_the_array_api_says():
-    """`from_dlpack(x, /, *, device=None, copy=None)`: on CPython 3.10 and later through the
-    vectorcall entry (dlport's own argument reading), so every shape of call is checked here."""
-    import sys
-
-    assert dlport._native._vectorcall_from_dlpack == (sys.version_info >= (3, 10))
+    """`from_dlpack(x, /, *, device=None, copy=None)`: every shape of call."""
     import inspect
 
     assert str(inspect.signature(dlport.from_dlpack)) == "(x, /, *, device=None, copy=None)"
@@ -94,7 +90,6 @@ def test_from_dlpack_takes_its_arguments_as_the_array_api_says():
         t = dlport.from_dlpack(a, **kwargs)
         assert t.shape == (3,) and t.device == "cpu", kwargs
         assert (t.data_ptr() == a.ctypes.data) != bool(kwargs.get("copy")), kwargs
-    # The same messages from both entries (pyo3's on 3.9, dlport's vectorcall one later).
     with pytest.raises(TypeError, match="missing 1 required positional argument: 'x'"):
         dlport.from_dlpack()
     with pytest.raises(TypeError, match="takes 1 positional arguments but 2 were given"):
