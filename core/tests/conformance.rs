@@ -226,7 +226,12 @@ fn all_reached_errors() -> Vec<Error> {
         .build()
         .unwrap();
     errors.push(t.as_mut_slice::<f32>().unwrap_err());
-    // Export: storage too small.
+    // Export: untyped storage too small (in bytes), a typed vector too short (in elements).
+    errors.push(
+        ExportBuilder::new(vec![1.0f32; 6], DataType::FLOAT32, &[7])
+            .build()
+            .unwrap_err(),
+    );
     errors.push(
         ExportBuilder::from_vec(vec![1.0f32; 6], &[7])
             .build()
@@ -437,6 +442,89 @@ fn every_error_variant_is_reached() {
         missing.is_empty(),
         "error codes never reached by a case: {missing:?}"
     );
+}
+
+/// A vector's length is counted in elements, as the caller gave it, on every typed entry
+/// (`Tensor::from_vec`, `ExportBuilder::from_vec` with or without strides); untyped storage and
+/// a byte offset keep bytes, the unit the caller used there.
+#[test]
+fn a_short_vector_is_counted_in_elements() {
+    let too_short = |needed, available| {
+        Error::Layout(LayoutError::DataTooShort { needed, available })
+    };
+    let err = dlport_core::Tensor::from_vec(vec![1.0f32; 4], &[2, 3]).unwrap_err();
+    assert_eq!(err, too_short(6, 4));
+    assert_eq!(
+        err.to_string(),
+        "the shape needs 6 elements, but the data has 4: give a shape whose extents multiply \
+         to at most 4, or more data"
+    );
+    assert_eq!(err.code(), 43);
+    let err = dlport_core::Tensor::from_vec(vec![0u16; 5], &[3, 2]).unwrap_err();
+    assert_eq!(err, too_short(6, 5));
+    let err = ExportBuilder::from_vec(vec![0u64; 4], &[2, 3])
+        .build()
+        .unwrap_err();
+    assert_eq!(err, too_short(6, 4));
+    // Column-major 2×3 with a padded column: the last element is at 1 + 2·4 = 9.
+    let err = ExportBuilder::from_vec(vec![0f64; 9], &[2, 3])
+        .strides(&[1, 4])
+        .build_legacy()
+        .unwrap_err();
+    assert_eq!(err, too_short(10, 9));
+    // A vector long enough is still accepted (and a longer one too: the shape may view a prefix).
+    assert!(dlport_core::Tensor::from_vec(vec![1.0f32; 7], &[2, 3]).is_ok());
+    // Bytes where the caller used bytes.
+    let err = ExportBuilder::from_vec(vec![0f32; 6], &[6])
+        .byte_offset(4)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        Error::Layout(LayoutError::StorageTooSmall {
+            needed: 28,
+            available: 24
+        })
+    );
+    let err = ExportBuilder::new(vec![0f32; 4], DataType::FLOAT32, &[2, 3])
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        Error::Layout(LayoutError::StorageTooSmall {
+            needed: 24,
+            available: 16
+        })
+    );
+}
+
+/// A name that does not parse says what is accepted, for data types and devices.
+#[test]
+fn name_errors_say_what_is_accepted() {
+    let msg = "float33x".parse::<DataType>().unwrap_err().to_string();
+    assert!(msg.starts_with("data type name \"float33x\" is not recognised: "), "{msg}");
+    for accepted in ["float32", "bfloat16", "float8_e4m3fn", "float4_e2m1fn_x2", "dtype(code="] {
+        assert!(msg.contains(accepted), "{msg:?} should name {accepted}");
+        // Every example the message gives really parses (dtype(...) with its fields).
+        let example = if accepted == "dtype(code=" {
+            "dtype(code=2, bits=32, lanes=1)"
+        } else {
+            accepted
+        };
+        assert!(example.parse::<DataType>().is_ok(), "{example} should parse");
+    }
+    for example in ["float32x4", "uint64", "complex64", "bool", "half", "double"] {
+        assert!(msg.contains(example), "{msg:?} should name {example}");
+        assert!(example.parse::<DataType>().is_ok(), "{example} should parse");
+    }
+    let msg = "gpu:0".parse::<Device>().unwrap_err().to_string();
+    assert!(msg.starts_with("device name \"gpu:0\" is not recognised: "), "{msg}");
+    for t in DeviceType::ALL_KNOWN {
+        let name = t.short_name().unwrap();
+        assert!(msg.contains(name), "{msg:?} should name {name}");
+        assert!(format!("{name}:1").parse::<Device>().is_ok());
+    }
+    assert!(msg.contains("device_type(N)") && msg.contains("cuda:1"), "{msg}");
 }
 
 #[test]

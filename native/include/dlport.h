@@ -161,6 +161,9 @@
 // A value read from outside (a sharing descriptor's field, Arrow metadata) is out of range.
 #define DLPORT_ERR_INVALID_VALUE 41
 
+// A typed vector has fewer elements than its shape needs (counted in elements).
+#define DLPORT_ERR_DATA_TOO_SHORT 43
+
 #if !defined(DLPACK_DLPACK_H_)
 // DLPack's flag: the consumer must not write to the data.
 #define DLPACK_FLAG_BITMASK_READ_ONLY 1

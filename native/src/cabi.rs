@@ -115,6 +115,8 @@ pub const DLPORT_ERR_DESTINATION_SIZE: c_int = 39;
 pub const DLPORT_ERR_DEFAULT_INSTALLED: c_int = 40;
 /// A value read from outside (a sharing descriptor's field, Arrow metadata) is out of range.
 pub const DLPORT_ERR_INVALID_VALUE: c_int = 41;
+/// A typed vector has fewer elements than its shape needs (counted in elements).
+pub const DLPORT_ERR_DATA_TOO_SHORT: c_int = 43;
 
 /// Copy policies: the array API's `copy` argument (`DlportImportOptions.copy` and the `copy`
 /// arguments of `dlport_export` and `dlport_compact`).

@@ -463,7 +463,8 @@ impl Tensor {
     /// A compact row-major CPU tensor over `data`, without a copy (the CPU backend's tensor;
     /// the vector is freed when the last handle and the last DLPack reference are gone).
     /// `shape` must fit in `data`
-    /// ([`LayoutError::StorageTooSmall`](crate::LayoutError::StorageTooSmall) otherwise).
+    /// ([`LayoutError::DataTooShort`](crate::LayoutError::DataTooShort) otherwise, counted in
+    /// elements).
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[i64]) -> Result<Self, Error> {
         Self::new(
             Buffer::new(Box::new(data)),
@@ -474,6 +475,7 @@ impl Tensor {
             0,
             0,
         )
+        .map_err(|e| export::in_elements(e, size_of::<T>()))
     }
 
     /// Imports a DLPack tensor as a view of its memory (no copy). The DLPack deleter runs when

@@ -128,7 +128,29 @@ impl fmt::Display for DispatchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::InvalidName { what, name } => {
-                write!(f, "{what} name \"{name}\" is not recognised")
+                write!(f, "{what} name \"{name}\" is not recognised: ")?;
+                match what {
+                    NameKind::DataType => f.write_str(
+                        "a data type is bool, a base and its bits (float32, bfloat16, int8, \
+                         uint64, complex64; float, int, uint, bfloat, complex, bcomplex, handle), \
+                         an fp8/fp6/fp4 name (float8_e4m3fn, float8_e5m2, float6_e2m3fn, \
+                         float4_e2m1fn, ...), half, float or double, with lanes as a suffix (float32x4, \
+                         float4_e2m1fn_x2), or dtype(code=C, bits=B, lanes=L)",
+                    ),
+                    NameKind::Device => {
+                        f.write_str("a device is a DLPack device type's name (")?;
+                        let names = DeviceType::ALL_KNOWN
+                            .iter()
+                            .filter_map(|t| t.short_name());
+                        for (i, n) in names.enumerate() {
+                            if i > 0 {
+                                f.write_str(", ")?;
+                            }
+                            f.write_str(n)?;
+                        }
+                        f.write_str(") or device_type(N), with an optional :id (cuda:1)")
+                    }
+                }
             }
             #[cfg(feature = "alloc")]
             Self::NoBackend {

@@ -101,6 +101,17 @@ pub enum LayoutError {
         /// Bytes the storage has.
         available: u64,
     },
+    /// A typed vector has fewer elements than its shape (and strides) reach
+    /// ([`Tensor::from_vec`](crate::Tensor::from_vec),
+    /// [`ExportBuilder::from_vec`](crate::ExportBuilder::from_vec)): counted in elements, as the
+    /// caller gave them. [`StorageTooSmall`](Self::StorageTooSmall) is its counterpart in bytes,
+    /// for untyped storage.
+    DataTooShort {
+        /// Elements the layout reaches, from the vector's start.
+        needed: u64,
+        /// Elements the vector has.
+        available: u64,
+    },
     /// `strides` has a different length than `shape`.
     StridesLength {
         /// Number of strides given.
@@ -130,6 +141,7 @@ impl LayoutError {
             Self::InvalidLanes { .. } => 14,
             Self::StorageTooSmall { .. } => 20,
             Self::StridesLength { .. } => 21,
+            Self::DataTooShort { .. } => 43,
         }
     }
 }
@@ -221,6 +233,11 @@ impl fmt::Display for LayoutError {
                 f,
                 "the layout needs {needed} bytes, but the storage has {available}: fix shape, \
                  strides or byte_offset"
+            ),
+            Self::DataTooShort { needed, available } => write!(
+                f,
+                "the shape needs {needed} elements, but the data has {available}: give a shape \
+                 whose extents multiply to at most {available}, or more data"
             ),
             Self::StridesLength { strides, ndim } => write!(
                 f,

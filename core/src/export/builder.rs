@@ -36,13 +36,18 @@ pub struct ExportBuilder<S: TensorStorage> {
     strides: Option<Vec<i64>>,
     byte_offset: u64,
     flags: u64,
+    /// The size of the vector's element for [`from_vec`](ExportBuilder::from_vec), so that
+    /// a vector too short for the shape is counted in elements; 0 for untyped storage.
+    elem_size: usize,
 }
 
 impl<T: Element> ExportBuilder<Vec<T>> {
     /// Exports a vector with the given shape (compact row-major unless strides are set).
     #[inline]
     pub fn from_vec(data: Vec<T>, shape: &[i64]) -> Self {
-        ExportBuilder::new(data, T::DTYPE, shape)
+        let mut builder = ExportBuilder::new(data, T::DTYPE, shape);
+        builder.elem_size = size_of::<T>();
+        builder
     }
 }
 
@@ -57,6 +62,7 @@ impl<S: TensorStorage> ExportBuilder<S> {
             strides: None,
             byte_offset: 0,
             flags: 0,
+            elem_size: 0,
         }
     }
 
@@ -178,6 +184,7 @@ impl<S: TensorStorage> ExportBuilder<S> {
             strides,
             byte_offset,
             mut flags,
+            elem_size,
         } = self;
         let access = storage.access();
         if access == Access::ReadOnly {
@@ -222,7 +229,13 @@ impl<S: TensorStorage> ExportBuilder<S> {
                     Ok(layout) => layout,
                     Err(e) => {
                         block.free();
-                        return Err(e);
+                        // A vector's length is in elements, and so is its error, unless the
+                        // caller moved its start by a byte offset (then bytes are its unit).
+                        return Err(if byte_offset == 0 {
+                            in_elements(e, elem_size)
+                        } else {
+                            e
+                        });
                     }
                 }
             }
@@ -434,6 +447,23 @@ pub(crate) fn checked_dims_in_place(
     )?;
     check_storage(checked, byte_offset, available)?;
     Ok(checked)
+}
+
+/// A [`StorageTooSmall`](LayoutError::StorageTooSmall) of a typed vector, recounted in the
+/// vector's elements of `elem_size` bytes ([`DataTooShort`](LayoutError::DataTooShort)): the
+/// caller gave elements, so the error counts elements. Any other error passes unchanged.
+#[cold]
+pub(crate) fn in_elements(e: Error, elem_size: usize) -> Error {
+    match e {
+        Error::Layout(LayoutError::StorageTooSmall { needed, available }) if elem_size > 0 => {
+            let size = elem_size as u64;
+            Error::Layout(LayoutError::DataTooShort {
+                needed: needed.div_ceil(size),
+                available: available / size,
+            })
+        }
+        e => e,
+    }
 }
 
 /// Checks that `byte_offset + span` lies inside `available` bytes of storage.
