@@ -116,6 +116,28 @@ fn each_bad_field_is_named_with_its_value() {
 }
 
 #[test]
+fn a_read_only_cuda_ipc_descriptor_is_refused() {
+    // CUDA IPC maps the memory writable in every process that opens it: READ_ONLY could not
+    // be kept, so no dlport producer writes such a descriptor and no consumer takes one.
+    let cuda = Descriptor {
+        kind: HandleKind::CudaIpc,
+        device: Device::cuda(0),
+        handle: vec![7; 64],
+        ..good()
+    };
+    let mut bytes = cuda.to_bytes().unwrap();
+    assert_eq!(Descriptor::from_bytes(&bytes).unwrap(), cuda);
+    bytes[32] = 1;
+    let e = parse_err(&bytes);
+    assert!(
+        e.contains("descriptor.flags = 1") && e.contains("CUDA IPC maps the memory writable"),
+        "{e}"
+    );
+    let ro = Descriptor { flags: 1, ..cuda };
+    assert!(ro.validate().is_err() && ro.to_bytes().is_err());
+}
+
+#[test]
 fn random_corruptions_parse_only_into_valid_descriptors() {
     let base = good().to_bytes().unwrap();
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
@@ -163,7 +185,7 @@ mod fds {
     use std::os::unix::net::UnixStream;
 
     use super::*;
-    use dlport_native::dlport_core::Access;
+    use dlport_native::dlport_core::{Access, ExportBuilder};
     use dlport_native::share::cabi::dlport_share_open;
     use dlport_native::share::{self, Shared, mapping_counts};
 
@@ -300,6 +322,92 @@ mod fds {
         assert!(opened.is_read_only());
     }
 
+    fn seals_of(fd: &impl AsFd) -> i32 {
+        // SAFETY: F_GET_SEALS only reads the seals of an open fd.
+        unsafe { libc::fcntl(fd.as_fd().as_raw_fd(), libc::F_GET_SEALS) }
+    }
+
+    const FIXED: i32 = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+
+    #[test]
+    fn every_share_is_sealed_and_a_read_only_one_against_writes() {
+        let _serial = serial();
+        let ro = share::ShareOptions {
+            read_only: true,
+            ..Default::default()
+        };
+        // dlport's memfd, zero copy: FUTURE_WRITE (the producer's mapping keeps writing).
+        let t = share::alloc(DataType::UINT8, &[64]).unwrap();
+        let s = share::share(&t.view(), &ro).unwrap();
+        assert_eq!(seals_of(&s.fds()[0]), FIXED | libc::F_SEAL_FUTURE_WRITE);
+        assert!(!s.is_copy());
+        // A second read-only share of it needs nothing more: the same memfd, no copy.
+        let again = share::share(&t.view(), &ro).unwrap();
+        assert!(!again.is_copy());
+        // A writable share of it is a copy now (its peers could not write the original).
+        let w = share::share(&t.view(), &Default::default()).unwrap();
+        assert!(w.is_copy());
+        assert_eq!(seals_of(&w.fds()[0]), FIXED);
+        // Foreign memory: a copy sealed against every write.
+        let v = ExportBuilder::from_vec(vec![1u8; 100], &[100])
+            .build()
+            .unwrap();
+        let c = share::share(&v.view(), &ro).unwrap();
+        assert!(c.is_copy());
+        assert_eq!(seals_of(&c.fds()[0]), FIXED | libc::F_SEAL_WRITE);
+        let w = share::share(&v.view(), &Default::default()).unwrap();
+        assert_eq!(seals_of(&w.fds()[0]), FIXED);
+        // An empty tensor travels sealed too.
+        let empty = share::alloc(DataType::FLOAT32, &[0, 3]).unwrap();
+        let e = share::share(&empty.view(), &ro).unwrap();
+        assert_eq!(
+            seals_of(&e.fds()[0]) & libc::F_SEAL_WRITE,
+            libc::F_SEAL_WRITE
+        );
+        assert_eq!(e.open().unwrap().view().shape(), &[0, 3]);
+        // A read-only share re-shared by the process that opened it: the same sealed memfd.
+        let opened = s.open().unwrap();
+        let on = share::share(&opened.view(), &Default::default()).unwrap();
+        assert!(!on.is_copy() && on.descriptor().flags & 1 == 1, "{on:?}");
+    }
+
+    #[test]
+    fn a_read_only_descriptor_whose_memfd_is_not_write_sealed_is_refused() {
+        let _serial = serial();
+        let d = Descriptor { flags: 1, ..good() };
+        // A hostile producer's "read-only" shares: an unsealed memfd, its O_RDONLY reopen (a
+        // read-only fd the peer can reopen writable), one sealed against everything but writes.
+        let plain = memfd(480, libc::F_SEAL_SHRINK, true);
+        let reopened = std::fs::File::open(format!("/proc/self/fd/{}", plain.as_raw_fd())).unwrap();
+        let fixed = memfd(480, FIXED, true);
+        for fd in [plain.as_fd(), reopened.as_fd(), fixed.as_fd()] {
+            let e = open_err(&d, &fd);
+            assert!(
+                e.contains("says READ_ONLY") && e.contains("no write seal"),
+                "{e}"
+            );
+        }
+        // The same through the C ABI.
+        let bytes = d.to_bytes().unwrap();
+        let raw = reopened.as_raw_fd();
+        let mut out: *mut c_void = std::ptr::null_mut();
+        // SAFETY: valid buffers; one fd, open.
+        let status =
+            unsafe { dlport_share_open(bytes.as_ptr(), bytes.len(), &raw, 1, 1, &mut out) };
+        assert_ne!(status, 0);
+        assert!(out.is_null());
+        // SAFETY: the message of this thread's last call.
+        let msg = unsafe { std::ffi::CStr::from_ptr(dlport_native::ffi::dlport_last_error()) };
+        assert!(msg.to_str().unwrap().contains("no write seal"), "{msg:?}");
+        // Either write seal is what READ_ONLY promises.
+        for seal in [libc::F_SEAL_WRITE, libc::F_SEAL_FUTURE_WRITE] {
+            let fd = memfd(480, libc::F_SEAL_SHRINK | seal, true);
+            let t = share::open(&d, &[fd.as_fd()]).unwrap();
+            assert!(t.is_read_only());
+            assert_eq!(t.access(), Access::ReadOnly);
+        }
+    }
+
     #[test]
     fn a_closed_or_negative_fd_is_refused_through_the_c_abi() {
         let _serial = serial();
@@ -328,7 +436,6 @@ mod fds {
     #[test]
     fn bad_frames_close_the_fds_that_came_with_them() {
         let _serial = serial();
-        use dlport_native::dlport_core::ExportBuilder;
         let t = ExportBuilder::from_vec(vec![1u8; 16], &[16])
             .build()
             .unwrap();

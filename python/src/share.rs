@@ -8,8 +8,8 @@
 //!
 //! Errors: what the data cannot do as asked (`copy=False` on memory that needs a copy, device
 //! memory without a share path) is `BufferError`, as everywhere in the package; a malformed
-//! descriptor, a wrong number of fds or an fd that is not a sealed memfd is `ValueError` (a bad
-//! argument); a failed `sendmsg`/`recvmsg` is `OSError`. Each carries the core's message and
+//! descriptor, a wrong number of fds, an fd that is not a sealed memfd or a READ_ONLY descriptor
+//! whose memfd is not write-sealed is `ValueError` (a bad argument); a failed `sendmsg`/`recvmsg` is `OSError`. Each carries the core's message and
 //! `code`.
 
 use pyo3::prelude::*;
@@ -154,6 +154,10 @@ mod imp {
             PyList::new(py, self.inner.fds().iter().map(AsRawFd::as_raw_fd))
         }
 
+        pub(super) fn is_copy(&self) -> bool {
+            self.inner.is_copy()
+        }
+
         pub(super) fn open_here(&self) -> PyResult<PyTensor> {
             let fds: Vec<BorrowedFd<'_>> = self.inner.fds().iter().map(AsFd::as_fd).collect();
             let held =
@@ -242,6 +246,9 @@ mod imp {
         pub(super) fn fd_list<'py>(&self, _py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
             Err(unsupported())
         }
+        pub(super) fn is_copy(&self) -> bool {
+            false
+        }
         pub(super) fn open_here(&self) -> PyResult<PyTensor> {
             Err(unsupported())
         }
@@ -261,7 +268,13 @@ mod imp {
 /// machine. Host memory travels in a sealed memfd: dlport's own (a tensor opened from a
 /// descriptor) without a copy, anything else copied into a new one as `copy` allows (`None`:
 /// if needed; `False`: never, else `BufferError`; `True`: always). CUDA memory travels through
-/// CUDA IPC, kept alive until every peer let go. `read_only`: the peers get it READ_ONLY.
+/// CUDA IPC, kept alive until every peer let go. `read_only`: the peers get it READ_ONLY, in
+/// memory no process that receives it can write, whatever it does with the fd (reopening it
+/// through `/proc`, `mmap`, `ftruncate`, `pwrite`): the memfd is sealed against writes
+/// (`F_SEAL_FUTURE_WRITE`, Linux 5.1 or later; the producer's own mapping keeps writing), or the
+/// share is a copy sealed `F_SEAL_WRITE` (memory that is not one of dlport's memfds, a memfd
+/// shared writable before, an older kernel), which `copy=False` refuses with `BufferError`.
+/// CUDA memory cannot be shared read-only (CUDA IPC maps it writable): `BufferError`.
 #[pyfunction]
 #[pyo3(
     signature = (x, /, *, copy=None, read_only=None),
@@ -314,6 +327,14 @@ impl PyShared {
     #[getter]
     fn fds<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyList>> {
         self.fd_list(py)
+    }
+
+    /// Whether `share` copied the memory into a new memfd (memory that is not one of dlport's
+    /// memfds, or one whose seals do not allow the share as asked): the peers then see a
+    /// snapshot, not the producer's later writes. False for a received `Shared`.
+    #[getter]
+    fn copied(&self) -> bool {
+        self.is_copy()
     }
 
     /// Opens the tensor in this process (a new mapping of the same memory).

@@ -216,3 +216,160 @@ def test_wrong_arguments_raise_type_error_and_a_closed_peer_os_error(pair):
     other.close()
     with pytest.raises(OSError):
         dlport.Shared.recv(parent)
+
+
+ATTACK = """
+import errno, fcntl, mmap, subprocess
+
+F_ADD_SEALS = getattr(fcntl, "F_ADD_SEALS", 1033)
+F_SEAL_FUTURE_WRITE = 0x10
+s = dlport.Shared.recv(sock)
+fd = s.fds[0]
+n = os.fstat(fd).st_size
+report = []
+
+
+class Private(Exception):
+    pass
+
+
+def attempt(label, what, f):
+    try:
+        f()
+        report.append(f"attempt|{label}|{what}|GOT THROUGH")
+    except Private:
+        report.append(f"attempt|{label}|{what}|refused (the write stayed in a private copy)")
+    except OSError as e:
+        report.append(f"attempt|{label}|{what}|refused {errno.errorcode.get(e.errno, e.errno)}")
+
+
+def shared_map(f):
+    m = mmap.mmap(f, n, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    m[0] = 0xA5
+    m.close()
+
+
+def private_write(f):
+    before = os.pread(f, 1, 0)
+    m = mmap.mmap(f, n, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE)
+    m[0] = before[0] ^ 0x5A
+    m.close()
+    if os.pread(f, 1, 0) == before:
+        raise Private()
+
+
+def attacks(label, f):
+    attempt(label, "os.pwrite", lambda: os.pwrite(f, b"\\xa5", 0))
+    attempt(label, "os.write", lambda: (os.lseek(f, 0, os.SEEK_SET), os.write(f, b"\\xa5")))
+    attempt(label, "mmap(MAP_SHARED, PROT_WRITE)", lambda: shared_map(f))
+    attempt(label, "a MAP_PRIVATE write reaching the memfd", lambda: private_write(f))
+    attempt(label, "os.ftruncate(0)", lambda: os.ftruncate(f, 0))
+    attempt(label, "os.ftruncate(grow)", lambda: os.ftruncate(f, n + 4096))
+    attempt(label, "os.posix_fallocate(grow)", lambda: os.posix_fallocate(f, n, 4096))
+    attempt(label, "fcntl(F_ADD_SEALS)", lambda: fcntl.fcntl(f, F_ADD_SEALS, F_SEAL_FUTURE_WRITE))
+    attempt(label, "os.truncate(/proc/self/fd/N)", lambda: os.truncate(f"/proc/self/fd/{f}", 0))
+
+
+attacks("received fd", fd)
+attacks("reopened O_RDWR", os.open(f"/proc/self/fd/{fd}", os.O_RDWR))
+attacks("reopened O_WRONLY, O_APPEND", os.open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_APPEND))
+# The producer's own fds of the same memfd, through /proc/<pid>/fd.
+st = os.fstat(fd)
+ppid = os.getppid()
+for name in os.listdir(f"/proc/{ppid}/fd"):
+    path = f"/proc/{ppid}/fd/{name}"
+    try:
+        other = os.stat(path)
+    except OSError:
+        continue
+    if (other.st_ino, other.st_dev) == (st.st_ino, st.st_dev):
+        try:
+            attacks(f"the producer's {path} reopened O_RDWR", os.open(path, os.O_RDWR))
+        except OSError as e:
+            report.append(f"note {path}: {e}")
+# Passing the fd on: another process tries again.
+relay = subprocess.run(
+    [sys.executable, "-c", "import os, sys; f = os.open(f'/proc/self/fd/{sys.argv[1]}', os.O_RDWR); "
+     "os.pwrite(f, b'\\\\xa5', 0)", str(fd)],
+    pass_fds=[fd], capture_output=True, text=True,
+)
+err = relay.stderr.strip().splitlines()[-1] if relay.returncode else ""
+report.append(f"attempt|passed on|os.pwrite after a reopen|" + (f"refused {err}" if relay.returncode else "GOT THROUGH"))
+sock.sendall(("\\n".join(report) + "\\n\\n").encode())
+"""
+
+ATTEMPTS = 9  # per fd reached, in ATTACK
+
+
+def pattern(n):
+    return (np.arange(n, dtype=np.int64) * 7 + 3) % 251
+
+
+def attacked(s, pair):
+    """Sends `s` to an attacker child; returns its report (one line per attempt)."""
+    parent, other = pair
+    proc = child(ATTACK, other)
+    s.send(parent)
+    data = b""
+    while not data.endswith(b"\n\n"):
+        chunk = parent.recv(65536)
+        assert chunk, "the attacker closed the socket"
+        data += chunk
+    finish(proc)
+    report = data.decode().strip().splitlines()
+    print("\n".join(report))
+    return report
+
+
+def assert_all_refused(report):
+    attempts = [line.split("|") for line in report if line.startswith("attempt|")]
+    through = [f"{fd}: {what}" for _, fd, what, outcome in attempts if not outcome.startswith("refused")]
+    assert not through, f"{len(through)} attempts got through: {through}"
+    reached = {fd for _, fd, _, _ in attempts}
+    for fd in ["received fd", "reopened O_RDWR", "reopened O_WRONLY, O_APPEND", "passed on"]:
+        assert fd in reached, f"{fd} was not tried"
+    assert len(attempts) >= 3 * ATTEMPTS + 1
+
+
+def test_a_read_only_share_is_unwritable_by_a_peer_whatever_it_does_with_the_fd(pair):
+    n = 3 * 4096 + 5
+    a = pattern(n).astype(np.uint8)
+    s = dlport.share(a, read_only=True)  # NumPy memory: a write-sealed copy
+    assert s.copied
+    assert_all_refused(attacked(s, pair))
+    mine = np.from_dlpack(s.open())
+    assert not mine.flags.writeable
+    assert (mine == pattern(n)).all(), "the shared bytes changed"
+    assert (a == pattern(n)).all()
+
+
+def test_a_memfd_shared_writable_is_shared_read_only_only_as_a_sealed_copy(pair):
+    n = 8192
+    w = dlport.share(pattern(n).astype(np.uint8))
+    assert w.copied
+    mine = w.open()  # one of dlport's memfds, mapped writable here
+    with pytest.raises(BufferError, match="shared writable before") as e:
+        dlport.share(mine, read_only=True, copy=False)
+    assert "allow a copy" in str(e.value)
+    s = dlport.share(mine, read_only=True)
+    assert s.copied
+    assert_all_refused(attacked(s, pair))
+    assert (np.from_dlpack(s.open()) == pattern(n)).all()
+    # The writable share keeps its promise: its peers still map it writable.
+    assert np.from_dlpack(w.open()).flags.writeable
+    # And a read-only share re-shared from its opened tensor is the same sealed memfd.
+    on = dlport.share(s.open(), copy=False)
+    assert not on.copied and on.open().readonly
+
+
+def test_a_read_only_descriptor_over_an_unsealed_memfd_is_refused():
+    w = dlport.share(np.zeros(16, dtype=np.uint8))  # writable: no write seal
+    d = bytearray(w.descriptor)
+    d[32] |= 1  # READ_ONLY, as a hostile producer would claim
+    ro_fd = os.open(f"/proc/self/fd/{w.fds[0]}", os.O_RDONLY)
+    try:
+        for fds in (w.fds, [ro_fd]):
+            with pytest.raises(ValueError, match="no write seal"):
+                dlport.open_shared(bytes(d), fds)
+    finally:
+        os.close(ro_fd)

@@ -87,6 +87,14 @@ pub(super) fn share(
         ));
     }
     let view = tensor.view();
+    if options.read_only || view.is_read_only() {
+        return Err(super::unsupported(
+            "a read-only share of CUDA memory: CUDA IPC maps the memory writable in every \
+             process that opens it (cuIpcOpenMemHandle has no read-only mode), so READ_ONLY \
+             could not be kept; share it writable, or copy it to host memory and share that \
+             read-only",
+        ));
+    }
     if view.numel() == 0 {
         return Err(super::unsupported(
             "sharing an empty CUDA tensor through CUDA IPC (it has no memory to \
@@ -105,7 +113,6 @@ pub(super) fn share(
     unsafe { sys::cuIpcGetMemHandle(&mut handle, base) }
         .result()
         .map_err(|e| driver_error("cuIpcGetMemHandle", e))?;
-    let read_only = options.read_only || view.is_read_only();
     let descriptor = Descriptor {
         kind: HandleKind::CudaIpc,
         device,
@@ -114,7 +121,7 @@ pub(super) fn share(
         strides: view.strides().collect(),
         byte_offset: first - base,
         byte_len: size as u64,
-        flags: (view.flags() & !FLAG_IS_COPIED) | if read_only { FLAG_READ_ONLY } else { 0 },
+        flags: view.flags() & !FLAG_IS_COPIED,
         handle: handle.reserved.iter().map(|&b| b as u8).collect(),
     };
     descriptor.validate()?;

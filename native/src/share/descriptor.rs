@@ -26,7 +26,7 @@
 //! range-checked and the tensor is validated by dlport-core's validator against `byte_len`, so
 //! a descriptor that parses can never describe bytes outside the memory it maps.
 
-use dlport_core::abi::{DLPackVersion, FLAG_IS_COPIED};
+use dlport_core::abi::{DLPackVersion, FLAG_IS_COPIED, FLAG_READ_ONLY};
 use dlport_core::layout::{self, MAX_NDIM};
 use dlport_core::{DataType, Device, DeviceType, Error, Layout, TypeCode};
 
@@ -91,8 +91,8 @@ pub struct Descriptor {
     pub byte_offset: u64,
     /// Bytes of shared memory the consumer maps (the whole memfd, or the CUDA allocation).
     pub byte_len: u64,
-    /// DLPack flags: READ_ONLY and IS_SUBBYTE_TYPE_PADDED travel; IS_COPIED never does (the
-    /// memory is shared, never the consumer's alone).
+    /// DLPack flags: READ_ONLY (memfd only: its memfd is write-sealed) and IS_SUBBYTE_TYPE_PADDED
+    /// travel; IS_COPIED never does (the memory is shared, never the consumer's alone).
     pub flags: u64,
     /// The opaque handle (the 64 bytes of a `CUipcMemHandle`; empty for a memfd).
     pub handle: Vec<u8>,
@@ -137,7 +137,8 @@ impl Descriptor {
         self.kind.fd_count()
     }
 
-    /// Checks every field: the device and handle fit the kind, `byte_len` is at most
+    /// Checks every field: the device, handle and flags fit the kind (READ_ONLY only with a memfd,
+    /// which the kernel can seal against writes), `byte_len` is at most
     /// `isize::MAX`, and the tensor (validated by dlport-core as a DLPack 1.3 tensor) lies
     /// inside `byte_len` bytes from `byte_offset`. Returns the tensor's layout.
     pub fn validate(&self) -> Result<Layout, Error> {
@@ -159,6 +160,17 @@ impl Descriptor {
                         expected: "2 (kDLCUDA) for a CUDA IPC handle",
                     },
                     self.device.device_type.0 as u64,
+                ));
+            }
+            HandleKind::CudaIpc if self.flags & FLAG_READ_ONLY != 0 => {
+                return Err(bad(
+                    &ValueRule {
+                        field: "descriptor.flags",
+                        expected: "without READ_ONLY (0x1) for a CUDA IPC handle: CUDA IPC maps \
+                                   the memory writable in every process that opens it, so no \
+                                   dlport producer makes a read-only one",
+                    },
+                    self.flags,
                 ));
             }
             _ => {}

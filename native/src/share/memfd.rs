@@ -1,11 +1,19 @@
 //! Host memory in sealed memfds (Linux): allocation, mappings, the registry that tells dlport's
 //! mappings from other memory, and the checks a received fd passes before it is mapped.
 //!
-//! Every memfd dlport makes is sealed with `F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL` as soon
-//! as it has its size, so no process can truncate it under a mapping (which would turn reads
-//! into SIGBUS). A received fd is mapped only if it is an open regular file that carries
-//! `F_SEAL_SHRINK` and is at least `byte_len` bytes long: a pipe, a device, an ordinary file or
-//! an unsealed memfd is refused before anything is mapped.
+//! Every memfd dlport makes is sealed with `F_SEAL_SHRINK | F_SEAL_GROW` as soon as it has its
+//! size, so no process can truncate it under a mapping (which would turn reads into SIGBUS), and
+//! with `F_SEAL_SEAL` when it is first shared, so no peer changes its seals. A read-only share
+//! first seals the memfd itself (the inode, not one fd) with `F_SEAL_FUTURE_WRITE`: from then on
+//! no process, whatever fd it holds or reopens (`/proc/<pid>/fd/N` with `O_RDWR` included), can
+//! write it, map it writable, `mprotect` a mapping writable or punch a hole in it, while the
+//! mappings made before (the producer's) keep writing. A memfd whose seals are fixed otherwise
+//! (shared writable before), or a kernel without `F_SEAL_FUTURE_WRITE` (Linux < 5.1), makes a
+//! read-only share a copy into a new memfd sealed with `F_SEAL_WRITE`, as the copy policy
+//! allows. A received fd is mapped only if it is an open regular file that carries
+//! `F_SEAL_SHRINK` (and, for a READ_ONLY descriptor, a write seal) and is at least `byte_len`
+//! bytes long: a pipe, a device, an ordinary file, an unsealed memfd or a "read-only" one anybody
+//! could write is refused before anything is mapped.
 //!
 //! The memory lives while any process maps it or holds its fd; the kernel counts both, so a
 //! peer that is killed lets go of its share when it dies, and the producer's own release
@@ -175,7 +183,116 @@ fn export(
     b.build()
 }
 
-/// A new memfd of `len` bytes (zero-filled by the kernel), sealed against resizing.
+/// The seals of every shared memfd: nobody resizes it (a shrink would make the producer's next
+/// read of a cut page SIGBUS) and nobody changes its seals after it left (a peer adding a write
+/// seal would take back what a writable share promised the others).
+const SHARE_SEALS: i32 = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+
+/// Either write seal: `F_SEAL_WRITE` (no writable mapping anywhere) or `F_SEAL_FUTURE_WRITE`
+/// (none made from now on; those made before keep writing).
+const WRITE_SEALS: i32 = libc::F_SEAL_WRITE | libc::F_SEAL_FUTURE_WRITE;
+
+/// Why a memfd cannot be shared as asked without a copy (the `operation` of an `Unsupported`
+/// error under `CopyPolicy::Never`).
+const READ_ONLY_AFTER_WRITABLE: &str = "sharing this memfd read-only without a copy: it was \
+    shared writable before, so its seals are fixed (F_SEAL_SEAL) and no write seal can be added \
+    (its writable peers keep writing it); allow a copy (CopyPolicy::IfNeeded shares a \
+    write-sealed snapshot)";
+const WRITABLE_AFTER_READ_ONLY: &str = "sharing this memfd writable without a copy: it was \
+    shared read-only before, so it is sealed against every new writable mapping \
+    (F_SEAL_FUTURE_WRITE); allow a copy (CopyPolicy::IfNeeded shares a writable copy)";
+const NO_FUTURE_WRITE: &str = "sharing this memfd read-only without a copy: this kernel has no \
+    F_SEAL_FUTURE_WRITE (Linux older than 5.1), which seals it against the peers while the \
+    producer's mapping keeps writing; allow a copy (CopyPolicy::IfNeeded shares a write-sealed \
+    snapshot)";
+const SEALS_FIXED: &str = "sharing this memfd without a copy: it lacks seals the share needs \
+    (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL, and a write seal for a read-only share) and \
+    they cannot be added here (a memfd received read-only, or sealed differently by the process \
+    that made it); allow a copy (CopyPolicy::IfNeeded)";
+
+/// The seals of `fd`'s file.
+fn seals(fd: BorrowedFd<'_>) -> Result<i32, Error> {
+    // SAFETY: F_GET_SEALS only reads the file's seals.
+    let s = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) };
+    if s < 0 {
+        return Err(os_error(
+            "fcntl(F_GET_SEALS)",
+            errno(),
+            "reading the seals of the shared memory failed",
+        ));
+    }
+    Ok(s)
+}
+
+/// Gives one of dlport's memfds the seals a share needs: [`SHARE_SEALS`], and for a read-only
+/// share `F_SEAL_FUTURE_WRITE` (unless it has a write seal already). `Ok(Err(why))` where that
+/// cannot be done (the share then needs a copy): a writable share of a write-sealed memfd, seals
+/// fixed before, or a kernel without `F_SEAL_FUTURE_WRITE`.
+fn seal_for_share(fd: BorrowedFd<'_>, read_only: bool) -> Result<Result<(), &'static str>, Error> {
+    // Twice: another thread may seal the same memfd between the read and the add (EPERM).
+    for _ in 0..2 {
+        let have = seals(fd)?;
+        let write_sealed = have & WRITE_SEALS != 0;
+        if !read_only && write_sealed {
+            return Ok(Err(WRITABLE_AFTER_READ_ONLY));
+        }
+        let want = SHARE_SEALS
+            | if read_only && !write_sealed {
+                libc::F_SEAL_FUTURE_WRITE
+            } else {
+                0
+            };
+        let missing = want & !have;
+        if missing == 0 {
+            return Ok(Ok(()));
+        }
+        if have & libc::F_SEAL_SEAL != 0 {
+            return Ok(Err(if read_only && !write_sealed {
+                READ_ONLY_AFTER_WRITABLE
+            } else {
+                SEALS_FIXED
+            }));
+        }
+        // SAFETY: adds seals to a memfd this process maps; it only restricts what every holder
+        // of the file may do from now on (existing mappings keep their access).
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, missing) } == 0 {
+            return Ok(Ok(()));
+        }
+        match errno() {
+            e if e == i64::from(libc::EINVAL) && missing & libc::F_SEAL_FUTURE_WRITE != 0 => {
+                return Ok(Err(NO_FUTURE_WRITE));
+            }
+            // Sealed meanwhile (read again), or an fd that is not writable here.
+            e if e == i64::from(libc::EPERM) => {}
+            e => {
+                return Err(os_error(
+                    "fcntl(F_ADD_SEALS)",
+                    e,
+                    "sealing the shared memory failed",
+                ));
+            }
+        }
+    }
+    Ok(Err(SEALS_FIXED))
+}
+
+/// Seals a copy made for a share once it is filled (no mapping of it is left): against every
+/// write (`F_SEAL_WRITE`) for a read-only share, and against seal changes either way.
+fn seal_copy(fd: BorrowedFd<'_>, read_only: bool) -> Result<(), Error> {
+    let add = libc::F_SEAL_SEAL | if read_only { libc::F_SEAL_WRITE } else { 0 };
+    // SAFETY: adds seals to the memfd we created; nothing maps it any more.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, add) } != 0 {
+        return Err(os_error(
+            "fcntl(F_ADD_SEALS)",
+            errno(),
+            "sealing the shared copy failed (EBUSY: a writable mapping of it is left)",
+        ));
+    }
+    Ok(())
+}
+
+/// A new memfd of `len` bytes (zero-filled by the kernel), sealed against resizing; its other
+/// seals come when it is shared ([`seal_for_share`], [`seal_copy`]).
 fn create(len: usize) -> Result<OwnedFd, Error> {
     // SAFETY: a NUL-terminated name; memfd_create only creates a descriptor.
     let raw = unsafe {
@@ -202,7 +319,7 @@ fn create(len: usize) -> Result<OwnedFd, Error> {
             "sizing the shared memory failed (ENOSPC/ENOMEM: not enough memory or tmpfs space)",
         ));
     }
-    let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+    let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW;
     // SAFETY: adds seals to the memfd we own.
     if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
         return Err(os_error(
@@ -245,7 +362,9 @@ fn dup(fd: BorrowedFd<'_>) -> Result<OwnedFd, Error> {
 }
 
 /// A read-only descriptor of the same memfd (a new open file description through
-/// `/proc/self/fd`), so a peer cannot map it writable; `None` where `/proc` is not mounted.
+/// `/proc/self/fd`), so a peer cannot add seals or write through the fd it was given even
+/// before the write seal is looked at; `None` where `/proc` is not mounted (the memfd's write
+/// seal is what makes a read-only share unwritable, with either fd).
 fn reopen_read_only(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
     let path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()?;
     // SAFETY: a NUL-terminated path; open only creates a descriptor.
@@ -259,7 +378,7 @@ fn reopen_read_only(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
 pub(super) fn share(
     view: &TensorRef<'_>,
     options: &ShareOptions,
-) -> Result<(Descriptor, OwnedFd), Error> {
+) -> Result<(Descriptor, OwnedFd, bool), Error> {
     if view.device().memory_class() == MemoryClass::Managed {
         // Unified memory is host-readable once the devices are synchronised.
         crate::sync_managed()?;
@@ -275,7 +394,14 @@ pub(super) fn share(
         }
         _ => None,
     };
-    let (descriptor, fd) = if let Some((m, first)) = found {
+    // Why the memfd found cannot be shared as asked (then it is copied, as the policy allows).
+    let mut why_copy = None;
+    if let Some((m, _)) = &found {
+        if let Err(why) = seal_for_share(m.fd.as_fd(), read_only)? {
+            why_copy = Some(why);
+        }
+    }
+    let (descriptor, fd, copied) = if let (Some((m, first)), None) = (found, why_copy) {
         let d = Descriptor {
             kind: HandleKind::Memfd,
             device: Device::cpu(),
@@ -292,10 +418,12 @@ pub(super) fn share(
         } else {
             dup(m.fd.as_fd())?
         };
-        (d, fd)
+        (d, fd, false)
     } else {
         if options.copy == CopyPolicy::Never && view.numel() != 0 {
-            return Err(super::copy_needed(view.device()));
+            return Err(
+                why_copy.map_or_else(|| super::copy_needed(view.device()), super::unsupported)
+            );
         }
         let bytes = compact_bytes(view.dtype(), view.shape())?;
         dlport_core::check_alloc(bytes as u128, options.max_alloc)?;
@@ -315,10 +443,18 @@ pub(super) fn share(
                     )
                 })?;
         } else {
-            // The producer's mapping of the copy is unmapped on return; the peer maps its own.
+            // The producer's mapping of the copy is unmapped before the seals (F_SEAL_WRITE
+            // needs no writable mapping left); the peer maps its own.
             let mut m = Mapping::new(dup(fd.as_fd())?, bytes, true)?;
             dlport_core::backend::copy_to_compact(view, m.fresh_bytes())?;
+            drop(m);
         }
+        seal_copy(fd.as_fd(), read_only)?;
+        let fd = if read_only {
+            reopen_read_only(fd.as_fd()).unwrap_or(fd)
+        } else {
+            fd
+        };
         let mut strides = vec![0i64; view.ndim()];
         dlport_core::layout::compact_row_major(view.shape(), &mut strides)?;
         let d = Descriptor {
@@ -333,16 +469,17 @@ pub(super) fn share(
             flags: if read_only { FLAG_READ_ONLY } else { 0 },
             handle: Vec::new(),
         };
-        (d, fd)
+        (d, fd, true)
     };
     descriptor.validate()?;
-    Ok((descriptor, fd))
+    Ok((descriptor, fd, copied))
 }
 
 /// Checks a received fd and reports whether it may be mapped writable. In order: open
-/// (`F_GETFD`), a regular file (`fstat`), sealed against shrinking (`F_GET_SEALS`), at least
-/// `byte_len` bytes long; then its access mode and write seals.
-fn check_fd(fd: BorrowedFd<'_>, byte_len: u64) -> Result<bool, Error> {
+/// (`F_GETFD`), a regular file (`fstat`), sealed against shrinking (`F_GET_SEALS`), for a
+/// READ_ONLY descriptor sealed against writes, at least `byte_len` bytes long; then its access
+/// mode and write seals.
+fn check_fd(fd: BorrowedFd<'_>, byte_len: u64, read_only: bool) -> Result<bool, Error> {
     let raw = fd.as_raw_fd();
     // SAFETY: F_GETFD only reads the descriptor's flags.
     if unsafe { libc::fcntl(raw, libc::F_GETFD) } < 0 {
@@ -386,6 +523,16 @@ fn check_fd(fd: BorrowedFd<'_>, byte_len: u64) -> Result<bool, Error> {
              which seals it",
         ));
     }
+    if read_only && seals & WRITE_SEALS == 0 {
+        return Err(os_error(
+            "fcntl(F_GET_SEALS)",
+            i64::from(seals),
+            "the descriptor says READ_ONLY, but its memfd carries no write seal (F_SEAL_WRITE \
+             or F_SEAL_FUTURE_WRITE; the code is its seals): any process holding the fd could \
+             reopen it writable and write the memory. Refused: dlport's share write-seals every \
+             read-only share; the producer did not",
+        ));
+    }
     let size = st.st_size.max(0) as u64;
     if size < byte_len {
         return Err(Error::Layout(dlport_core::LayoutError::StorageTooSmall {
@@ -402,7 +549,8 @@ fn check_fd(fd: BorrowedFd<'_>, byte_len: u64) -> Result<bool, Error> {
 /// Maps a memfd descriptor (validated by the caller) as a DLPack tensor; READ_ONLY when the
 /// descriptor says so or the fd cannot be mapped writable.
 pub(super) fn open(d: &Descriptor, fd: BorrowedFd<'_>) -> Result<ManagedTensor, Error> {
-    let writable = check_fd(fd, d.byte_len)? && d.flags & FLAG_READ_ONLY == 0;
+    let read_only = d.flags & FLAG_READ_ONLY != 0;
+    let writable = check_fd(fd, d.byte_len, read_only)? && !read_only;
     let m = Mapping::new(dup(fd)?, d.byte_len as usize, writable)?;
     let flags = d.flags | if writable { 0 } else { FLAG_READ_ONLY };
     export(m, d.dtype, &d.shape, Some(&d.strides), d.byte_offset, flags)

@@ -16,6 +16,36 @@
 //! Memory dlport did not put in a memfd ([`alloc`] does) is copied into a new one only as
 //! [`ShareOptions::copy`] allows.
 //!
+//! # Read-only shares
+//!
+//! A READ_ONLY share ([`ShareOptions::read_only`], or a read-only tensor) is unwritable by every
+//! process that receives it, whatever it does with the fd: reopening `/proc/self/fd/N` or
+//! `/proc/<pid>/fd/N` with `O_RDWR`, `write`/`pwrite`, `mmap(PROT_WRITE, MAP_SHARED)`,
+//! `mprotect` to add write, `ftruncate`, `fallocate` (a punched hole included), `F_ADD_SEALS`,
+//! passing the fd on. The seals are on the memfd itself, so they hold for every fd of it:
+//! - one of dlport's memfds is sealed `F_SEAL_FUTURE_WRITE` (Linux 5.1 or later) when first
+//!   shared read-only: no new writable mapping and no write, by anyone, from then on, while the
+//!   mappings made before (the producer's own) keep writing, and the peers see those writes
+//!   (no copy). It stays so: a later writable share of it is a copy;
+//! - every shared memfd is sealed `F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL`: no peer of a
+//!   writable share either can resize it (a shrink would make the producer's next read SIGBUS)
+//!   or change its seals (taking back what a writable share promised the others);
+//! - where the memfd cannot be sealed so (it was shared writable before, so its seals are
+//!   fixed; or the kernel has no `F_SEAL_FUTURE_WRITE`, EINVAL) and for memory that is not one
+//!   of dlport's memfds, a read-only share is a copy into a new memfd sealed `F_SEAL_WRITE`:
+//!   one compact copy of the tensor's bytes (a `pwrite`, or a strided copy through a mapping)
+//!   and its memory, allowed by [`ShareOptions::copy`] (`Never`: an error saying why), seen by
+//!   the producer as [`Shared::is_copy`]; the peers see a snapshot;
+//! - the peers get an `O_RDONLY` fd as well (a reopen through `/proc/self/fd`, where mounted).
+//!
+//! The receiving side checks what it was promised: [`open`] refuses a READ_ONLY descriptor whose
+//! memfd carries no write seal (`F_GET_SEALS`), as it refuses any memfd that may shrink. CUDA
+//! IPC has no read-only mapping (`cuIpcOpenMemHandle` maps writable), so a read-only share of
+//! CUDA memory, and a READ_ONLY CUDA IPC descriptor, are refused. The limit of the guarantee is
+//! the fd: a process allowed to `ptrace` the producer (the same user, where the Yama LSM
+//! allows it) can write the producer's memory through `/proc/<pid>/mem` like any other memory of
+//! the producer's.
+//!
 //! Linux only in this release (memfd seals and `SCM_RIGHTS` as Linux has them): elsewhere the
 //! Rust functions return `BackendError::Unsupported` and the C entries
 //! `DLPORT_ERR_UNSUPPORTED`. Descriptors themselves ([`Descriptor::to_bytes`],
@@ -82,8 +112,9 @@ pub struct ShareOptions {
     /// Whether memory that is not one of dlport's memfds may be copied into a new one
     /// (`Never`: such memory is an error; `Always`: a copy even of a memfd).
     pub copy: CopyPolicy,
-    /// The peer gets the tensor READ_ONLY, through a read-only fd where `/proc` is mounted (so
-    /// the kernel refuses a writable mapping), and the READ_ONLY flag in any case.
+    /// The peers get the tensor READ_ONLY, in memory no process that receives it can write (a
+    /// write-sealed memfd; see [the module docs](self#read-only-shares)), through a read-only fd
+    /// where `/proc` is mounted.
     pub read_only: bool,
     /// The most bytes a copy may allocate (`None`: the process-wide limit).
     pub max_alloc: Option<u64>,
@@ -97,6 +128,7 @@ pub struct ShareOptions {
 pub struct Shared {
     descriptor: Descriptor,
     fds: Vec<OwnedFd>,
+    copied: bool,
 }
 
 #[cfg(unix)]
@@ -106,12 +138,24 @@ impl Shared {
     pub fn from_parts(descriptor: Descriptor, fds: Vec<OwnedFd>) -> Result<Self, Error> {
         descriptor.validate()?;
         check_fd_count(&descriptor, fds.len())?;
-        Ok(Self { descriptor, fds })
+        Ok(Self {
+            descriptor,
+            fds,
+            copied: false,
+        })
     }
 
     /// The descriptor.
     pub fn descriptor(&self) -> &Descriptor {
         &self.descriptor
+    }
+
+    /// Whether [`share`] copied the memory into a new memfd (memory that is not one of dlport's
+    /// memfds, or one whose seals do not allow the share as asked): the peers then see a
+    /// snapshot, not the producer's later writes. False for what was received or put together
+    /// ([`recv`](Self::recv), [`from_parts`](Self::from_parts)).
+    pub fn is_copy(&self) -> bool {
+        self.copied
     }
 
     /// The fds, in descriptor order.
@@ -178,7 +222,9 @@ pub fn alloc(dtype: DataType, shape: &[i64]) -> Result<ManagedTensor, Error> {
 }
 
 /// Shares host memory: a view of one of dlport's memfds ([`alloc`], or a tensor opened from a
-/// descriptor) travels without a copy; anything else is copied into a new memfd as
+/// descriptor) travels without a copy where its seals allow the share (one shared read-only
+/// before cannot be shared writable, one shared writable before cannot be shared read-only: see
+/// [read-only shares](self#read-only-shares)); anything else is copied into a new memfd as
 /// `options.copy` allows. The view's owner may be dropped at any time after: the memfd lives
 /// while the returned value or any mapping holds it. Device memory needs the owner
 /// ([`share_managed`]).
@@ -192,10 +238,11 @@ pub fn share(view: &TensorRef<'_>, options: &ShareOptions) -> Result<Shared, Err
     }
     #[cfg(target_os = "linux")]
     {
-        let (descriptor, fd) = memfd::share(view, options)?;
+        let (descriptor, fd, copied) = memfd::share(view, options)?;
         Ok(Shared {
             descriptor,
             fds: vec![fd],
+            copied,
         })
     }
     #[cfg(not(target_os = "linux"))]
@@ -221,6 +268,7 @@ pub fn share_managed(tensor: ManagedTensor, options: &ShareOptions) -> Result<Sh
         return Ok(Shared {
             descriptor,
             fds: vec![fd],
+            copied: false,
         });
     }
     let _ = tensor;
@@ -233,8 +281,9 @@ pub fn share_managed(tensor: ManagedTensor, options: &ShareOptions) -> Result<Sh
 /// Opens a descriptor in this process: a zero-copy DLPack tensor over the shared memory, whose
 /// deleter unmaps it (or closes the CUDA IPC handle). The descriptor is validated again and
 /// each fd checked before anything is mapped: a closed fd, a pipe, a plain file, an unsealed
-/// memfd or one smaller than `byte_len` is an error, never a mapping of the wrong size. The
-/// fds stay the caller's (the mapping does not need them).
+/// memfd or one smaller than `byte_len` is an error, never a mapping of the wrong size, and so is
+/// a READ_ONLY descriptor whose memfd carries no write seal (whoever holds its fd could write
+/// it). The fds stay the caller's (the mapping does not need them).
 ///
 /// The tensor is Shared (other processes may write the memory) or READ_ONLY; IS_COPIED is
 /// never set.
