@@ -113,9 +113,12 @@ bash scripts/sanitize.sh
 step "hardening: fuzz smoke run (${DLPORT_FUZZ_SECONDS:=30} s per target, on a copy of the corpus)"
 cargo +nightly fuzz build
 fuzz_tmp=$(mktemp -d)
-for t in validate c_abi roundtrip convert parse compact share_descriptor; do
+for t in validate c_abi roundtrip convert parse compact share_descriptor arrow_ipc; do
   cp -r "fuzz/corpus/$t" "$fuzz_tmp/$t"
-  cargo +nightly fuzz run "$t" "$fuzz_tmp/$t" -- -max_total_time="$DLPORT_FUZZ_SECONDS" -print_final_stats=1 2>&1 \
+  # arrow_ipc runs with dlport's allocation limit at 64 MiB: one allocation past 128 MiB, or
+  # 1 GiB resident, is a crash.
+  limits=(); [ "$t" = arrow_ipc ] && limits=(-malloc_limit_mb=128 -rss_limit_mb=1024)
+  cargo +nightly fuzz run "$t" "$fuzz_tmp/$t" -- -max_total_time="$DLPORT_FUZZ_SECONDS" "${limits[@]}" -print_final_stats=1 2>&1 \
     | grep -E '^(stat::number_of_executed_units|Done)' | sed "s/^/$t: /"
 done
 

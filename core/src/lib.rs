@@ -41,7 +41,7 @@ pub use dispatch::{
 };
 pub use dtype::{Bool8, Complex32, Complex64, DataType, Element, Fp4Convention};
 #[cfg(feature = "alloc")]
-pub use error::BackendNames;
+pub use error::{BackendNames, ShownValue};
 pub use error::{
     AccessError, Address, AddressRange, BackendError, BackendReport, ByteCount, CopyReason,
     DispatchError, Driver, Error, Flag, LayoutError, NameKind, OptionRule, ShortStr, StaticReport,

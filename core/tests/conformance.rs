@@ -431,9 +431,10 @@ unsafe impl dlport_core::TensorStorage for DeviceBuf2 {
 #[test]
 fn every_error_variant_is_reached() {
     let reached: BTreeSet<u32> = all_reached_errors().iter().map(Error::code).collect();
-    // InvalidValue (41) is made only by dlport-native's readers of outside data (sharing
-    // descriptors, Arrow metadata); native/tests/share_descriptor.rs and test_share.c reach it.
-    let native_only = [41];
+    // InvalidValue (41) and InvalidInput (44) are made only by dlport-native's readers of
+    // outside data (sharing descriptors, Arrow streams and metadata);
+    // native/tests/share_descriptor.rs, test_share.c and native/tests/arrow.rs reach them.
+    let native_only = [41, 44];
     let all: BTreeSet<u32> = (1..=Error::CODE_COUNT)
         .filter(|c| !native_only.contains(c))
         .collect();

@@ -164,6 +164,10 @@
 // A typed vector has fewer elements than its shape needs (counted in elements).
 #define DLPORT_ERR_DATA_TOO_SHORT 43
 
+// A value read from outside that is not one number (Arrow metadata's JSON, an IPC stream's
+// flatbuffer) breaks its rule; the message shows the value as found.
+#define DLPORT_ERR_INVALID_INPUT 44
+
 #if !defined(DLPACK_DLPACK_H_)
 // DLPack's flag: the consumer must not write to the data.
 #define DLPACK_FLAG_BITMASK_READ_ONLY 1

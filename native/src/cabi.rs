@@ -117,6 +117,9 @@ pub const DLPORT_ERR_DEFAULT_INSTALLED: c_int = 40;
 pub const DLPORT_ERR_INVALID_VALUE: c_int = 41;
 /// A typed vector has fewer elements than its shape needs (counted in elements).
 pub const DLPORT_ERR_DATA_TOO_SHORT: c_int = 43;
+/// A value read from outside that is not one number (Arrow metadata's JSON, an IPC stream's
+/// flatbuffer) breaks its rule; the message shows the value as found.
+pub const DLPORT_ERR_INVALID_INPUT: c_int = 44;
 
 /// Copy policies: the array API's `copy` argument (`DlportImportOptions.copy` and the `copy`
 /// arguments of `dlport_export` and `dlport_compact`).

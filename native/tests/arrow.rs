@@ -210,12 +210,15 @@ fn bad_arrow_columns_are_refused() {
     let plain = Field::new("t", list.data_type().clone(), false);
     let cases = [
         (plain, "not arrow.fixed_shape_tensor"),
-        (field("{shape"), "not JSON"),
-        (field(r#"{"shape":[3]}"#), "FixedSizeList size = 2"),
-        (field(r#"{"shape":[-2]}"#), "shape = 0 is invalid"),
+        (field("{shape"), "ARROW:extension:metadata = \"{shape\""),
+        (
+            field(r#"{"shape":[3]}"#),
+            "FixedSizeList size = 2 (the shape is [3])",
+        ),
+        (field(r#"{"shape":[-2]}"#), "shape = [-2] is invalid"),
         (
             field(r#"{"shape":[2],"permutation":[1]}"#),
-            "permutation = 1",
+            "permutation = [1] is invalid",
         ),
         (field(r#"{"shape":[2]}"#), "null_count = 1"),
     ];
@@ -241,13 +244,14 @@ fn ipc_streams_round_trip() {
     write_ipc_stream(&mut stream, t, "weights", CopyPolicy::Never).unwrap();
     let got = read_ipc_stream(stream.as_slice()).unwrap();
     assert_eq!(got.len(), 1);
-    assert_eq!(got[0].0, "weights");
-    assert_eq!(got[0].1.view().shape(), &[5, 2, 3]);
-    assert_eq!(values(&got[0].1), want);
+    assert_eq!(got[0].name, "weights");
+    assert_eq!(got[0].dim_names, None);
+    assert_eq!(got[0].tensor.view().shape(), &[5, 2, 3]);
+    assert_eq!(values(&got[0].tensor), want);
     let e = read_ipc_stream(&stream[..stream.len() / 2])
         .unwrap_err()
         .to_string();
-    assert!(e.contains("arrow"), "{e}");
+    assert!(e.contains("the stream ends after"), "{e}");
 }
 
 /// What pyarrow must read, and what it writes for us: see tests/arrow/pyarrow_check.py.
@@ -292,16 +296,16 @@ fn pyarrow_reads_our_streams_and_we_read_its() {
     // pyarrow wrote: "u16" = arange(60, dtype=uint16).reshape(5, 3, 4), "f64" = its float64 × 0.5.
     let got = read_ipc_stream(std::fs::File::open(&theirs).unwrap()).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
-    let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+    let names: Vec<&str> = got.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["u16", "f64"]);
-    assert_eq!(got[0].1.view().shape(), &[5, 3, 4]);
-    assert_eq!(got[0].1.view().dtype(), DataType::UINT16);
+    assert_eq!(got[0].tensor.view().shape(), &[5, 3, 4]);
+    assert_eq!(got[0].tensor.view().dtype(), DataType::UINT16);
     assert_eq!(
-        got[0].1.view().to_vec::<u16>().unwrap(),
+        got[0].tensor.view().to_vec::<u16>().unwrap(),
         (0..60).collect::<Vec<u16>>()
     );
     assert_eq!(
-        got[1].1.view().to_vec::<f64>().unwrap(),
+        got[1].tensor.view().to_vec::<f64>().unwrap(),
         (0..60).map(|i| f64::from(i) * 0.5).collect::<Vec<_>>()
     );
 }

@@ -2,6 +2,8 @@
 
 use core::fmt;
 
+#[cfg(feature = "alloc")]
+use super::ShownValue;
 use super::{Address, ByteCount, Flag, ShortStr};
 use crate::abi::DeviceType;
 use crate::device::Device;
@@ -94,6 +96,15 @@ pub enum DispatchError {
         /// The value found.
         value: u64,
     },
+    /// A field read from outside whose value is not one number (a JSON array, a text, a
+    /// structure that fails its verifier), shown as it was found.
+    #[cfg(feature = "alloc")]
+    InvalidInput {
+        /// The field and the rule it breaks.
+        rule: &'static ValueRule,
+        /// The value found, as text.
+        value: ShownValue,
+    },
     /// Another registry is already the process-wide default, which is installed once.
     #[cfg(feature = "alloc")]
     DefaultInstalled {
@@ -120,6 +131,20 @@ impl DispatchError {
             #[cfg(feature = "alloc")]
             Self::DefaultInstalled { .. } => 40,
             Self::InvalidValue { .. } => 41,
+            #[cfg(feature = "alloc")]
+            Self::InvalidInput { .. } => 44,
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl DispatchError {
+    /// [`InvalidInput`](Self::InvalidInput): `rule`'s field holds `value` (escaped and cut as
+    /// [`ShownValue`] shows it).
+    pub fn invalid_input(rule: &'static ValueRule, value: &str) -> Self {
+        Self::InvalidInput {
+            rule,
+            value: ShownValue::new(value),
         }
     }
 }
@@ -210,6 +235,12 @@ impl fmt::Display for DispatchError {
                  pass a destination of exactly the compact size (compact_bytes)"
             ),
             Self::InvalidValue { rule, value } => write!(
+                f,
+                "{} = {value} is invalid: it must be {}",
+                rule.field, rule.expected
+            ),
+            #[cfg(feature = "alloc")]
+            Self::InvalidInput { rule, value } => write!(
                 f,
                 "{} = {value} is invalid: it must be {}",
                 rule.field, rule.expected

@@ -37,6 +37,8 @@ pub use backend::{BackendError, BackendReport, Driver, StaticReport};
 pub use dispatch::BackendNames;
 pub use dispatch::{CopyReason, DispatchError, NameKind, OptionRule, StreamReason, ValueRule};
 pub use layout::{AddressRange, LayoutError};
+#[cfg(feature = "alloc")]
+pub use values::ShownValue;
 pub use values::{Address, ByteCount, ShortStr};
 
 /// Everything that can go wrong when reading, validating, owning, dispatching or exporting a
@@ -84,7 +86,7 @@ const _: () = {
 
 impl Error {
     /// How many distinct codes [`code`](Self::code) returns (codes are `1..=CODE_COUNT`).
-    pub const CODE_COUNT: u32 = 43;
+    pub const CODE_COUNT: u32 = 44;
 
     /// A stable number for this error (1-based), used by the C ABI (`DLPORT_ERR_*`) and by
     /// tests that check every error is reachable. Codes are never reused; new variants get new

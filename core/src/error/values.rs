@@ -72,6 +72,64 @@ impl fmt::Debug for ShortStr {
     }
 }
 
+/// A value read from outside that is not one number (a JSON array, a text, a flatbuffer's
+/// verdict), as [`DispatchError::InvalidInput`](super::DispatchError) shows it: cut at
+/// [`Self::MAX_LEN`] bytes at a character boundary (shown with a trailing `…`), with control
+/// characters escaped as Rust writes them (`\n`, `\u{1b}`), so that the message stays one line.
+/// One pointer, so that the error stays within its size bound.
+#[cfg(feature = "alloc")]
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct ShownValue(
+    #[allow(
+        clippy::box_collection,
+        reason = "a thin pointer keeps DispatchError within 24 bytes"
+    )]
+    alloc::boxed::Box<alloc::string::String>,
+);
+
+#[cfg(feature = "alloc")]
+impl ShownValue {
+    /// Bytes of the value's text kept.
+    pub const MAX_LEN: usize = 160;
+
+    /// `value`, escaped and cut.
+    pub fn new(value: &str) -> Self {
+        use core::fmt::Write as _;
+        let mut out = alloc::string::String::new();
+        for c in value.chars() {
+            if out.len() >= Self::MAX_LEN {
+                out.push('…');
+                break;
+            }
+            if c.is_control() {
+                let _ = write!(out, "{}", c.escape_debug());
+            } else {
+                out.push(c);
+            }
+        }
+        Self(alloc::boxed::Box::new(out))
+    }
+
+    /// The text shown.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl fmt::Display for ShownValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl fmt::Debug for ShownValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
 /// A byte count that may exceed 64 bits (a broadcast tensor's compact size can), stored as
 /// three 32-bit words: 12 bytes at a 4-byte alignment, so that
 /// [`DispatchError::AllocationLimit`](super::DispatchError) fits in 24 bytes.
