@@ -33,7 +33,7 @@ mod managed;
 mod tensor;
 
 pub use abi::{DLPackVersion, DeviceType, TypeCode};
-pub use device::{Device, MemoryClass, StreamRequest};
+pub use device::{Device, DeviceField, MemoryClass, StreamRequest};
 #[cfg(feature = "alloc")]
 pub use dispatch::{
     CopyPolicy, Decision, ExportOptions, ImportOptions, MAX_ALIGNMENT, Registry, Tensor,

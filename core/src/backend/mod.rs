@@ -45,6 +45,8 @@ mod cpu;
 mod external;
 
 pub use crate::dispatch::{Buffer, SharedBuffer};
+/// How an export writes `data` and `byte_offset` (for a binding that lends a bare `DLTensor`).
+pub use crate::export::host_address;
 pub use api::{Backend, BackendRef, LayoutNeed, ViewRequirements, platform_id};
 pub use cpu::{
     AlignedBuffer, CPU_ALIGN, CpuBackend, compact_bytes, compact_copy, compact_copy_aligned,

@@ -4,6 +4,24 @@
 //! `webgpu:0`, or `device_type(99):0` for a type DLPack does not name, and parses back.
 //! [`MemoryClass`] says whether the host can read a device's memory without a copy. Plain
 //! data: dispatch (registry, backends, buffers) lives elsewhere.
+//!
+//! # The rule of device ids
+//! One rule, [`Device::check`], applied at every door: a capsule's `dl_tensor.device` on import
+//! (and every export's, by the same validation), the device a producer advertises
+//! (`__dlpack_device__`), the device an import asks for (`from_dlpack(device=)`) and the one an
+//! export asks for (`__dlpack__(dl_device=)`), in Rust, the C ABI and the Python package alike.
+//! - A device id is a non-negative `i32`. A negative id is never a device: there is no "current
+//!   device" in a DLPack device (−1 means "no synchronisation" only as a `stream` argument).
+//! - `kDLCPU` has exactly one device, id 0 (dlpack.h: "For vanilla CPU memory […] this is set to
+//!   0"; NumPy, PyTorch and JAX write and expect `(1, 0)`).
+//! - Pinned and managed memory (`kDLCUDAHost`, `kDLROCMHost`, `kDLTPUHost`, `kDLCUDAManaged`)
+//!   take any non-negative id. dlport writes 0 for its own, as dlpack.h asks, but JAX writes the
+//!   GPU's ordinal for pinned memory and CuPy for managed memory (the accelerator the memory is
+//!   registered with), and NumPy reads both: refusing those ids would refuse real producers.
+//! - Other types take any non-negative id; whether that device exists is the backend's
+//!   question ([`DispatchError::InvalidDeviceId`]).
+//!
+//! Everything else is [`DispatchError::InvalidDevice`], naming the field and the device given.
 
 mod stream;
 
@@ -21,7 +39,8 @@ use crate::error::{DispatchError, Error, NameKind, ShortStr};
 pub struct Device {
     /// The device type (any 32-bit value may arrive from foreign code).
     pub device_type: DeviceType,
-    /// The device ordinal; 0 for plain CPU, pinned and managed memory.
+    /// The device ordinal: non-negative, and 0 for `kDLCPU` ([the rule](self#the-rule-of-device-ids),
+    /// checked by [`Device::check`]).
     pub device_id: i32,
 }
 
@@ -80,6 +99,51 @@ impl Device {
     /// A WebGPU device (`kDLWebGPU`).
     pub const fn webgpu(id: i32) -> Self {
         Self::new(DeviceType::WEBGPU, id)
+    }
+
+    /// Whether the id obeys [the rule of device ids](self#the-rule-of-device-ids): non-negative,
+    /// and 0 for `kDLCPU`.
+    #[inline(always)]
+    pub const fn has_valid_id(self) -> bool {
+        // One comparison for the common case (id 0), two for any other.
+        self.device_id == 0 || (self.device_id > 0 && self.device_type.0 != DeviceType::CPU.0)
+    }
+
+    /// Applies [the rule of device ids](self#the-rule-of-device-ids) to the device given as
+    /// `field`: the device itself, or [`DispatchError::InvalidDevice`] naming the field and the
+    /// device.
+    ///
+    /// ```
+    /// use dlport_core::{Device, DeviceField, Error};
+    /// use dlport_core::abi::DeviceType;
+    ///
+    /// assert!(Device::cuda(3).check(DeviceField::Requested).is_ok());
+    /// let err = Device::new(DeviceType::CPU, 5).check(DeviceField::DlDevice).unwrap_err();
+    /// assert!(err.to_string().starts_with("dl_device = (1, 5) is invalid"), "{err}");
+    /// assert!(Device::cuda(-1).check(DeviceField::Tensor).is_err());
+    /// ```
+    #[inline]
+    pub const fn check(self, field: DeviceField) -> Result<Self, Error> {
+        if self.has_valid_id() {
+            Ok(self)
+        } else {
+            Err(Error::Dispatch(DispatchError::InvalidDevice {
+                field,
+                device: self,
+            }))
+        }
+    }
+
+    /// [`check`](Self::check) for an optional device (`None` is always valid).
+    #[inline]
+    pub const fn check_option(device: Option<Self>, field: DeviceField) -> Result<(), Error> {
+        match device {
+            Some(d) if !d.has_valid_id() => Err(Error::Dispatch(DispatchError::InvalidDevice {
+                field,
+                device: d,
+            })),
+            _ => Ok(()),
+        }
     }
 
     /// The memory class of this device's type.
@@ -141,6 +205,40 @@ impl FromStr for Device {
             DeviceType::from_short_name(kind).ok_or_else(bad)?
         };
         Ok(Self::new(device_type, id))
+    }
+}
+
+/// Which device a [`DispatchError::InvalidDevice`] refuses: where the device came from.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceField {
+    /// A tensor's own `dl_tensor.device` (an imported capsule's, or an export's).
+    Tensor,
+    /// What the producer's `__dlpack_device__()` advertised (`ImportOptions::advertised`).
+    Advertised,
+    /// The device an import asks for (`from_dlpack(device=)`, `ImportOptions::device`, the C
+    /// ABI's `DlportImportOptions.device_*`).
+    Requested,
+    /// The device an export asks for (`__dlpack__(dl_device=)`, `ExportOptions::dl_device`, the
+    /// C ABI's `dlport_export` device arguments).
+    DlDevice,
+}
+
+impl DeviceField {
+    /// The field's name, as a caller wrote it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Tensor => "dl_tensor.device",
+            Self::Advertised => "__dlpack_device__()",
+            Self::Requested => "device",
+            Self::DlDevice => "dl_device",
+        }
+    }
+}
+
+impl fmt::Display for DeviceField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

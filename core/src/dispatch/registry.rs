@@ -8,7 +8,7 @@ use super::buffer::Tensor;
 use crate::abi::{DLPackVersion, DeviceType};
 use crate::backend::CpuBackend;
 use crate::backend::{BackendRef, ViewRequirements};
-use crate::device::{Device, MemoryClass};
+use crate::device::{Device, DeviceField, MemoryClass};
 use crate::error::{
     AccessError, BackendError, BackendNames, CopyReason, DispatchError, Error, OptionRule,
 };
@@ -43,6 +43,10 @@ impl CopyPolicy {
 /// Reconciles the device written in the DLTensor (the capsule's) with the one the producer
 /// advertises through `__dlpack_device__`.
 ///
+/// Both devices obey [the rule of device ids](crate::device#the-rule-of-device-ids) first (the
+/// capsule's is checked by validation, the advertised one here): `(1, 3)` advertised is
+/// [`DispatchError::InvalidDevice`] naming `__dlpack_device__()`, whatever the capsule says.
+///
 /// - Nothing advertised, or both equal: that device.
 /// - One says plain `cpu` and the other a host-accessible class (pinned, managed): the more
 ///   specific one. PyTorch's pinned tensors advertise `kDLCUDAHost` while their capsule says
@@ -53,6 +57,7 @@ pub fn reconcile_device(capsule: Device, advertised: Option<Device>) -> Result<D
     let Some(advertised) = advertised else {
         return Ok(capsule);
     };
+    let advertised = advertised.check(DeviceField::Advertised)?;
     if capsule == advertised {
         return Ok(capsule);
     }
@@ -71,9 +76,10 @@ pub fn reconcile_device(capsule: Device, advertised: Option<Device>) -> Result<D
 /// advertised device and the consumer's own layout needs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ImportOptions {
-    /// The target device; `None` means the data's own device.
+    /// The target device; `None` means the data's own device. It obeys [the rule of device
+    /// ids](crate::device#the-rule-of-device-ids) ([`DispatchError::InvalidDevice`] otherwise).
     pub device: Option<Device>,
-    /// What the producer's `__dlpack_device__` said, if known.
+    /// What the producer's `__dlpack_device__` said, if known (checked by the same rule).
     pub advertised: Option<Device>,
     /// The copy policy.
     pub copy: CopyPolicy,
@@ -92,7 +98,9 @@ pub struct ExportOptions {
     /// The highest version the consumer understands: `None` or major 0 → legacy
     /// `DLManagedTensor`; major ≥ 1 → `DLManagedTensorVersioned` 1.3.
     pub max_version: Option<DLPackVersion>,
-    /// The device the consumer wants; `None` means the tensor's own.
+    /// The device the consumer wants; `None` means the tensor's own. It obeys [the rule of
+    /// device ids](crate::device#the-rule-of-device-ids) ([`DispatchError::InvalidDevice`]
+    /// otherwise).
     pub dl_device: Option<Device>,
     /// The copy policy.
     pub copy: CopyPolicy,
@@ -323,7 +331,10 @@ impl Registry {
             }
         }
         let memory = reconcile_device(view.device(), options.advertised)?;
-        let target = options.device.unwrap_or(memory);
+        let target = match options.device {
+            Some(d) => d.check(DeviceField::Requested)?,
+            None => memory,
+        };
         let backend = self.resolve(target)?;
         let copy_reason = if !backend.can_access(memory) {
             Some(CopyReason::Device {
@@ -401,12 +412,7 @@ impl Registry {
             {
                 Some(Ok(Some(t))) => t,
                 Some(Err(e)) => return Err(e),
-                _ => {
-                    return Err(Error::Backend(BackendError::unsupported(
-                        to.name(),
-                        "a copy between these devices",
-                    )));
-                }
+                _ => return Err(self.copy_refusal(to.name(), target)),
             },
         };
         if alignment <= 1 || copied.layout().numel == 0 {
@@ -437,6 +443,33 @@ impl Registry {
         Ok(realigned.with_device(copied.device()))
     }
 
+    /// Why no backend copies to `target` (`to` is the backend resolved for it): no backend
+    /// serves the target's type at all ([`DispatchError::NoBackend`] naming the device and the
+    /// registered backends: `to` was found only because it reaches that memory), or the two
+    /// backends that do have no copy between them.
+    #[cold]
+    fn copy_refusal(&self, to: &'static str, target: Device) -> Error {
+        let served = self
+            .backends
+            .iter()
+            .any(|b| b.device_types().contains(&target.device_type));
+        if !served {
+            return Error::Dispatch(DispatchError::NoBackend {
+                device_type: target.device_type,
+                device_id: target.device_id,
+                registered: BackendNames::new(self.names()),
+            });
+        }
+        Error::Backend(BackendError::Unsupported {
+            report: crate::error::BackendReport::new(
+                to,
+                "a copy between these devices",
+                "neither the target's backend nor the source's copies from one to the other; \
+                 copy through the host (to kDLCPU, then to the target)",
+            ),
+        })
+    }
+
     /// Exports a backend tensor, following `__dlpack__`: legacy or versioned from
     /// `max_version`; a copy when `dl_device` differs (host-accessible memory is shown to a
     /// `cpu` consumer without one) or `copy` is Always; an external reference otherwise.
@@ -447,7 +480,10 @@ impl Registry {
     ) -> Result<ManagedTensor, Error> {
         let versioned = options.max_version.is_some_and(|v| v.major >= 1);
         let own = tensor.device();
-        let wanted = options.dl_device.unwrap_or(own);
+        let wanted = match options.dl_device {
+            Some(d) => d.check(DeviceField::DlDevice)?,
+            None => own,
+        };
         // The backend that holds it, else the one serving its device (borrowed: no count).
         let backend = match self.get(tensor.backend()) {
             Some(b) => b,

@@ -6,7 +6,7 @@ use core::fmt;
 use super::ShownValue;
 use super::{Address, ByteCount, Flag, ShortStr};
 use crate::abi::DeviceType;
-use crate::device::Device;
+use crate::device::{Device, DeviceField};
 use crate::layout::Contiguity;
 
 /// Routing failed: a name that does not parse, no backend for a device, devices that
@@ -50,6 +50,14 @@ pub enum DispatchError {
     DuplicateBackend {
         /// The name.
         name: &'static str,
+    },
+    /// A device breaks [the rule of device ids](crate::device#the-rule-of-device-ids): a
+    /// negative id, or a `kDLCPU` id other than 0.
+    InvalidDevice {
+        /// Where the device came from.
+        field: DeviceField,
+        /// The device given.
+        device: Device,
     },
     /// A backend cannot translate a producer's device id.
     InvalidDeviceId {
@@ -131,6 +139,7 @@ impl DispatchError {
             #[cfg(feature = "alloc")]
             Self::DefaultInstalled { .. } => 40,
             Self::InvalidValue { .. } => 41,
+            Self::InvalidDevice { .. } => 42,
             #[cfg(feature = "alloc")]
             Self::InvalidInput { .. } => 44,
         }
@@ -184,7 +193,8 @@ impl fmt::Display for DispatchError {
                 registered,
             } => write!(
                 f,
-                "no backend for {device_type} device {device_id}; registered: {registered}"
+                "no backend for {device_type} device {device_id}; registered: {registered} \
+                 (register a backend that serves it, or ask for a device one of these serves)"
             ),
             Self::DeviceMismatch {
                 capsule,
@@ -203,6 +213,31 @@ impl fmt::Display for DispatchError {
                 f,
                 "a backend named \"{name}\" is already registered: unregister it first"
             ),
+            Self::InvalidDevice { field, device } => {
+                let (t, id) = (device.device_type.0, device.device_id);
+                write!(f, "{field} = ({t}, {id}) is invalid: ")?;
+                let fix = if id < 0 {
+                    f.write_str(
+                        "device ids are non-negative (-1 means \"no synchronisation\" only as \
+                         a stream, never a device)",
+                    )?;
+                    "the device's ordinal"
+                } else {
+                    f.write_str("kDLCPU has one device, device_id 0")?;
+                    "device_id 0"
+                };
+                match field {
+                    DeviceField::Tensor | DeviceField::Advertised => {
+                        write!(f, "; the producer must write {fix}")
+                    }
+                    DeviceField::Requested => {
+                        write!(f, "; pass {fix}, or None for the data's own device")
+                    }
+                    DeviceField::DlDevice => {
+                        write!(f, "; pass {fix}, or None for the tensor's own device")
+                    }
+                }
+            }
             Self::InvalidDeviceId { backend, device_id } => write!(
                 f,
                 "backend \"{backend}\" has no device for producer device_id = {device_id}"

@@ -345,8 +345,27 @@ impl<H: Header, S: TensorStorage> Filled<H, S> {
     }
 }
 
-/// The `dl_tensor` of a block whose values are `shape ++ strides` from `dims` (NULL arrays
-/// for a 0-d tensor).
+/// `data` and `byte_offset` as an export writes them: for host-accessible memory the offset
+/// folded into the pointer (`data + byte_offset`, offset 0), since some consumers (Paddle 3.3)
+/// ignore `byte_offset`; for device memory unchanged, as `data` may be an opaque handle. An
+/// offset that does not fit the address space stays where it is (only an empty tensor, which
+/// is never read, can have one).
+#[inline(always)]
+pub fn host_address(data: *mut c_void, device: Device, byte_offset: u64) -> (*mut c_void, u64) {
+    let fits = usize::try_from(byte_offset)
+        .ok()
+        .filter(|&o| (data as usize).checked_add(o).is_some());
+    match fits {
+        Some(offset) if offset != 0 && device.is_host_accessible() => {
+            (data.wrapping_byte_add(offset), 0)
+        }
+        _ => (data, byte_offset),
+    }
+}
+
+/// The `dl_tensor` of a block whose values are `shape ++ strides` from `dims` (for a 0-d
+/// tensor both point at no values: never NULL), with [`host_address`]'s `data` and
+/// `byte_offset`.
 #[inline(always)]
 pub(crate) fn tensor_at(
     data: *mut c_void,
@@ -356,12 +375,10 @@ pub(crate) fn tensor_at(
     dims: *mut i64,
     byte_offset: u64,
 ) -> DLTensor {
-    let (shape, strides) = if ndim == 0 {
-        (core::ptr::null_mut(), core::ptr::null_mut())
-    } else {
-        // SAFETY: `dims` holds 2 × ndim values, so the offset stays inside them.
-        (dims, unsafe { dims.add(ndim) })
-    };
+    // SAFETY: `dims` holds 2 × ndim values, so the offset stays inside them (or at the start of
+    // no values, for ndim 0).
+    let (shape, strides) = (dims, unsafe { dims.add(ndim) });
+    let (data, byte_offset) = host_address(data, device, byte_offset);
     DLTensor {
         data,
         device,

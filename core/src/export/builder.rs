@@ -193,7 +193,7 @@ impl<S: TensorStorage> ExportBuilder<S> {
         if H::LEGACY {
             legacy_representable(flags)?;
         }
-        let device = storage.device();
+        let device = storage.device().check(crate::device::DeviceField::Tensor)?;
         let available = storage.byte_len() as u64;
         let shape = shape.as_slice();
         let ndim = shape.len();

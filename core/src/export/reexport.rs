@@ -168,7 +168,9 @@ impl ManagedTensor {
     /// Wraps this tensor in a new header of `form` (no copy, no re-validation): one small
     /// block with the header and the storage `wrap` makes of the tensor, pointing at this
     /// tensor's own data and arrays, which live until the block's deleter drops it. Only NULL
-    /// strides (legacy, < 1.2) are written out, into the block. The fields are this tensor's,
+    /// strides (legacy, < 1.2) are written out, into the block, and host memory's
+    /// `byte_offset` is folded into `data` ([`host_address`](super::host_address)). The
+    /// fields are otherwise this tensor's,
     /// which passed validation with the same layout: a versioned 1.3 header adds only the
     /// explicit strides (the compact ones the NULL stood for), a legacy one drops only flags
     /// that `into_legacy` and `reexport_with` proved droppable. Debug builds re-validate.
@@ -211,14 +213,25 @@ impl ManagedTensor {
             source.strides
         };
         let (block, _) = block.put_storage(wrap(Reexport(self)));
+        // The fields every export fills alike (see the module `export`): a 0-d tensor's arrays
+        // point at the block's (no) values, never NULL; host memory's offset is in `data`.
+        let (data, byte_offset) =
+            super::host_address(source.data, source.device, source.byte_offset);
         let tensor = if ndim == 0 {
             DLTensor {
-                shape: core::ptr::null_mut(),
-                strides: core::ptr::null_mut(),
+                data,
+                byte_offset,
+                shape: block.dims(),
+                strides: block.dims(),
                 ..source
             }
         } else {
-            DLTensor { strides, ..source }
+            DLTensor {
+                data,
+                byte_offset,
+                strides,
+                ..source
+            }
         };
         #[cfg(debug_assertions)]
         {

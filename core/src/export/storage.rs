@@ -28,7 +28,9 @@ pub unsafe trait TensorStorage: Send + 'static {
     fn data_ptr(&mut self) -> *mut c_void;
     /// Bytes valid behind [`data_ptr`](Self::data_ptr).
     fn byte_len(&self) -> usize;
-    /// Where the memory lives; host memory by default.
+    /// Where the memory lives; host memory by default. It obeys [the rule of device
+    /// ids](crate::device#the-rule-of-device-ids): the builder refuses anything else with
+    /// [`DispatchError::InvalidDevice`](crate::DispatchError::InvalidDevice).
     fn device(&self) -> Device {
         Device::cpu()
     }

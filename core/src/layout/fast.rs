@@ -10,8 +10,8 @@ use super::*;
 /// Every rule of [`validate`] for the common case, in one pass and without building a
 /// `Result`: DLPack 1.x (or legacy), known flags, a valid scalar dtype of 1, 2, 4, 8 or 16
 /// bytes, `ndim ≤ 64`, positive extents, explicit strides (or NULL strides where the version
-/// allows them), no overflow, non-NULL `data` and, for host memory, an address range inside
-/// user space. It answers `Some` only where [`validate`] returns `Ok` with the same layout
+/// allows them), no overflow, a device id the rule of device ids allows, non-NULL `data` and,
+/// for host memory, an address range inside user space. It answers `Some` only where [`validate`] returns `Ok` with the same layout
 /// (checked on random fields by `validate_fast_agrees_with_validate`); anything else
 /// (an error, an empty tensor, a sub-byte or vector dtype) is `None`, and the full rules
 /// decide.
@@ -89,8 +89,9 @@ pub(crate) fn metadata_fast(
     })
 }
 
-/// The rest of [`validate_fast`] for a non-empty `layout` from [`metadata_fast`]: non-NULL
-/// `data` and, for host memory, the address range.
+/// The rest of [`validate_fast`] for a non-empty `layout` from [`metadata_fast`]: the rule of
+/// device ids ([`Device::has_valid_id`]), non-NULL `data` and, for host memory, the address
+/// range.
 #[inline(always)]
 pub(crate) fn placement_fast(
     data: usize,
@@ -98,7 +99,10 @@ pub(crate) fn placement_fast(
     byte_offset: u64,
     layout: Layout,
 ) -> Option<Layout> {
-    if data == 0 || (device.is_host_accessible() && !address_fits(data, byte_offset, layout.span)) {
+    if data == 0
+        || !device.has_valid_id()
+        || (device.is_host_accessible() && !address_fits(data, byte_offset, layout.span))
+    {
         return None;
     }
     Some(layout)

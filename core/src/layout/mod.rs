@@ -7,7 +7,7 @@
 use core::fmt;
 
 use crate::abi::DLPackVersion;
-use crate::device::Device;
+use crate::device::{Device, DeviceField};
 use crate::dtype::DataType;
 use crate::error::{Error, LayoutError};
 
@@ -152,7 +152,8 @@ pub const fn check_ndim(ndim: i64) -> Result<usize, Error> {
 ///
 /// Checks, in order: the major version, unknown flag bits, `ndim`, the data type (code, bits,
 /// lanes), the extents (negative, element-count overflow), the NULL-strides rule of the version,
-/// the stride count, the span (checked arithmetic on every product), NULL data, and, for
+/// the stride count, the span (checked arithmetic on every product), the device
+/// ([`Device::check`]: a negative id, a `kDLCPU` id other than 0), NULL data, and, for
 /// host-accessible memory, that `data + byte_offset + [lo, hi)` stays inside the address space.
 ///
 /// ```
@@ -188,6 +189,7 @@ fn validate_slow(fields: &RawFields<'_>) -> Result<Layout, Error> {
         fields.version,
         fields.flags,
     )?;
+    fields.device.check(DeviceField::Tensor)?;
     if layout.numel != 0 && fields.data == 0 {
         return Err(Error::Layout(LayoutError::NullData {
             numel: layout.numel,
@@ -315,6 +317,10 @@ mod tests {
             Device::cuda(0),
             Device::cuda_host(),
             Device::new(DeviceType::CUDA_MANAGED, 0),
+            Device::new(DeviceType::CPU, 5),
+            Device::new(DeviceType::CPU, -1),
+            Device::cuda(-1),
+            Device::new(DeviceType::CUDA_HOST, 1),
         ];
         let versions = [
             None,
@@ -369,7 +375,8 @@ mod tests {
             };
             let fields = RawFields {
                 data: datas[next(datas.len())],
-                device: devices[next(devices.len())],
+                // The last four break the rule of device ids: one draw in eight.
+                device: devices[if next(8) == 0 { 4 + next(4) } else { next(4) }],
                 dtype,
                 shape: &shape,
                 strides: strides.as_deref(),

@@ -11,6 +11,9 @@
 //! tests: dlport-core's `conformance` runs the table through the Rust API
 //! (`ManagedTensor::from_raw_*` and `TensorRef::from_raw`), dlport-native's `malformed` through
 //! the C ABI (`dlport_describe`, `dlport_import`).
+//!
+//! [`device_ids`] is the list of devices that every door (capsules here; requested, advertised
+//! and export devices in the Rust API, the C ABI and the Python package) is tried with.
 
 mod cases;
 mod producer;
@@ -279,5 +282,34 @@ pub fn table() -> Vec<(Case, Expect)> {
     t.extend(cases::addresses::cases());
     t.extend(cases::dtypes::cases());
     t.extend(cases::versions::cases());
+    t.extend(cases::devices::cases());
     t
+}
+
+/// The list of devices every door tries ([`device_ids.txt`](self), one file that the Python
+/// tests read too), with whether [the rule of device ids](dlport_core::device) accepts each.
+pub const DEVICE_IDS: &str = include_str!("device_ids.txt");
+
+/// [`DEVICE_IDS`], parsed: each device and whether the rule accepts it.
+pub fn device_ids() -> Vec<(Device, bool)> {
+    DEVICE_IDS
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let mut it = l.split_whitespace();
+            let mut num = || {
+                it.next()
+                    .and_then(|n| n.parse::<i32>().ok())
+                    .unwrap_or_else(|| panic!("device_ids.txt: bad line {l:?}"))
+            };
+            let (t, id) = (num(), num());
+            let accepted = match it.next() {
+                Some("yes") => true,
+                Some("no") => false,
+                _ => panic!("device_ids.txt: bad verdict in {l:?}"),
+            };
+            (Device::new(dlport_core::DeviceType(t), id), accepted)
+        })
+        .collect()
 }

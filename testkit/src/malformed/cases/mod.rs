@@ -6,6 +6,7 @@
 // only compile the table.
 #[cfg(target_pointer_width = "64")]
 pub(super) mod addresses;
+pub(super) mod devices;
 pub(super) mod dtypes;
 pub(super) mod shapes;
 pub(super) mod versions;
