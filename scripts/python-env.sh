@@ -31,8 +31,9 @@ if [ -n "$have_minor" ] && [ "$have_minor" != "$want_minor" ]; then
   echo "[python] replacing .venv (Python $have_minor) with Python $want_minor"
   rm -rf .venv
 fi
+echo "[python] creating .venv ($py) with $req: maturin, pytest, NumPy, JAX, tvm-ffi, Paddle (pip downloads about 350 MB; a few minutes)"
 "$py" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -r "$req"
 echo "$want" > "$stamp"
-echo "[python] .venv ready: $(.venv/bin/python -c 'import sys, numpy, jax, tvm_ffi; print("Python", sys.version.split()[0], "numpy", numpy.__version__, "jax", jax.__version__, "tvm_ffi", tvm_ffi.__version__)')"
+echo "[python] .venv ready: $(.venv/bin/python -c 'import sys, numpy, jax, tvm_ffi, paddle; print("Python", sys.version.split()[0], "numpy", numpy.__version__, "jax", jax.__version__, "tvm_ffi", tvm_ffi.__version__, "paddle", paddle.__version__)' 2>/dev/null)"

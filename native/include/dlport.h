@@ -161,6 +161,10 @@
 // A value read from outside (a sharing descriptor's field, Arrow metadata) is out of range.
 #define DLPORT_ERR_INVALID_VALUE 41
 
+// A device id breaks the rule of device ids: negative, or not 0 for `kDLCPU`; the message
+// names the argument or field and the device given.
+#define DLPORT_ERR_INVALID_DEVICE 42
+
 // A typed vector has fewer elements than its shape needs (counted in elements).
 #define DLPORT_ERR_DATA_TOO_SHORT 43
 
@@ -308,11 +312,12 @@ typedef struct DlportTensor DlportTensor;
 typedef struct {
   // Target device type (0: the data's own device).
   int32_t target_device_type;
-  // Target device id.
+  // Target device id: non-negative, 0 for `kDLCPU`, and 0 when the type is 0
+  // (`DLPORT_ERR_INVALID_DEVICE` otherwise).
   int32_t target_device_id;
   // What `__dlpack_device__` advertised (0: nothing).
   int32_t advertised_device_type;
-  // Advertised device id.
+  // Advertised device id, by the same rule as `target_device_id`.
   int32_t advertised_device_id;
   // A `DlportCopy`: `DLPORT_COPY_NEVER`, `DLPORT_COPY_IF_NEEDED` or `DLPORT_COPY_ALWAYS`.
   int32_t copy;
@@ -523,10 +528,11 @@ int dlport_import(void *managed,
 
 // Exports a backend tensor as a DLPack tensor that keeps it alive (or a copy), following
 // `__dlpack__`: `max_version_major` < 1 gives a legacy `DLManagedTensor`, >= 1 a versioned
-// one (`*versioned_out` says which); `dl_device_type` 0 means the tensor's own device; `copy`
-// is a `DlportCopy`. A legacy consumer never receives a READ_ONLY or padded sub-byte tensor
-// by reference: it gets a compact copy, or with `DLPORT_COPY_NEVER` the error
-// `DLPORT_ERR_COPY_REQUIRED` naming the flag.
+// one (`*versioned_out` says which); `dl_device_type` 0 means the tensor's own device (with
+// `dl_device_id` 0); a device id is non-negative, and 0 for `kDLCPU`
+// (`DLPORT_ERR_INVALID_DEVICE` otherwise); `copy` is a `DlportCopy`. A legacy consumer never
+// receives a READ_ONLY or padded sub-byte tensor by reference: it gets a compact copy, or
+// with `DLPORT_COPY_NEVER` the error `DLPORT_ERR_COPY_REQUIRED` naming the flag.
 //
 // Ownership: `tensor` stays the caller's. On success `*managed_out` is a new managed tensor
 // the caller (or its consumer) releases once, through its deleter or `dlport_release`; it

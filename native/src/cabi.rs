@@ -115,6 +115,9 @@ pub const DLPORT_ERR_DESTINATION_SIZE: c_int = 39;
 pub const DLPORT_ERR_DEFAULT_INSTALLED: c_int = 40;
 /// A value read from outside (a sharing descriptor's field, Arrow metadata) is out of range.
 pub const DLPORT_ERR_INVALID_VALUE: c_int = 41;
+/// A device id breaks the rule of device ids: negative, or not 0 for `kDLCPU`; the message
+/// names the argument or field and the device given.
+pub const DLPORT_ERR_INVALID_DEVICE: c_int = 42;
 /// A typed vector has fewer elements than its shape needs (counted in elements).
 pub const DLPORT_ERR_DATA_TOO_SHORT: c_int = 43;
 /// A value read from outside that is not one number (Arrow metadata's JSON, an IPC stream's

@@ -185,6 +185,28 @@ impl PinnedBackend {
         }
     }
 
+    /// Refuses `kDLCUDAHost` memory (`operation`) when this backend locks memory itself: it is
+    /// the backend the registry finds for that type when no CUDA driver was usable, and the
+    /// only one that knows why there is none, so it says so (and what to ask for instead)
+    /// rather than letting the copy fall through to a generic refusal.
+    fn refuse_cuda_host(&self, device: Device, operation: &'static str) -> Result<(), Error> {
+        if device.device_type != DeviceType::CUDA_HOST || !matches!(self.mode, PinnedMode::Mlock) {
+            return Ok(());
+        }
+        let detail = if cfg!(feature = "cuda") {
+            "CUDA-pinned memory needs the CUDA driver, and no usable one was found (libcuda.so.1 \
+             or a CUDA device), so pinned memory here is page-locked kDLCPU memory: ask for \
+             kDLCPU, (1, 0), or None for the tensor's own device"
+        } else {
+            "CUDA-pinned memory needs the CUDA driver, and this build of dlport has no CUDA \
+             support (feature `cuda`), so pinned memory here is page-locked kDLCPU memory: ask \
+             for kDLCPU, (1, 0), or None for the tensor's own device"
+        };
+        Err(Error::Backend(BackendError::Unsupported {
+            report: dlport_core::BackendReport::new(Self::NAME, operation, detail),
+        }))
+    }
+
     /// A zeroed, compact, page-locked tensor.
     pub fn zeros(&self, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         let bytes = compact_bytes(dtype, shape)?;
@@ -212,6 +234,7 @@ impl Backend for PinnedBackend {
     }
 
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
+        self.refuse_cuda_host(device, "allocation of kDLCUDAHost memory")?;
         if device.device_type != self.device().device_type {
             return Err(Error::Backend(BackendError::unsupported(
                 Self::NAME,
@@ -222,6 +245,7 @@ impl Backend for PinnedBackend {
     }
 
     fn copy(&self, src: &TensorRef<'_>, target: Device) -> Result<Option<Tensor>, Error> {
+        self.refuse_cuda_host(target, "a copy to kDLCUDAHost memory")?;
         if target != self.device() || !src.device().is_host_accessible() {
             return Ok(None);
         }

@@ -376,3 +376,100 @@ fn version_is_the_crates() {
     let v = unsafe { CStr::from_ptr(dlport_version()) };
     assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
 }
+
+/// The fields DLPack leaves to the producer, on every tensor the C ABI hands out
+/// (`dlport_wrap`, `dlport_convert`, `dlport_export`, `dlport_host_view`, `dlport_compact`, in
+/// both forms): `manager_ctx` is never NULL (Paddle 3.3 never calls the deleter of a tensor
+/// whose `manager_ctx` is NULL), host memory's `byte_offset` is 0 with `data` at the first
+/// element (Paddle ignores `byte_offset`), and `shape`/`strides` are never NULL, also 0-d.
+#[test]
+fn every_c_export_fills_the_fields_consumers_read() {
+    use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned};
+    let fields = |p: *mut c_void, versioned: c_int| -> (*mut c_void, DLTensor) {
+        // SAFETY: a live tensor dlport handed out, of the form `versioned` says.
+        unsafe {
+            if versioned != 0 {
+                let h = &*p.cast::<DLManagedTensorVersioned>();
+                (h.manager_ctx, h.dl_tensor)
+            } else {
+                let h = &*p.cast::<DLManagedTensor>();
+                (h.manager_ctx, h.dl_tensor)
+            }
+        }
+    };
+    let mut buf = [0f32, 1., 2., 3., 4., 5., 6., 7.];
+    let first = buf.as_mut_ptr().wrapping_add(2) as usize;
+    for (ndim, shape) in [(1, [6i64]), (0, [1])] {
+        for versioned in [1, 0] {
+            let counter = Counter(AtomicUsize::new(0));
+            let mut problems = Vec::new();
+            let mut check = |path: &str, p: *mut c_void, v: c_int| {
+                let (ctx, t) = fields(p, v);
+                if ctx.is_null() {
+                    problems.push(format!("{path}: manager_ctx is NULL"));
+                }
+                if t.byte_offset != 0 || t.data as usize != first {
+                    problems.push(format!("{path}: data {:?} + {}", t.data, t.byte_offset));
+                }
+                if t.shape.is_null() || t.strides.is_null() {
+                    problems.push(format!("{path}: NULL shape or strides"));
+                }
+            };
+            let mut wrapped = null_mut();
+            // SAFETY: `buf` outlives the tensors; `shape` holds `ndim` values.
+            let status = unsafe {
+                dlport_wrap(
+                    buf.as_mut_ptr().cast(),
+                    1,
+                    0,
+                    2,
+                    32,
+                    1,
+                    ndim,
+                    shape.as_ptr(),
+                    null(),
+                    8,
+                    0,
+                    versioned,
+                    Some(count),
+                    (&counter as *const Counter).cast_mut().cast(),
+                    &mut wrapped,
+                )
+            };
+            assert_eq!(status, 0, "{}", last_error());
+            check("dlport_wrap", wrapped, versioned);
+            let mut converted = null_mut();
+            // SAFETY: consumes `wrapped`.
+            let status = unsafe { dlport_convert(wrapped, versioned, versioned, &mut converted) };
+            assert_eq!(status, 0);
+            check("dlport_convert", converted, versioned);
+            let mut handle: *mut DlportTensor = null_mut();
+            // SAFETY: consumes `converted`.
+            let status = unsafe { dlport_import(converted, versioned, null(), &mut handle) };
+            assert_eq!(status, 0);
+            for (major, v) in [(1, 1), (-1, 0)] {
+                let (mut out, mut got) = (null_mut(), -1);
+                // SAFETY: a live handle; the out pointers are writable.
+                let status =
+                    unsafe { dlport_export(handle, major, 3, 0, 0, 1, &mut out, &mut got) };
+                assert_eq!(status, 0);
+                assert_eq!(got, v);
+                check("dlport_export", out, got);
+                let mut viewed = null_mut();
+                // SAFETY: consumes `out`.
+                let status = unsafe { dlport_host_view(out, got, 0, 0, got, &mut viewed) };
+                assert_eq!(status, 0);
+                check("dlport_host_view", viewed, got);
+                // SAFETY: released once.
+                assert_eq!(unsafe { dlport_release(viewed, got) }, 0);
+            }
+            // SAFETY: a live handle, freed once.
+            unsafe { dlport_tensor_free(handle) };
+            assert_eq!(counter.0.load(Ordering::SeqCst), 1, "released once");
+            assert!(
+                problems.is_empty(),
+                "ndim {ndim}, versioned {versioned}: {problems:?}"
+            );
+        }
+    }
+}

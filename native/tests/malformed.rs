@@ -338,3 +338,165 @@ fn a_double_release_through_the_c_abi_is_detected_for_dlport_exports() {
         dlport_tensor_free as unsafe extern "C" fn(*mut DlportTensor),
     );
 }
+
+/// The rule of device ids at the C ABI's device arguments, for every device of the testkit's
+/// list: `DlportImportOptions.target_device_*` and `advertised_device_*` (`dlport_import`),
+/// `dlport_export`'s `dl_device_*`, `dlport_host_view`'s `advertised_device_*` and
+/// `dlport_alloc`'s device. A refused device is `DLPORT_ERR_INVALID_DEVICE` with the core's
+/// message naming the argument and the device, and a consumed tensor is released once.
+#[test]
+fn every_c_device_argument_applies_the_rule_of_device_ids() {
+    use dlport_core::{DeviceField, DispatchError};
+    use dlport_native::ffi::{DlportImportOptions, dlport_alloc, dlport_export, dlport_host_view};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let _c = C_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let failures = std::cell::RefCell::new(Vec::new());
+    let expect = |field: DeviceField, device: Device| {
+        Error::Dispatch(DispatchError::InvalidDevice { field, device })
+    };
+    // A fresh owned versioned CPU tensor whose storage counts its drops.
+    struct Counted(Vec<f32>, Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    // SAFETY: the vector's buffer is stable and owned by the value.
+    unsafe impl dlport_core::TensorStorage for Counted {
+        fn data_ptr(&mut self) -> *mut c_void {
+            self.0.as_mut_ptr().cast()
+        }
+        fn byte_len(&self) -> usize {
+            16
+        }
+    }
+    let fresh = || {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let m = ExportBuilder::new(
+            Counted(vec![1.0; 4], drops.clone()),
+            DataType::FLOAT32,
+            &[4],
+        )
+        .build()
+        .unwrap();
+        let p: *mut c_void = match m.into_raw() {
+            dlport_core::RawManaged::Versioned(p) => p.as_ptr().cast(),
+            dlport_core::RawManaged::Legacy(_) => unreachable!("built versioned"),
+        };
+        (p, drops)
+    };
+    for (device, accepted) in malformed::device_ids() {
+        let (t, id) = (device.device_type.0, device.device_id);
+        let outcome = |door: &str, status: c_int, field: DeviceField| {
+            let rule = Error::code(&expect(field, device)) as c_int;
+            match (accepted, status == rule) {
+                (true, true) => failures
+                    .borrow_mut()
+                    .push(format!("{door}: ({t}, {id}) refused: {}", last_error())),
+                (false, false) => failures
+                    .borrow_mut()
+                    .push(format!("{door}: ({t}, {id}) status {status}, not {rule}")),
+                (false, true) if last_error() != expect(field, device).to_string() => failures
+                    .borrow_mut()
+                    .push(format!("{door}: ({t}, {id}) said {:?}", last_error())),
+                _ => {}
+            }
+        };
+        for (door, field) in [
+            ("target_device", DeviceField::Requested),
+            ("advertised_device", DeviceField::Advertised),
+        ] {
+            let (m, drops) = fresh();
+            let mut opts = DlportImportOptions {
+                copy: 1,
+                ..Default::default()
+            };
+            if field == DeviceField::Requested {
+                (opts.target_device_type, opts.target_device_id) = (t, id);
+            } else {
+                (opts.advertised_device_type, opts.advertised_device_id) = (t, id);
+            }
+            let mut out: *mut DlportTensor = std::ptr::null_mut();
+            // SAFETY: an owned versioned tensor handed over; the options and `out` are valid.
+            let status = unsafe { dlport_import(m, 1, &opts, &mut out) };
+            outcome(door, status, field);
+            // SAFETY: NULL or a live handle, freed once.
+            unsafe { dlport_tensor_free(out) };
+            if drops.load(Ordering::SeqCst) != 1 {
+                failures.borrow_mut().push(format!(
+                    "{door}: ({t}, {id}) released {} times",
+                    drops.load(Ordering::SeqCst)
+                ));
+            }
+        }
+        let (m, drops) = fresh();
+        let mut out: *mut c_void = std::ptr::null_mut();
+        // SAFETY: an owned versioned tensor handed over; `out` is writable.
+        let status = unsafe { dlport_host_view(m, 1, t, id, 1, &mut out) };
+        outcome("dlport_host_view", status, DeviceField::Advertised);
+        if status == 0 {
+            // SAFETY: a tensor dlport handed out, released once.
+            unsafe { dlport_release(out, 1) };
+        }
+        if drops.load(Ordering::SeqCst) != 1 {
+            failures.borrow_mut().push(format!(
+                "dlport_host_view: ({t}, {id}) released {} times",
+                drops.load(Ordering::SeqCst)
+            ));
+        }
+        let (m, _) = fresh();
+        let mut handle: *mut DlportTensor = std::ptr::null_mut();
+        // SAFETY: as above.
+        let status = unsafe { dlport_import(m, 1, std::ptr::null(), &mut handle) };
+        assert_eq!(status, 0);
+        let (mut out, mut versioned) = (std::ptr::null_mut::<c_void>(), 0);
+        // SAFETY: a live handle; the out pointers are writable.
+        let status = unsafe { dlport_export(handle, 1, 3, t, id, 1, &mut out, &mut versioned) };
+        outcome("dlport_export", status, DeviceField::DlDevice);
+        if status == 0 {
+            // SAFETY: a tensor dlport handed out, released once.
+            unsafe { dlport_release(out, versioned) };
+        }
+        // SAFETY: a live handle, freed once.
+        unsafe { dlport_tensor_free(handle) };
+        let shape = [4i64];
+        let mut alloc: *mut DlportTensor = std::ptr::null_mut();
+        // SAFETY: NULL backend; `shape` holds 1 value; `alloc` is writable.
+        let status = unsafe {
+            dlport_alloc(
+                std::ptr::null(),
+                t,
+                id,
+                2,
+                32,
+                1,
+                shape.as_ptr(),
+                1,
+                &mut alloc,
+            )
+        };
+        outcome("dlport_alloc", status, DeviceField::Requested);
+        // SAFETY: NULL or a live handle, freed once.
+        unsafe { dlport_tensor_free(alloc) };
+    }
+    // A device id with no device type would be ignored: refused by name.
+    let (m, drops) = fresh();
+    let opts = DlportImportOptions {
+        copy: 1,
+        target_device_id: 5,
+        ..Default::default()
+    };
+    let mut out: *mut DlportTensor = std::ptr::null_mut();
+    // SAFETY: as above.
+    let status = unsafe { dlport_import(m, 1, &opts, &mut out) };
+    assert_eq!(status, dlport_native::ffi::DLPORT_INVALID_ARGUMENT);
+    assert!(
+        last_error().starts_with("target_device_id = 5 with target_device_type = 0"),
+        "{}",
+        last_error()
+    );
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+    let failures = failures.into_inner();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -81,3 +81,51 @@ def test_strided_views_are_compacted_by_the_c_abi():
     with pytest.raises(dl.DlportError, match="copy policy is Never: the layout is"):
         dl.from_dlpack(np.arange(24, dtype=np.float32).reshape(4, 6).T, copy=False, layout="row_major",
                        alignment=64)
+
+
+def device_ids():
+    """The testkit's list of devices (testkit/src/malformed/device_ids.txt), which every door
+    is tried with: (device_type, device_id, accepted by the rule of device ids)."""
+    path = dl.ROOT / "testkit" / "src" / "malformed" / "device_ids.txt"
+    rows = []
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            t, i, verdict = line.split()
+            rows.append((int(t), int(i), verdict == "yes"))
+    assert len([r for r in rows if not r[2]]) >= 8
+    return rows
+
+
+@pytest.mark.parametrize("device_type,device_id,accepted", device_ids())
+def test_every_c_device_argument_applies_the_rule_of_device_ids(device_type, device_id, accepted):
+    rule = dl.C["DLPORT_ERR_INVALID_DEVICE"]
+    dev = (device_type, device_id)
+
+    def outcome(fn):
+        try:
+            fn()
+            return None
+        except (dl.DlportError, BufferError) as e:
+            return e
+
+    t = dl.from_dlpack(np.arange(4.0))
+    doors = {
+        "dl_device": lambda: t.__dlpack__(max_version=(1, 3), dl_device=dev),
+        "device": lambda: dl.from_dlpack(np.arange(4.0), device=dev),
+        "advertised": lambda: dl.import_managed(dl.Producer(np.arange(4.0)).managed(), False, advertised=dev),
+    }
+    for door, fn in doors.items():
+        e = outcome(fn)
+        said = str(e) if e is not None else ""
+        if accepted:
+            assert f"= ({device_type}, {device_id}) is invalid" not in said, (door, said)
+        else:
+            assert e is not None, f"{door} = {dev} was accepted"
+            assert getattr(e, "code", rule) == rule, (door, said)
+            assert f"= ({device_type}, {device_id}) is invalid: " in said, (door, said)
+    # The producer's tensor is released once on every refusal.
+    p = dl.Producer(np.arange(4.0))
+    outcome(lambda: dl.import_managed(p.managed(), False, device=dev))
+    gc.collect()
+    assert p.deleted == 1

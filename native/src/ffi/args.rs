@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use dlport_core::backend::{LayoutNeed, ViewRequirements};
 use dlport_core::{CopyPolicy, ImportOptions, Registry};
-use dlport_core::{Device, DeviceType, ManagedTensor};
+use dlport_core::{Device, DeviceField, DeviceType, ManagedTensor};
 
 use crate::cabi::{DlportCopy, DlportLayout};
 
@@ -53,8 +53,28 @@ pub(crate) fn c_string(s: String, out: NonNull<*mut c_char>) -> Result<(), Failu
     Ok(())
 }
 
-pub(crate) fn device_arg(device_type: i32, device_id: i32) -> Option<Device> {
-    (device_type != 0).then(|| Device::new(DeviceType(device_type), device_id))
+/// A device given as two C arguments (`names`: the type's and the id's): type 0 means "not
+/// given", and then the id must be 0 too (an id with no type would be ignored). A given device
+/// obeys the rule of device ids ([`Device::check`]), as every door applies it.
+pub(crate) fn device_arg(
+    device_type: i32,
+    device_id: i32,
+    field: DeviceField,
+    names: (&str, &str),
+) -> Result<Option<Device>, Failure> {
+    if device_type == 0 {
+        if device_id != 0 {
+            return Err(arg(format!(
+                "{} = {device_id} with {} = 0 (no device) is contradictory: pass a device type \
+                 (kDLCPU = 1, ...) with the id, or 0 for both",
+                names.1, names.0
+            )));
+        }
+        return Ok(None);
+    }
+    Ok(Some(
+        Device::new(DeviceType(device_type), device_id).check(field)?,
+    ))
 }
 
 pub(crate) fn copy_arg(copy: i32) -> Result<CopyPolicy, Failure> {
@@ -75,11 +95,12 @@ pub(crate) fn copy_arg(copy: i32) -> Result<CopyPolicy, Failure> {
 pub struct DlportImportOptions {
     /// Target device type (0: the data's own device).
     pub target_device_type: i32,
-    /// Target device id.
+    /// Target device id: non-negative, 0 for `kDLCPU`, and 0 when the type is 0
+    /// (`DLPORT_ERR_INVALID_DEVICE` otherwise).
     pub target_device_id: i32,
     /// What `__dlpack_device__` advertised (0: nothing).
     pub advertised_device_type: i32,
-    /// Advertised device id.
+    /// Advertised device id, by the same rule as `target_device_id`.
     pub advertised_device_id: i32,
     /// A `DlportCopy`: `DLPORT_COPY_NEVER`, `DLPORT_COPY_IF_NEEDED` or `DLPORT_COPY_ALWAYS`.
     pub copy: i32,
@@ -118,8 +139,18 @@ pub(crate) fn import_options(o: &DlportImportOptions) -> Result<ImportOptions, F
         }
     };
     Ok(ImportOptions {
-        device: device_arg(o.target_device_type, o.target_device_id),
-        advertised: device_arg(o.advertised_device_type, o.advertised_device_id),
+        device: device_arg(
+            o.target_device_type,
+            o.target_device_id,
+            DeviceField::Requested,
+            ("target_device_type", "target_device_id"),
+        )?,
+        advertised: device_arg(
+            o.advertised_device_type,
+            o.advertised_device_id,
+            DeviceField::Advertised,
+            ("advertised_device_type", "advertised_device_id"),
+        )?,
         copy: copy_arg(o.copy)?,
         // Checked by the registry (a power of two up to 2^30), and honoured by its copies.
         requirements: Some(ViewRequirements {

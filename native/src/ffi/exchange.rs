@@ -6,7 +6,7 @@ use std::ptr::NonNull;
 
 use dlport_core::backend::{LayoutNeed, ViewRequirements};
 use dlport_core::{CopyPolicy, ExportOptions, ImportOptions};
-use dlport_core::{DLPackVersion, Device, ManagedTensor};
+use dlport_core::{DLPackVersion, Device, DeviceField, ManagedTensor};
 
 use crate::cabi::DlportCopy;
 
@@ -82,10 +82,11 @@ pub unsafe extern "C" fn dlport_import(
 
 /// Exports a backend tensor as a DLPack tensor that keeps it alive (or a copy), following
 /// `__dlpack__`: `max_version_major` < 1 gives a legacy `DLManagedTensor`, >= 1 a versioned
-/// one (`*versioned_out` says which); `dl_device_type` 0 means the tensor's own device; `copy`
-/// is a `DlportCopy`. A legacy consumer never receives a READ_ONLY or padded sub-byte tensor
-/// by reference: it gets a compact copy, or with `DLPORT_COPY_NEVER` the error
-/// `DLPORT_ERR_COPY_REQUIRED` naming the flag.
+/// one (`*versioned_out` says which); `dl_device_type` 0 means the tensor's own device (with
+/// `dl_device_id` 0); a device id is non-negative, and 0 for `kDLCPU`
+/// (`DLPORT_ERR_INVALID_DEVICE` otherwise); `copy` is a `DlportCopy`. A legacy consumer never
+/// receives a READ_ONLY or padded sub-byte tensor by reference: it gets a compact copy, or
+/// with `DLPORT_COPY_NEVER` the error `DLPORT_ERR_COPY_REQUIRED` naming the flag.
 ///
 /// Ownership: `tensor` stays the caller's. On success `*managed_out` is a new managed tensor
 /// the caller (or its consumer) releases once, through its deleter or `dlport_release`; it
@@ -118,7 +119,12 @@ pub unsafe extern "C" fn dlport_export(
         }
         let opts = ExportOptions {
             max_version,
-            dl_device: device_arg(dl_device_type, dl_device_id),
+            dl_device: device_arg(
+                dl_device_type,
+                dl_device_id,
+                DeviceField::DlDevice,
+                ("dl_device_type", "dl_device_id"),
+            )?,
             copy: copy_arg(copy)?,
             max_alloc: alloc_limit(0),
         };
@@ -204,7 +210,12 @@ pub unsafe extern "C" fn dlport_host_view(
         let out = out_ptr(out, "out")?;
         let opts = ImportOptions {
             device: Some(Device::cpu()),
-            advertised: device_arg(advertised_device_type, advertised_device_id),
+            advertised: device_arg(
+                advertised_device_type,
+                advertised_device_id,
+                DeviceField::Advertised,
+                ("advertised_device_type", "advertised_device_id"),
+            )?,
             copy: CopyPolicy::Never,
             requirements: None,
             max_alloc: alloc_limit(0),

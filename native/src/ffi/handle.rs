@@ -4,7 +4,7 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 
 use dlport_core::Tensor;
 use dlport_core::abi::DLTensor;
-use dlport_core::{DataType, Device, DeviceType, Error, LayoutError};
+use dlport_core::{DataType, Device, DeviceField, DeviceType, Error, LayoutError};
 
 use super::*;
 
@@ -44,7 +44,8 @@ pub unsafe extern "C" fn dlport_alloc(
             // SAFETY: `n` readable values (contract), bounded by MAX_NDIM.
             unsafe { std::slice::from_raw_parts(shape, n) }
         };
-        let device = Device::new(DeviceType(device_type), device_id);
+        let device =
+            Device::new(DeviceType(device_type), device_id).check(DeviceField::Requested)?;
         let r = registry();
         let b = if backend.is_null() {
             r.resolve(device)?

@@ -246,6 +246,7 @@ pub(crate) fn give(
     out: NonNull<*mut c_void>,
 ) -> Result<(), Failure> {
     let inner = t.reexport_with((), versioned)?;
+    let versioned_header = inner.is_versioned();
     let header = match inner.as_raw() {
         RawManaged::Versioned(p) => {
             // SAFETY: `inner` owns this live, validated header.
@@ -277,6 +278,18 @@ pub(crate) fn give(
         header,
         inner: Some(inner),
     }));
+    // `manager_ctx` is the block itself: DLPack leaves the field to the producer, but Paddle
+    // (3.3) never calls the deleter of a tensor whose `manager_ctx` is NULL, so a NULL one
+    // leaks every export given to it. Nothing of dlport reads it back (the tracker knows the
+    // block by its address).
+    // SAFETY: just allocated and not shared yet; the header is in the inner export's form.
+    unsafe {
+        if versioned_header {
+            (*(*block).header.versioned).manager_ctx = block.cast();
+        } else {
+            (*(*block).header.legacy).manager_ctx = block.cast();
+        }
+    }
     EXPORTED.fetch_add(1, Ordering::SeqCst);
     tracker().live.insert(block as usize);
     // SAFETY: `out` is a valid, writable pointer (checked non-NULL; the caller's contract).
