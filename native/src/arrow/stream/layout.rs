@@ -10,7 +10,7 @@ use arrow_schema::{DataType as ArrowType, Field};
 use dlport_core::{Error, ValueRule};
 
 use super::super::metadata::parse_field;
-use super::super::{EXTENSION_NAME, NAME_KEY, bad, bad_signed, bad_text, refused};
+use super::super::{EXTENSION_NAME, NAME_KEY, bad, bad_signed, bad_text, dlpack_type, refused};
 use super::missing;
 
 /// What a column occupies in a record batch: field nodes, buffers and variadic buffer counts
@@ -372,7 +372,7 @@ fn tensor_column(field: arrow_ipc::Field<'_>) -> Result<Option<TensorColumn>, Er
         ));
     }
     let child = children.get(0);
-    if child.dictionary().is_some() {
+    if child.dictionary().is_some() || child.children().is_some_and(|c| !c.is_empty()) {
         return Err(storage());
     }
     let value = match child.type_type() {
@@ -422,6 +422,8 @@ fn tensor_column(field: arrow_ipc::Field<'_>) -> Result<Option<TensorColumn>, Er
         Type::Bool => ArrowType::Boolean,
         _ => return Err(storage()),
     };
+    // Refuses what no DLPack tensor holds (booleans) by name, before any batch is read.
+    dlpack_type(&value)?;
     let item = Arc::new(Field::new(
         child.name().unwrap_or("item"),
         value.clone(),

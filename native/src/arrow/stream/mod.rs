@@ -169,8 +169,9 @@ fn decode_tensor(
     at: (usize, usize),
     body: &Buffer,
 ) -> Result<StreamTensor, Error> {
+    // A FixedSizeList of a leaf type (checked by `tensor_column`): two nodes, three buffers, and
+    // `columns` checked that the batch holds every column's, so these indices exist.
     debug_assert_eq!((column.layout.nodes, column.layout.buffers), (2, 3));
-    // `columns` checked the counts, so these indices exist.
     let nodes = batch.nodes().ok_or_else(|| missing("RecordBatch.nodes"))?;
     let buffers = batch
         .buffers()
