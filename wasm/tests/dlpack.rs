@@ -6,14 +6,13 @@
 use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned};
 use dlport_wasm::js::{Tensor, init, live_exports};
 use js_sys::{Function, Object, Reflect};
-use wasm_bindgen::{JsCast, JsError, JsValue};
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
 /// The message of the JS `Error` a call threw (and that it is one).
-fn message(e: JsError) -> String {
-    let v = JsValue::from(e);
+fn message(v: JsValue) -> String {
     assert!(v.is_instance_of::<js_sys::Error>(), "a JS Error: {v:?}");
     Reflect::get(&v, &"message".into())
         .unwrap()
@@ -22,7 +21,11 @@ fn message(e: JsError) -> String {
 }
 
 fn refused(address: JsValue, legacy: Option<bool>) -> String {
-    message(Tensor::from_dlpack(address, legacy).err().expect("refused"))
+    message(
+        Tensor::from_dlpack(address, legacy.map_or(JsValue::UNDEFINED, JsValue::from))
+            .err()
+            .expect("refused"),
+    )
 }
 
 fn host_tensor() -> (Tensor, Vec<u8>) {
@@ -30,8 +33,8 @@ fn host_tensor() -> (Tensor, Vec<u8>) {
     let shape: js_sys::Array = [2.0, 3.0].iter().map(|&x| JsValue::from(x)).collect();
     let t = Tensor::new(
         JsValue::from(js_sys::Float32Array::from(&values[..])),
-        Some(shape),
-        None,
+        shape.into(),
+        JsValue::UNDEFINED,
     )
     .unwrap();
     let bytes = t.to_bytes().unwrap();
@@ -56,7 +59,7 @@ fn consumer_releases_legacy(address: u32) {
 fn addresses_that_are_not_numbers_or_not_integers_are_errors() {
     let (t, _) = host_tensor();
     let before = live_exports();
-    let address = t.to_dlpack(None).unwrap();
+    let address = t.to_dlpack(JsValue::UNDEFINED).unwrap();
     assert_eq!(live_exports(), before + 1);
     let not_address =
         "is not an address (an integer from 1 to 2^32 - 1); pass what toDLPack() returned";
@@ -91,7 +94,7 @@ fn addresses_that_are_not_numbers_or_not_integers_are_errors() {
     );
     // None of that touched the export: it is still there, once.
     assert_eq!(live_exports(), before + 1);
-    Tensor::from_dlpack(address.into(), None).unwrap();
+    Tensor::from_dlpack(address.into(), JsValue::UNDEFINED).unwrap();
     assert_eq!(live_exports(), before);
 }
 
@@ -99,7 +102,7 @@ fn addresses_that_are_not_numbers_or_not_integers_are_errors() {
 fn only_live_exports_are_taken_back_and_only_once() {
     let (t, bytes) = host_tensor();
     let before = live_exports();
-    let address = t.to_dlpack(None).unwrap();
+    let address = t.to_dlpack(JsValue::UNDEFINED).unwrap();
     let live = |a: u32| {
         format!(
             "dlport: fromDLPack: address = {a} is not a live DLPack export of this module: it was never returned by toDLPack(), or was taken back already, or its deleter ran"
@@ -117,7 +120,7 @@ fn only_live_exports_are_taken_back_and_only_once() {
         )
     );
     assert_eq!(live_exports(), before + 1);
-    let back = Tensor::from_dlpack(address.into(), Some(false)).unwrap();
+    let back = Tensor::from_dlpack(address.into(), false.into()).unwrap();
     assert_eq!(live_exports(), before);
     assert_eq!(
         back.to_bytes().unwrap(),
@@ -131,14 +134,14 @@ fn only_live_exports_are_taken_back_and_only_once() {
     assert_eq!(refused(address.into(), None), live(address));
 
     // The legacy form round-trips the same way and is refused as versioned.
-    let legacy = t.to_dlpack(Some(true)).unwrap();
+    let legacy = t.to_dlpack(true.into()).unwrap();
     assert_eq!(
         refused(legacy.into(), None),
         format!(
             "dlport: fromDLPack: address = {legacy} is a legacy DLManagedTensor (toDLPack(true)), not a DLManagedTensorVersioned; pass legacy = true"
         )
     );
-    let back = Tensor::from_dlpack(legacy.into(), Some(true)).unwrap();
+    let back = Tensor::from_dlpack(legacy.into(), true.into()).unwrap();
     assert_eq!(back.to_bytes().unwrap(), bytes);
     assert_eq!(refused(legacy.into(), Some(true)), live(legacy));
     assert_eq!(live_exports(), before);
@@ -149,8 +152,8 @@ async fn an_export_released_by_its_consumer_cannot_be_taken_back() {
     init().await.unwrap();
     let (t, _) = host_tensor();
     let before = live_exports();
-    let versioned = t.to_dlpack(None).unwrap();
-    let legacy = t.to_dlpack(Some(true)).unwrap();
+    let versioned = t.to_dlpack(JsValue::UNDEFINED).unwrap();
+    let legacy = t.to_dlpack(true.into()).unwrap();
     assert_eq!(live_exports(), before + 2);
     consumer_releases_versioned(versioned);
     consumer_releases_legacy(legacy);
@@ -184,8 +187,8 @@ async fn an_export_released_by_its_consumer_cannot_be_taken_back() {
     .call1(&JsValue::NULL, &counter)
     .unwrap();
     let g = Tensor::from_gpu_buffer(buffer, options).unwrap();
-    let versioned = g.to_dlpack(None).unwrap();
-    let legacy = g.to_dlpack(Some(true)).unwrap();
+    let versioned = g.to_dlpack(JsValue::UNDEFINED).unwrap();
+    let legacy = g.to_dlpack(true.into()).unwrap();
     drop(g);
     assert_eq!(released(), 0.0, "the exports hold the buffer");
     consumer_releases_legacy(legacy);

@@ -126,12 +126,17 @@ async fn js_api_tensors_from_typed_arrays_to_webgpu_and_back() {
     init().await.unwrap(); // idempotent
     let values: Vec<f32> = (0..12).map(|i| i as f32 * 0.5).collect();
     let array = js_sys::Float32Array::from(&values[..]);
-    let t = Tensor::new(JsValue::from(array), Some(extents(&[3.0, 4.0])), None).unwrap();
+    let t = Tensor::new(
+        JsValue::from(array),
+        JsValue::from(extents(&[3.0, 4.0])),
+        JsValue::UNDEFINED,
+    )
+    .unwrap();
     assert_eq!(numbers(t.shape()), vec![3.0, 4.0]);
     assert_eq!(numbers(t.strides()), vec![4.0, 1.0]);
     assert_eq!(t.dtype(), "float32");
     assert_eq!(t.device(), "cpu");
-    let g = t.to_device("webgpu").unwrap();
+    let g = t.to_device("webgpu".into()).unwrap();
     assert_eq!(g.device(), "webgpu:0");
     assert!(
         g.gpu_buffer().unwrap().is_object(),
@@ -154,8 +159,8 @@ async fn js_api_tensors_from_typed_arrays_to_webgpu_and_back() {
     assert_eq!(js_sys::Float32Array::from(arr).to_vec(), values);
     let ints = Tensor::new(
         JsValue::from(js_sys::BigInt64Array::from(&[1i64 << 40, -3][..])),
-        None,
-        None,
+        JsValue::UNDEFINED,
+        JsValue::UNDEFINED,
     )
     .unwrap();
     assert_eq!(numbers(ints.shape()), vec![2.0]);
@@ -167,8 +172,8 @@ async fn js_api_tensors_from_typed_arrays_to_webgpu_and_back() {
     );
     let bf = Tensor::new(
         JsValue::from(js_sys::Uint16Array::from(&[0x3f80u16, 0xc000][..])),
-        None,
-        Some("bfloat16".into()),
+        JsValue::UNDEFINED,
+        "bfloat16".into(),
     )
     .unwrap();
     assert_eq!(bf.dtype(), "bfloat16");
@@ -185,8 +190,8 @@ async fn js_api_tensors_from_typed_arrays_to_webgpu_and_back() {
         message(
             Tensor::new(
                 JsValue::from(js_sys::Float32Array::new_with_length(4)),
-                Some(extents(&[2.0, 1.5])),
-                None
+                JsValue::from(extents(&[2.0, 1.5])),
+                JsValue::UNDEFINED
             )
             .err()
             .unwrap()
@@ -197,36 +202,36 @@ async fn js_api_tensors_from_typed_arrays_to_webgpu_and_back() {
     assert!(
         Tensor::new(
             JsValue::from(js_sys::Float32Array::new_with_length(5)),
-            Some(extents(&[2.0, 3.0])),
-            None
+            JsValue::from(extents(&[2.0, 3.0])),
+            JsValue::UNDEFINED
         )
         .is_err()
     );
-    assert!(t.to_device("metal").is_err());
+    assert!(t.to_device("metal".into()).is_err());
     // DLPack within the wasm heap: out as an address, back in without a copy.
-    let address = g.to_dlpack(None).unwrap();
-    let again = Tensor::from_dlpack(address.into(), None).unwrap();
+    let address = g.to_dlpack(JsValue::UNDEFINED).unwrap();
+    let again = Tensor::from_dlpack(address.into(), JsValue::UNDEFINED).unwrap();
     assert_eq!(again.device(), "webgpu:0");
     assert_eq!(numbers(again.shape()), vec![3.0, 4.0]);
-    let host_addr = h.to_dlpack(None).unwrap();
-    let host_again = Tensor::from_dlpack(host_addr.into(), None).unwrap();
+    let host_addr = h.to_dlpack(JsValue::UNDEFINED).unwrap();
+    let host_again = Tensor::from_dlpack(host_addr.into(), JsValue::UNDEFINED).unwrap();
     assert_eq!(host_again.to_bytes().unwrap(), bytes);
     assert!(
-        Tensor::from_dlpack(0.into(), None).is_err(),
+        Tensor::from_dlpack(0.into(), JsValue::UNDEFINED).is_err(),
         "NULL is refused with a message"
     );
     let odd = Tensor::new(
         JsValue::from(js_sys::Uint16Array::new_with_length(4)),
-        None,
-        Some("bfloat16".into()),
+        JsValue::UNDEFINED,
+        "bfloat16".into(),
     )
     .unwrap();
     assert_eq!(odd.dtype(), "bfloat16");
 }
 
 /// The message of a JS Error returned by the JS API.
-fn message(e: wasm_bindgen::JsError) -> String {
-    let v = wasm_bindgen::JsValue::from(e);
+fn message(e: impl Into<wasm_bindgen::JsValue>) -> String {
+    let v = e.into();
     js_sys::Reflect::get(&v, &"message".into())
         .unwrap()
         .as_string()
@@ -282,7 +287,9 @@ async fn js_api_wraps_foreign_gpu_buffers_and_releases_them_once() {
         .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
         .collect();
     assert_eq!(back, values);
-    let n = t.normalize(vec![1.0, 2.0, 3.0], vec![2.0], None).unwrap();
+    let n = t
+        .normalize(f32s(&[1.0, 2.0, 3.0]), f32s(&[2.0]), JsValue::UNDEFINED)
+        .unwrap();
     let got: Vec<f32> = n
         .to_host()
         .await
@@ -298,10 +305,10 @@ async fn js_api_wraps_foreign_gpu_buffers_and_releases_them_once() {
     }
     assert_eq!(released(), 0.0);
     // A DLPack export keeps the buffer past the tensor; the importer's drop releases it once.
-    let address = t.to_dlpack(None).unwrap();
+    let address = t.to_dlpack(JsValue::UNDEFINED).unwrap();
     drop(t);
     assert_eq!(released(), 0.0, "the export still holds it");
-    let again = Tensor::from_dlpack(address.into(), None).unwrap();
+    let again = Tensor::from_dlpack(address.into(), JsValue::UNDEFINED).unwrap();
     drop(again);
     assert_eq!(released(), 1.0, "released exactly once, through onRelease");
 
@@ -311,7 +318,7 @@ async fn js_api_wraps_foreign_gpu_buffers_and_releases_them_once() {
             .err()
             .unwrap(),
     );
-    assert_eq!(e, "dlport: fromGpuBuffer: expected a GPUBuffer, got number");
+    assert_eq!(e, "dlport: fromGpuBuffer: expected a GPUBuffer, got 5");
     assert_eq!(released(), 2.0);
     let uniform = make
         .call3(&JsValue::NULL, &dev, &data, &JsValue::from(0x40))
@@ -342,7 +349,10 @@ async fn js_api_wraps_foreign_gpu_buffers_and_releases_them_once() {
             .err()
             .unwrap(),
     );
-    assert_eq!(e, "dlport: fromGpuBuffer: shape[0] = 1.5 is not an integer");
+    assert_eq!(
+        e,
+        "dlport: fromGpuBuffer: options.shape[0] = 1.5 is not an integer"
+    );
     let e = message(
         Tensor::from_gpu_buffer(small.clone(), options(&[-2.0], 0.0))
             .err()
@@ -357,7 +367,7 @@ async fn js_api_wraps_foreign_gpu_buffers_and_releases_them_once() {
     );
     assert_eq!(
         e,
-        "dlport: fromGpuBuffer: byteOffset = -4 is not a non-negative integer"
+        "dlport: fromGpuBuffer: options.byteOffset = -4 is not a non-negative integer"
     );
     assert_eq!(released(), 7.0);
     let bad_callback = Object::new();
@@ -375,19 +385,19 @@ async fn js_api_wraps_foreign_gpu_buffers_and_releases_them_once() {
     );
     assert_eq!(
         e,
-        "dlport: fromGpuBuffer: onRelease must be a function, got string"
+        "dlport: fromGpuBuffer: options.onRelease must be a function, got \"dispose\""
     );
     // Kernel arguments are checked too.
     let f = Tensor::new(
         JsValue::from(js_sys::Float32Array::from(&values[..])),
-        Some(extents(&[16.0, 3.0])),
-        None,
+        JsValue::from(extents(&[16.0, 3.0])),
+        JsValue::UNDEFINED,
     )
     .unwrap()
-    .to_device("webgpu")
+    .to_device("webgpu".into())
     .unwrap();
     let e = message(
-        f.normalize(vec![0.0], vec![1.0, 0.0, 1.0], None)
+        f.normalize(f32s(&[0.0]), f32s(&[1.0, 0.0, 1.0]), JsValue::UNDEFINED)
             .err()
             .unwrap(),
     );
@@ -403,6 +413,11 @@ fn extents(values: &[f64]) -> js_sys::Array {
         .iter()
         .map(|&x| wasm_bindgen::JsValue::from_f64(x))
         .collect()
+}
+
+/// Numbers as the Float32Array the API takes.
+fn f32s(values: &[f32]) -> wasm_bindgen::JsValue {
+    js_sys::Float32Array::from(values).into()
 }
 
 /// A JS array of numbers (shape, strides) as a Vec.

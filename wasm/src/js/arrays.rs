@@ -4,7 +4,8 @@ use dlport_core::backend::{Backend, CpuBackend, compact_bytes, copy_to_compact};
 use dlport_core::{DataType, Device, ExportBuilder};
 use wasm_bindgen::prelude::*;
 
-use super::{Tensor, extents_of, js_err};
+use super::args::{self, refuse};
+use super::{Tensor, js_err};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_ARRAYS: &'static str = r#"
@@ -26,17 +27,10 @@ export type TensorArray =
   | Uint8Array | Uint16Array | Uint32Array | BigUint64Array;
 "#;
 
-/// The dtype that a typed array's elements have.
-fn dtype_of(array: &JsValue) -> Result<DataType, JsError> {
-    let name = js_sys::Reflect::get(
-        &js_sys::Object::get_prototype_of(array),
-        &"constructor".into(),
-    )
-    .and_then(|c| js_sys::Reflect::get(&c, &"name".into()))
-    .ok()
-    .and_then(|n| n.as_string())
-    .unwrap_or_default();
-    Ok(match name.as_str() {
+/// The dtype of a typed array's elements, by its `Symbol.toStringTag` (a subclass has its
+/// base's).
+fn natural_dtype(name: &str) -> Option<DataType> {
+    Some(match name {
         "Float32Array" => DataType::FLOAT32,
         "Float64Array" => DataType::FLOAT64,
         "Int8Array" => DataType::INT8,
@@ -48,41 +42,65 @@ fn dtype_of(array: &JsValue) -> Result<DataType, JsError> {
         "Uint32Array" => DataType::UINT32,
         "BigUint64Array" => DataType::UINT64,
         "Float16Array" => DataType::FLOAT16,
-        other => {
-            return Err(JsError::new(&format!(
-                "dlport: {other:?} is not a typed array dlport knows"
-            )));
-        }
+        _ => return None,
     })
 }
+
+const NEW: &str = "new Tensor";
 
 #[wasm_bindgen]
 impl Tensor {
     /// Copies a typed array into wasm memory as a compact tensor of `shape` (default: 1-d, all
-    /// the elements). `dtype` overrides the element type ("bfloat16" over a Uint16Array, say).
+    /// the elements); the shape covers exactly the array's bytes. `dtype` overrides the
+    /// element type ("bfloat16" over a Uint16Array, say). Every argument is read before
+    /// anything is allocated, and any bad one (a detached buffer, a throwing getter, a Proxy,
+    /// more than 64 axes) is an `Error` naming it.
     #[wasm_bindgen(constructor)]
     pub fn new(
         #[wasm_bindgen(unchecked_param_type = "TensorData")] array: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "number[]")] shape: Option<js_sys::Array>,
-        #[wasm_bindgen(unchecked_optional_param_type = "string")] dtype: Option<String>,
-    ) -> Result<Tensor, JsError> {
-        let natural = dtype_of(&array)?;
-        let dtype = match dtype {
-            Some(name) => name.parse::<DataType>().map_err(js_err)?,
-            None => natural,
+        #[wasm_bindgen(unchecked_optional_param_type = "number[]")] shape: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "string")] dtype: JsValue,
+    ) -> Result<Tensor, JsValue> {
+        let array = args::typed_array(NEW, &array)?;
+        let dtype = match args::name(NEW, "dtype", &dtype, true)? {
+            Some(name) => name
+                .parse::<DataType>()
+                .map_err(|e| refuse(NEW, format_args!("dtype = {name:?}: {e}")))?,
+            None => natural_dtype(&array.name).ok_or_else(|| {
+                refuse(
+                    NEW,
+                    format_args!("a {} has no dtype dlport knows", array.name),
+                )
+            })?,
         };
-        let get = |key: &str| js_sys::Reflect::get(&array, &key.into()).ok();
-        let buffer =
-            get("buffer").ok_or_else(|| JsError::new("dlport: the array has no buffer"))?;
-        let off = get("byteOffset").and_then(|v| v.as_f64()).unwrap_or(0.0) as u32;
-        let len = get("byteLength").and_then(|v| v.as_f64()).unwrap_or(0.0) as u32;
-        let bytes = js_sys::Uint8Array::new_with_byte_offset_and_length(&buffer, off, len).to_vec();
-        let numel = bytes.len() as i64 * 8 / i64::from(dtype.storage_bits(false).max(1));
-        let shape = match shape {
-            None => vec![numel],
-            Some(extents) => extents_of(&extents, "new Tensor: shape")
-                .map_err(|message| JsError::new(&format!("dlport: {message}")))?,
+        let given = !(shape.is_undefined() || shape.is_null());
+        let shape = if !given {
+            let bits = u64::from(dtype.storage_bits(false).max(1));
+            vec![i64::try_from(array.byte_length * 8 / bits).unwrap_or(i64::MAX)]
+        } else {
+            args::extents(NEW, "shape", &shape)?
         };
+        // The sizes agree before a byte is copied.
+        let needed = compact_bytes(dtype, &shape).map_err(|e| refuse(NEW, e))?;
+        if needed as u64 != array.byte_length && !given {
+            return Err(refuse(
+                NEW,
+                format_args!(
+                    "the array's {} bytes are not a whole number of {dtype} elements; pass a shape",
+                    array.byte_length
+                ),
+            ));
+        }
+        if needed as u64 != array.byte_length {
+            return Err(refuse(
+                NEW,
+                format_args!(
+                    "shape {shape:?} of {dtype} covers {needed} bytes, and the array has {} (its byteLength); give a shape of exactly the array's elements",
+                    array.byte_length
+                ),
+            ));
+        }
+        let bytes = args::copy_in(NEW, &array)?;
         let m = ExportBuilder::new(bytes, dtype, &shape)
             .build()
             .map_err(js_err)?;

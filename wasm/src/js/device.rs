@@ -5,15 +5,19 @@ use dlport_core::backend::{Backend, CpuBackend};
 use dlport_core::{Device, ExportBuilder};
 use wasm_bindgen::prelude::*;
 
-use super::{Tensor, backend, js_err};
-use crate::gpu::Normalize;
+use super::{Tensor, args, backend, js_err};
+use crate::gpu::{MAX_CHANNELS, Normalize};
 
 #[wasm_bindgen]
 impl Tensor {
     /// Moves the tensor to a device: "webgpu" uploads (no copy if it is already there).
     #[wasm_bindgen(js_name = toDevice)]
-    pub fn to_device(&self, device: &str) -> Result<Tensor, JsError> {
-        match device {
+    pub fn to_device(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] device: JsValue,
+    ) -> Result<Tensor, JsValue> {
+        let device = args::name("toDevice", "device", &device, false)?.unwrap_or_default();
+        match device.as_str() {
             "webgpu" | "webgpu:0" => {
                 if self.inner.device() == Device::webgpu(0) {
                     return Ok(Tensor {
@@ -25,12 +29,14 @@ impl Tensor {
                 let t = b.gpu().upload(&guard, 0).map_err(js_err)?;
                 Ok(Tensor { inner: t })
             }
-            "cpu" => Err(JsError::new(
-                "dlport: use `await tensor.toHost()` to read a tensor back",
+            "cpu" => Err(args::refuse(
+                "toDevice",
+                "use `await tensor.toHost()` to read a tensor back",
             )),
-            other => Err(JsError::new(&format!(
-                "dlport: unknown device {other:?}; use \"webgpu\" or toHost()"
-            ))),
+            other => Err(args::refuse(
+                "toDevice",
+                format_args!("unknown device {other:?}; use \"webgpu\" or toHost()"),
+            )),
         }
     }
 
@@ -79,10 +85,14 @@ impl Tensor {
     /// uint32 and uint8 tensors; `mean` and `std` hold one value or one per channel.
     pub fn normalize(
         &self,
-        mean: Vec<f32>,
-        std: Vec<f32>,
-        scale: Option<f32>,
-    ) -> Result<Tensor, JsError> {
+        #[wasm_bindgen(unchecked_param_type = "Float32Array")] mean: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Float32Array")] std: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] scale: JsValue,
+    ) -> Result<Tensor, JsValue> {
+        const CALL: &str = "normalize";
+        let mean = args::numbers(CALL, "mean", &mean, MAX_CHANNELS)?;
+        let std = args::numbers(CALL, "std", &std, MAX_CHANNELS)?;
+        let scale = args::number(CALL, "scale", &scale)?.map_or(1.0, |x| x as f32);
         let b = backend()?;
         let guard = self.inner.view().map_err(js_err)?;
         let inner = b
@@ -92,7 +102,7 @@ impl Tensor {
                 &Normalize {
                     mean: &mean,
                     std: &std,
-                    scale: scale.unwrap_or(1.0),
+                    scale,
                 },
             )
             .map_err(|e| JsError::new(&format!("dlport: normalize: {e}")))?;

@@ -20,7 +20,7 @@ use dlport_core::{ExportOptions, ImportOptions};
 use dlport_core::{ManagedTensor, RawManaged};
 use wasm_bindgen::prelude::*;
 
-use super::{Tensor, js_err, registry, shown};
+use super::{Tensor, args, js_err, registry};
 
 /// A live export: its pointer (with provenance) and the deleter it was made with.
 #[derive(Clone, Copy)]
@@ -114,7 +114,7 @@ fn take(address: &JsValue, legacy: bool) -> Result<ManagedTensor, String> {
         };
         return Err(format!(
             "address = {} {what}; pass what toDLPack() returned",
-            shown(address)
+            args::show(address)
         ));
     };
     let a = a as usize;
@@ -168,9 +168,12 @@ impl Tensor {
     /// wasm module or JS glue to consume with its deleter, or for `Tensor.fromDLPack` to take
     /// back. The tensor's memory stays alive until one of the two happens.
     #[wasm_bindgen(js_name = toDLPack)]
-    pub fn to_dlpack(&self, legacy: Option<bool>) -> Result<u32, JsError> {
+    pub fn to_dlpack(
+        &self,
+        #[wasm_bindgen(unchecked_optional_param_type = "boolean")] legacy: JsValue,
+    ) -> Result<u32, JsValue> {
         let mut options = ExportOptions::versioned();
-        if legacy.unwrap_or(false) {
+        if args::flag("toDLPack", "legacy", &legacy)? {
             options.max_version = None;
         }
         let m = registry()?
@@ -187,9 +190,10 @@ impl Tensor {
     #[wasm_bindgen(js_name = fromDLPack)]
     pub fn from_dlpack(
         #[wasm_bindgen(unchecked_param_type = "number")] address: JsValue,
-        legacy: Option<bool>,
-    ) -> Result<Tensor, JsError> {
-        let m = take(&address, legacy.unwrap_or(false))
+        #[wasm_bindgen(unchecked_optional_param_type = "boolean")] legacy: JsValue,
+    ) -> Result<Tensor, JsValue> {
+        let legacy = args::flag("fromDLPack", "legacy", &legacy)?;
+        let m = take(&address, legacy)
             .map_err(|message| JsError::new(&format!("dlport: fromDLPack: {message}")))?;
         let inner = registry()?
             .from_dlpack(m, &ImportOptions::default())

@@ -8,8 +8,12 @@
 //! within the wasm heap, and getters for shape, strides, dtype and device. Errors are JS
 //! `Error`s carrying dlport's message.
 //!
-//! The modules: this one holds the shared device, `Tensor` and its getters; `arrays` typed
-//! arrays in and out; `device` moves between devices and the GPU kernels; `gpu_buffer` foreign
+//! Every value a caller passes is read through `args` (its readers in `js/args.js`, imported
+//! with `catch`) before it is used: a throwing getter, a Proxy or a detached buffer is a
+//! refusal naming the argument, and no JS exception unwinds through wasm frames.
+//!
+//! The modules: this one holds the shared device, `Tensor` and its getters; `args` the
+//! readers of caller values; `arrays` typed arrays in and out; `device` moves between devices and the GPU kernels; `gpu_buffer` foreign
 //! `GPUBuffer`s; `dlpack` DLPack export and take-back, with the registry of live exports.
 
 use std::cell::RefCell;
@@ -19,6 +23,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::WebGpuBackend;
 
+mod args;
 mod arrays;
 mod device;
 mod dlpack;
@@ -48,6 +53,24 @@ fn registry() -> Result<Registry, JsError> {
 
 fn js_err(e: dlport_core::Error) -> JsError {
     JsError::new(&e.to_string())
+}
+
+/// Runs when the module is instantiated: guards `Tensor.prototype`'s methods and getters, so
+/// that a freed tensor, the prototype itself or any other `this` is refused in JavaScript
+/// (`free()` of a freed tensor does nothing) instead of reaching wasm-bindgen's null check,
+/// which throws from inside wasm.
+#[wasm_bindgen(start)]
+fn guard_tensor_methods() -> Result<(), JsValue> {
+    let m = dlport_core::ExportBuilder::new(Vec::<u8>::new(), dlport_core::DataType::UINT8, &[0])
+        .build()
+        .map_err(js_err)?;
+    let inner = dlport_core::backend::Backend::view_external(
+        &dlport_core::backend::CpuBackend,
+        m,
+        dlport_core::Device::cpu(),
+    )
+    .map_err(js_err)?;
+    args::guard_tensor(&JsValue::from(Tensor { inner }))
 }
 
 /// Opens the shared WebGPU device (idempotent).
@@ -132,47 +155,4 @@ fn numbers(values: &[i64]) -> js_sys::Array {
         .iter()
         .map(|&x| JsValue::from_f64(x as f64))
         .collect()
-}
-
-/// The largest integer a JS number holds exactly, plus one (2^53).
-const EXACT_INTEGERS: f64 = 9.007_199_254_740_992e15;
-
-/// `value` shown in a message: a number as JavaScript prints it, anything else as JSON (or its
-/// type, when JSON has no text for it).
-fn shown(value: &JsValue) -> String {
-    if value.as_f64().is_some() {
-        return js_sys::Number::from(value.clone())
-            .to_string_with_radix(10)
-            .ok()
-            .and_then(|s| s.as_string())
-            .unwrap_or_default();
-    }
-    js_sys::JSON::stringify(value)
-        .ok()
-        .and_then(|s| s.as_string())
-        .unwrap_or_else(|| value.js_typeof().as_string().unwrap_or_default())
-}
-
-/// Reads a JS array of extents: each an integer below 2^53 (the message names the index).
-fn extents_of(values: &js_sys::Array, what: &str) -> Result<Vec<i64>, String> {
-    let mut out = Vec::with_capacity(values.length() as usize);
-    for (k, v) in values.iter().enumerate() {
-        match v.as_f64() {
-            Some(x) if x.is_finite() && x.fract() == 0.0 && x.abs() < EXACT_INTEGERS => {
-                out.push(x as i64)
-            }
-            _ => {
-                // A number as JS writes it (`1.5`, `NaN`, `-Infinity`): Rust's own float
-                // formatting would add about 15 KB to the package for this one message.
-                let shown = match v.as_f64() {
-                    Some(x) => js_sys::Number::from(x)
-                        .to_string_with_radix(10)
-                        .map_or_else(|_| "a number".to_owned(), String::from),
-                    None => format!("{v:?}"),
-                };
-                return Err(format!("{what}[{k}] = {shown} is not an integer"));
-            }
-        }
-    }
-    Ok(out)
 }
