@@ -85,7 +85,16 @@ pub fn fields(inp: &mut Input<'_>) -> Fields {
         null_shape: flags_byte & 1 != 0 && flags_byte & 2 != 0,
         null_strides: flags_byte & 4 != 0 && flags_byte & 8 != 0,
         dtype: DataType::new(TypeCode(code), bits, lanes),
-        device: Device::new(DeviceType(device_type), i32::from(inp.u8() % 3)),
+        // Ids of the rule of device ids' list (testkit's device_ids.txt) and any 32-bit value.
+        device: Device::new(
+            DeviceType(device_type),
+            match inp.u8() % 8 {
+                0 => inp.u32() as i32,
+                1 => -1,
+                2 => i32::MAX,
+                n => i32::from(n % 3),
+            },
+        ),
         byte_offset: match inp.u8() % 4 {
             0 => inp.u64(),
             _ => u64::from(inp.u8()),

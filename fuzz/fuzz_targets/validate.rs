@@ -21,6 +21,8 @@ fuzz_target!(|data: &[u8]| {
     // the validated span lies inside `backing`.
     let Ok(view) = (unsafe { TensorRef::from_raw(&tensor, version, flags) }) else { return };
     assert!(view.ndim() <= 64);
+    // The rule of device ids holds for everything validation accepts.
+    assert!(view.device().has_valid_id(), "accepted {}", view.device());
     assert!(view.byte_span().lo <= 0 && view.byte_span().lo <= view.byte_span().hi);
     let info = dlport_core::TensorInfo::from(&view);
     assert_eq!(info.shape.len(), view.ndim());
