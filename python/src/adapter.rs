@@ -67,8 +67,9 @@ impl From<Error> for Failure {
 /// versions, devices without a backend, copies the policy forbids, flags a form cannot carry.
 fn kind_of(code: u32) -> Kind {
     match code {
-        // InvalidName, InvalidDeviceId, InvalidStream, InvalidOption.
-        22 | 31 | 34 | 38 => Kind::Value,
+        // InvalidName, InvalidDeviceId, InvalidStream, InvalidOption, InvalidDevice (the rule
+        // of device ids, also for a device a producer wrote or advertised).
+        22 | 31 | 34 | 38 | 42 => Kind::Value,
         // AllocationFailed.
         29 => Kind::Memory,
         _ => Kind::Buffer,
