@@ -724,7 +724,17 @@ int dlport_share_alloc(uint8_t code,
 // `DlportCopy`; with `DLPORT_COPY_NEVER` it is `DLPORT_ERR_COPY_REQUIRED`, saying why).
 // CUDA device memory (a build with the `cuda` feature) travels as a CUDA IPC handle, and the
 // tensor is kept until `*out` and every consumer's handle are gone, or the consumers died.
-// `read_only` non-zero gives peers a read-only fd and the READ_ONLY flag.
+// `read_only` non-zero gives peers the tensor READ_ONLY, in memory no process that receives it
+// can write, whatever it does with the fd (reopening `/proc/<pid>/fd/N` with `O_RDWR`,
+// `mmap(PROT_WRITE)`, `mprotect`, `ftruncate`, `pwrite`, `fallocate`, `F_ADD_SEALS`, passing it
+// on): one of dlport's memfds is sealed `F_SEAL_FUTURE_WRITE` (Linux 5.1 or later; mappings
+// made before, the producer's, keep writing, and the peers see those writes), and anything
+// else is a copy into a memfd sealed `F_SEAL_WRITE` (memory that is not a memfd of dlport's,
+// a memfd shared writable before, an older kernel), which `DLPORT_COPY_NEVER` refuses with
+// `DLPORT_ERR_UNSUPPORTED` saying why. A memfd shared read-only is shared writable only as a
+// copy after. CUDA memory cannot be shared read-only (CUDA IPC maps it writable in every
+// process): `DLPORT_ERR_UNSUPPORTED`. Every shared memfd is sealed against resizing and seal
+// changes, so no peer can shrink it under the producer (SIGBUS).
 //
 // Ownership: takes `managed` on every path (host memory is released before this returns: the
 // memfd keeps the bytes). On success `*out` is a new handle the caller frees with
@@ -788,8 +798,9 @@ int dlport_share_recv(int socket, DlportShared **out);
 // (versioned when `to_versioned` is non-zero) whose deleter unmaps it. `bytes`/`len` are the
 // descriptor, `fds`/`nfds` the fds that came with it. Everything is checked before anything
 // is mapped: truncated or trailing bytes, a format version from the future, every tensor
-// field, the fd count, and each fd (open, a memfd sealed against shrinking, at least as large
-// as the descriptor says); each failure names the field and its value.
+// field, the fd count, and each fd (open, a memfd sealed against shrinking, for a READ_ONLY
+// descriptor sealed against writes, at least as large as the descriptor says); each failure
+// names the field and its value.
 //
 // Ownership: the bytes and fds stay the caller's (close the fds when done; the mapping does
 // not need them). On success `*out` is a new managed tensor the caller releases once.
