@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Installs what the test command needs. Idempotent: anything already present is skipped, so a
-# warm machine spends seconds here.
+# warm machine spends seconds here; a fresh one spends several minutes per `cargo install`
+# (each says so before it starts). Debian packages go through
+# scripts/apt-install.sh, which runs `apt-get update` first when the package lists are missing
+# (a fresh container has none) or stale, so at most once per run and only when something must
+# be installed. Needs root.
 set -euo pipefail
+here=$(dirname "$0")
 
 log() { printf '[install] %s\n' "$*"; }
 
@@ -35,7 +40,7 @@ done
 if cargo fuzz --version 2>/dev/null | grep -q "0.13.2"; then
   log "cargo-fuzz 0.13.2: present"
 else
-  log "cargo-fuzz 0.13.2: installing"
+  log "cargo-fuzz 0.13.2: installing (cargo install, a few minutes)"
   cargo install cargo-fuzz --version 0.13.2 --locked
 fi
 # valgrind and LeakSanitizer's runtime for the sanitizer checks.
@@ -43,14 +48,14 @@ if command -v valgrind >/dev/null && [ -e /usr/lib/x86_64-linux-gnu/liblsan.so.0
   log "valgrind and liblsan: present"
 else
   log "valgrind and liblsan: installing"
-  apt-get install -y -q valgrind liblsan0 >/dev/null
+  bash "$here/apt-install.sh" valgrind liblsan0
 fi
 # Mesa's lavapipe: a software Vulkan driver, the WebGPU adapter of the native wgpu tests.
 if dpkg -s mesa-vulkan-drivers >/dev/null 2>&1; then
   log "mesa-vulkan-drivers: present"
 else
   log "mesa-vulkan-drivers: installing"
-  apt-get install -y -q mesa-vulkan-drivers >/dev/null
+  bash "$here/apt-install.sh" mesa-vulkan-drivers
 fi
 # The browser tests: Debian's Chromium and ChromeDriver; wasm-bindgen-cli and wasm-pack come
 # from scripts/install-wasm-tools.sh (which scripts/wasm-build.sh runs too).
@@ -59,38 +64,39 @@ if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
   log "node $(node --version), npm $(npm --version): present"
 else
   log "nodejs and npm: installing"
-  apt-get install -y -q nodejs npm >/dev/null
+  bash "$here/apt-install.sh" nodejs npm
 fi
 
 if dpkg -s chromium >/dev/null 2>&1 && dpkg -s chromium-driver >/dev/null 2>&1; then
   log "chromium and chromium-driver: present"
 else
   log "chromium and chromium-driver: installing"
-  apt-get install -y -q chromium chromium-driver >/dev/null
+  bash "$here/apt-install.sh" chromium chromium-driver
 fi
-bash "$(dirname "$0")/install-wasm-tools.sh"
+bash "$here/install-wasm-tools.sh"
 # The C ABI: cbindgen generates native/include/dlport.h (pinned: another version may print a
 # different header); CMake builds the C examples through find_package(dlport); Debian's aarch64
 # cross gcc links dlport-core's aarch64 test binaries.
 if cbindgen --version 2>/dev/null | grep -qx "cbindgen 0.29.4"; then
   log "cbindgen 0.29.4: present"
 else
-  log "cbindgen 0.29.4: installing"
+  log "cbindgen 0.29.4: installing (cargo install, a few minutes)"
   cargo install cbindgen --version 0.29.4 --locked
 fi
 if command -v cmake >/dev/null && command -v pkg-config >/dev/null && command -v aarch64-linux-gnu-gcc >/dev/null; then
   log "cmake, pkg-config and gcc-aarch64-linux-gnu: present"
 else
   log "cmake, pkg-config and gcc-aarch64-linux-gnu: installing"
-  apt-get install -y -q cmake pkg-config gcc-aarch64-linux-gnu libc6-dev-arm64-cross >/dev/null
+  bash "$here/apt-install.sh" cmake pkg-config gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 fi
 # QEMU user mode runs dlport-core's aarch64 copy tests (the NEON kernels).
 if command -v qemu-aarch64 >/dev/null; then
   log "qemu-user (qemu-aarch64): present"
 else
   log "qemu-user: installing"
-  apt-get install -y -q qemu-user >/dev/null
+  bash "$here/apt-install.sh" qemu-user
 fi
 # Build Miri's sysroot once (cached under ~/.cache/miri afterwards).
+log "Miri's sysroot: cargo miri setup (built once, about a minute; seconds when cached)"
 cargo +nightly miri setup >/dev/null 2>&1 || cargo +nightly miri setup
 log "done"

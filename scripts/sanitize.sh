@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 lib=${CARGO_TARGET_DIR:-target}/debug
 lsan=$(ls /usr/lib/x86_64-linux-gnu/liblsan.so.0 2>/dev/null || true)
 if [ -z "$lsan" ] || ! command -v valgrind >/dev/null; then
-  apt-get install -y -q liblsan0 valgrind >/dev/null
+  bash scripts/apt-install.sh liblsan0 valgrind
   lsan=/usr/lib/x86_64-linux-gnu/liblsan.so.0
 fi
 cargo build -q -p dlport-native --locked
