@@ -12,6 +12,7 @@ req=tests/arrow/requirements.txt
 stamp=.venv/.arrow-requirements.sha256
 want=$(sha256sum "$req" | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || ! .venv/bin/python -c 'import pyarrow' 2>/dev/null; then
+  echo "[arrow] installing $req into .venv (pyarrow, about 40 MB; under a minute)"
   .venv/bin/python -m pip install --quiet -r "$req"
   echo "$want" > "$stamp"
 fi

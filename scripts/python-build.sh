@@ -9,8 +9,11 @@ cd "$(dirname "$0")/.."
 profile=dev
 if [ "${1:-}" = "--release" ]; then profile=release; fi
 rm -rf python/target/wheels
+echo "[python] building the wheel (maturin, $profile profile: a few minutes on 2 cores from scratch, seconds when only dlport changed)"
+start=$SECONDS
 .venv/bin/maturin build --quiet -m python/Cargo.toml --profile "$profile" --locked \
   --compatibility linux --interpreter .venv/bin/python --out python/target/wheels \
   ${DLPORT_PY_FEATURES:+--features "$DLPORT_PY_FEATURES"}
+echo "[python] wheel built in $((SECONDS - start)) s"
 .venv/bin/python -m pip install --quiet --force-reinstall --no-deps python/target/wheels/dlport-*.whl
 echo "[python] installed $(basename python/target/wheels/dlport-*.whl) ($profile) into .venv"
