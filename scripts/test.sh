@@ -100,8 +100,14 @@ node --test www/tests/package.test.mjs
 
 step "the demo (TF.js -> dlport -> WGSL -> onnxruntime-web -> TF.js on one GPUDevice) and the npm package in a fresh Vite app (playwright-core, Debian chromium)"
 .venv/bin/python www/model/make_model.py --check
-DLPORT_SKIP_WASM_BUILD=1 bash scripts/www-build.sh
+# www-build.sh (www/dist) inside a check that the scripts keep a packed tarball and rebuild only
+# a stale package (about 1 minute).
+bash scripts/wasm-keep-check.sh
 (cd www && node_modules/.bin/tsc -p tests/tsconfig.json && echo "[www] the package's TypeScript types check (tsc --noEmit)")
+# tests/ also holds the hostile-JavaScript tests (hostile.test.mjs: 10^5 hostile calls per wasm
+# build under Node, huge refused inputs, onRelease counts, nothing pinned; hostile-browser: the
+# same 10^5 in headless Chromium on real GPUBuffers) and the JS API's property test (10,000
+# cases against a reference): about 1.5 minutes of the step on 2 loaded cores.
 (cd www && node --test tests/)
 
 step "hardening: the 8-thread stress test (1 M tensors, optimised build)"
