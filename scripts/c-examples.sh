@@ -2,8 +2,11 @@
 # Installs dlport into a temporary prefix (scripts/install-c.sh) and builds the C and C++
 # examples in native/examples/c against that installed copy, through pkg-config and through
 # CMake find_package(dlport), with -Wall -Wextra -Werror -pedantic; runs each one (shared and
-# static) outside the source tree. A program fails unless it exits 0, prints its
-# "N passed, 0 failed" line and shows one release callback after success.
+# static) outside the source tree, with nothing added to what pkg-config and CMake give (no
+# rpath, no LD_LIBRARY_PATH: the prefix is outside the loader's path, so each program must find
+# the installed library through the rpath dlport.pc or CMake wrote). A program fails unless it
+# exits 0, prints its "N passed, 0 failed" line and shows one release callback after success.
+# The README's own C commands are run as written by scripts/getting-started.sh c.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -19,10 +22,9 @@ echo "[c-examples] pkg-config: $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-confi
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 read -r -a pc_cflags <<<"$(pkg-config --cflags dlport)"
 read -r -a pc_libs <<<"$(pkg-config --libs dlport)"
-rpath=-Wl,-rpath,$(pkg-config --variable=libdir dlport)
 mkdir -p "$work/pc"
-cc -std=c11 "${warn[@]}" "${pc_cflags[@]}" "$ex/producer.c" "${pc_libs[@]}" "$rpath" -o "$work/pc/producer_c"
-c++ -std=c++17 "${warn[@]}" "${pc_cflags[@]}" "$ex/producer.cpp" "${pc_libs[@]}" "$rpath" -o "$work/pc/producer_cpp"
+cc -std=c11 "${warn[@]}" "${pc_cflags[@]}" "$ex/producer.c" "${pc_libs[@]}" -o "$work/pc/producer_c"
+c++ -std=c++17 "${warn[@]}" "${pc_cflags[@]}" "$ex/producer.cpp" "${pc_libs[@]}" -o "$work/pc/producer_cpp"
 
 echo "[c-examples] CMake: find_package(dlport) from $prefix"
 cmake -S "$ex" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >"$work/cmake.log" 2>&1 \

@@ -6,6 +6,13 @@
 #   PREFIX/lib/cmake/dlport/dlportConfig.cmake, dlportConfigVersion.cmake (imported targets
 #   dlport::dlport, shared, and dlport::dlport_static)
 # Usage: scripts/install-c.sh PREFIX   (Linux; DLPORT_INSTALL_PROFILE=debug installs a debug build)
+#
+# Finding the library at run time: when PREFIX/lib is not a directory the dynamic loader
+# searches (/opt/dlport, $HOME/...), dlport.pc's Libs carry -Wl,-rpath,${libdir}, so a program
+# linked through pkg-config starts as built, without LD_LIBRARY_PATH (CMake writes the same
+# rpath into programs it builds against the imported target). When PREFIX/lib is one the loader
+# searches (/usr/local/lib), no rpath is written and the loader's cache is refreshed (ldconfig,
+# as root; otherwise the script says to run it).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 PREFIX" >&2; exit 2; }
 cd "$(dirname "$0")/.."
@@ -13,10 +20,14 @@ mkdir -p "$1"
 prefix=$(cd "$1" && pwd)
 profile=${DLPORT_INSTALL_PROFILE:-release}
 case "$profile" in
-  release) cargo build -q -p dlport-native --release --locked ;;
-  debug) cargo build -q -p dlport-native --locked ;;
+  release) flags=(--release) ;;
+  debug) flags=() ;;
   *) echo "DLPORT_INSTALL_PROFILE must be release or debug, not $profile" >&2; exit 2 ;;
 esac
+echo "[install-c] building libdlport_native ($profile: cargo build -p dlport-native; 2 to 5 minutes on 2 cores from a fresh clone, seconds once built)"
+start=$SECONDS
+cargo build -p dlport-native "${flags[@]}" --locked
+echo "[install-c] built in $((SECONDS - start)) s"
 # Where cargo puts its builds (CARGO_TARGET_DIR, if set, else target/).
 build=${CARGO_TARGET_DIR:-target}/$profile
 version=$(cargo metadata --format-version 1 --no-deps --locked \
@@ -35,6 +46,19 @@ ln -sfn "libdlport_native.so.$version" "$prefix/lib/$soname"
 ln -sfn "$soname" "$prefix/lib/libdlport_native.so"
 install -m 644 "$build/libdlport_native.a" "$prefix/lib/libdlport_native.a"
 
+# Is PREFIX/lib among the directories the loader searches (ld.so.conf and its trusted ones)?
+libdir=$(cd "$prefix/lib" && pwd -P)
+ldconfig=$(command -v ldconfig || echo /sbin/ldconfig)
+searched=no
+while read -r dir; do
+  [ -d "$dir" ] && [ "$(cd "$dir" && pwd -P)" = "$libdir" ] && searched=yes
+done < <("$ldconfig" -v -N 2>/dev/null | sed -n 's|^\(/[^:]*\):.*|\1|p')
+if [ "$searched" = yes ]; then
+  rpath=
+else
+  rpath=' -Wl,-rpath,${libdir}'
+fi
+
 cat >"$prefix/lib/pkgconfig/dlport.pc" <<PC
 prefix=$prefix
 libdir=\${prefix}/lib
@@ -43,7 +67,7 @@ includedir=\${prefix}/include
 Name: dlport
 Description: DLPack tensors from C and C++: validate, import, export, wrap caller memory
 Version: $version
-Libs: -L\${libdir} -ldlport_native
+Libs: -L\${libdir}$rpath -ldlport_native
 Libs.private: $static_libs
 Cflags: -I\${includedir}
 PC
@@ -53,3 +77,13 @@ sed -e "s/@VERSION@/$version/g" -e "s/@MAJOR@/$major/g" -e "s/@STATIC_LIBS@/${st
 sed -e "s/@VERSION@/$version/g" -e "s/@MAJOR@/$major/g" \
   native/cmake/dlportConfigVersion.cmake.in >"$prefix/lib/cmake/dlport/dlportConfigVersion.cmake"
 echo "[install-c] dlport $version ($profile, SONAME $soname) installed into $prefix"
+if [ "$searched" = yes ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    "$ldconfig"
+    echo "[install-c] $libdir is searched by the loader: its cache refreshed (ldconfig); dlport.pc has no rpath"
+  else
+    echo "[install-c] $libdir is searched by the loader: run 'sudo ldconfig' so that programs find libdlport_native.so.$major"
+  fi
+else
+  echo "[install-c] $libdir is not searched by the loader: dlport.pc links with -Wl,-rpath,$libdir, so programs built through it find libdlport_native.so.$major there"
+fi

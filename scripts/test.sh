@@ -52,8 +52,8 @@ step "dlport-core's buffer counts in a 32-bit word, as on targets without 64-bit
 env RUSTFLAGS='--cfg dlport_word32' CARGO_TARGET_DIR=target/word32 \
   cargo test -p dlport-core --all-features --locked --test dispatch --test ownership --test guarantees
 
-step "crates that publish: cargo publish --dry-run in order, doc tests of the packaged copies"
-bash scripts/package-check.sh
+step "crates that publish: scripts/release.sh crates --dry-run (cargo publish --dry-run in order, doc tests of the packaged copies)"
+bash scripts/release.sh crates --dry-run
 
 step "miri (core, the copy kernels included)"
 cargo +nightly miri test -p dlport-core --all-features --locked
@@ -63,6 +63,11 @@ bash scripts/c-test.sh
 
 step "C ABI: install into a temporary prefix; the C and C++ examples through pkg-config and CMake"
 bash scripts/c-examples.sh
+
+step "the README's C commands as written (install-c.sh into ~/opt/dlport, outside the loader's path; app.c through pkg-config and CMake), in a fresh \$HOME from a copy of the repository"
+# Cold: a release build of dlport-native in target/getting-started (6 minutes here, on 2 cores
+# under a load of about 12); warm: seconds.
+bash scripts/getting-started.sh c
 
 step "portability: dlport-native type-checks for Windows, macOS and aarch64 Linux; dlport-core's tests link for aarch64, its copy tests run there (QEMU)"
 for target in x86_64-pc-windows-msvc aarch64-apple-darwin aarch64-unknown-linux-gnu; do
@@ -85,6 +90,15 @@ bash scripts/python-build.sh
 .venv/bin/python python/examples/seed.py
 (cd tests/python && ../../.venv/bin/python -m pytest -q -p no:cacheprovider)
 
+step "the README's pip install ./python as written, in a fresh venv and \$HOME from a copy of the repository; python/README.md's first example"
+# Cold: pip fetches maturin and NumPy, and builds the source profile in target/getting-started
+# (10 minutes here, on 2 cores under a load of about 12); warm: about a minute.
+bash scripts/getting-started.sh python
+
+step "the Python package's release: scripts/release.sh wheels --dry-run (the abi3 wheel with LTO and the sdist)"
+# Cold: the release profile with LTO in python/target (4 to 10 minutes on 2 cores); warm: seconds.
+bash scripts/release.sh wheels --dry-run
+
 step "Arrow: pyarrow reads the IPC streams dlport writes (fixed_shape_tensor) and dlport reads pyarrow's"
 bash scripts/arrow-test.sh
 
@@ -93,6 +107,7 @@ WASM_BINDGEN_TEST_TIMEOUT=300 wasm-pack test --headless --chrome --chromedriver 
 
 step "the npm package dlport: wasm-pack build (simd128 and scalar wasm, one glue), bundle sizes"
 bash scripts/wasm-build.sh
+bash scripts/release.sh npm --dry-run
 
 step "the npm package under Node: both wasm builds' strided -> compact copies against a naive reference; the default init picks simd128, or scalar without SIMD"
 # About a second. `node --test tests/` below runs it again with the browser tests.

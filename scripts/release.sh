@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Publishes one registry's share of a release (README, "Releasing"):
+#   crates  dlport-core, dlport-native, dlport-wasm to crates.io, in dependency order, with one
+#           `cargo publish` (cargo publishes a workspace's packages in order). --dry-run:
+#           scripts/package-check.sh (the same `cargo publish --dry-run`, then the doc tests of
+#           the packaged copies).
+#   npm     the npm package `dlport` from wasm/pkg (scripts/wasm-build.sh builds it; the tarball
+#           `npm pack` makes there is what is published). --dry-run: `npm publish --dry-run`,
+#           which lists the files and uploads nothing.
+#   wheels  the Python package `dlport` to PyPI: the abi3 wheel (release profile, for CPython
+#           >= 3.9, manylinux tag checked by maturin) and the sdist, built into target/wheels,
+#           uploaded with `maturin upload` (MATURIN_PYPI_TOKEN). --dry-run: builds and lists
+#           them, uploads nothing.
+# A real run (no --dry-run) first checks that the version is one release: the working tree is
+# clean, HEAD is tagged v$VERSION, and CHANGELOG.md has a dated "## [$VERSION] - YYYY-MM-DD"
+# section; each registry's own credentials are needed (cargo login, npm login,
+# MATURIN_PYPI_TOKEN).
+# Usage: scripts/release.sh {crates|npm|wheels} [--dry-run]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+usage() { echo "usage: $0 {crates|npm|wheels} [--dry-run]" >&2; exit 2; }
+[ $# -ge 1 ] && [ $# -le 2 ] || usage
+what=$1
+dry=no
+if [ $# -eq 2 ]; then
+  [ "$2" = --dry-run ] || usage
+  dry=yes
+fi
+log() { printf '[release] %s\n' "$*"; }
+
+version=$(cargo metadata --format-version 1 --no-deps --locked \
+  | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "dlport-core"))')
+
+if [ "$dry" = no ]; then
+  [ -z "$(git status --porcelain)" ] || { log "the working tree has uncommitted changes: commit or remove them first"; exit 1; }
+  git tag --points-at HEAD | grep -qx "v$version" \
+    || { log "HEAD is not tagged v$version: tag the release commit (git tag v$version) first"; exit 1; }
+  grep -Eq "^## \[$version\] - [0-9]{4}-[0-9]{2}-[0-9]{2}$" CHANGELOG.md \
+    || { log "CHANGELOG.md has no dated '## [$version] - YYYY-MM-DD' section: move Unreleased's entries into it and date it first"; exit 1; }
+fi
+
+case "$what" in
+  crates)
+    if [ "$dry" = yes ]; then
+      log "crates $version: cargo publish --dry-run in order, doc tests of the packaged copies (about 2 minutes on 2 cores)"
+      bash scripts/package-check.sh
+    else
+      log "crates $version: cargo publish dlport-core, dlport-native, dlport-wasm (in that order)"
+      cargo publish --locked --package=dlport-core --package=dlport-native --package=dlport-wasm
+    fi
+    ;;
+  npm)
+    [ -f wasm/pkg/package.json ] || { log "wasm/pkg has no package: run scripts/wasm-build.sh first"; exit 1; }
+    pkg_version=$(node -p 'require("./wasm/pkg/package.json").version')
+    [ "$pkg_version" = "$version" ] \
+      || { log "wasm/pkg is version $pkg_version, the crates are $version: rebuild it (scripts/wasm-build.sh)"; exit 1; }
+    if [ "$dry" = yes ]; then
+      log "npm dlport@$version: npm publish --dry-run (uploads nothing)"
+      (cd wasm/pkg && npm publish --dry-run --access public 2>&1) | sed 's/^/[release] npm: /'
+    else
+      log "npm dlport@$version: npm publish"
+      (cd wasm/pkg && npm publish --access public)
+    fi
+    ;;
+  wheels)
+    maturin=.venv/bin/maturin
+    [ -x "$maturin" ] || { log "no maturin in .venv: run scripts/python-env.sh first"; exit 1; }
+    out=target/wheels
+    rm -rf "$out"
+    log "wheels $version: the release abi3 wheel (maturin build --release, with LTO, in python/target: 4 to 10 minutes on 2 cores from scratch, seconds when built) and the sdist"
+    "$maturin" build --release --locked -m python/Cargo.toml --interpreter .venv/bin/python --out "$out"
+    "$maturin" sdist -m python/Cargo.toml --out "$out"
+    for f in "$out"/*; do log "built ${f#"$PWD"/} ($(stat -c%s "$f") bytes)"; done
+    ls "$out"/dlport-"$version"-cp39-abi3-manylinux_*.whl >/dev/null \
+      || { log "no manylinux abi3 wheel for CPython >= 3.9 (dlport-$version-cp39-abi3-manylinux_*.whl) in $out"; exit 1; }
+    sdist=$out/dlport-$version.tar.gz
+    [ -f "$sdist" ] || { log "no sdist dlport-$version.tar.gz in $out"; exit 1; }
+    # The sdist builds on its own: it holds the Rust sources of the crates the extension needs.
+    listing=$(tar -tzf "$sdist")
+    for need in python/Cargo.lock core/Cargo.toml core/src/lib.rs native/Cargo.toml native/src/lib.rs \
+      native/include/dlport.h python/Cargo.toml python/src/lib.rs dlport/__init__.py pyproject.toml; do
+      grep -qx "dlport-$version/$need" <<<"$listing" || { log "the sdist lacks $need"; exit 1; }
+    done
+    log "the sdist holds the crates' sources, Cargo.lock and the Python package ($(wc -l <<<"$listing") files)"
+    if [ "$dry" = yes ]; then
+      log "wheels: dry run, nothing uploaded"
+    else
+      "$maturin" upload "$out"/*
+    fi
+    ;;
+  *) usage ;;
+esac
