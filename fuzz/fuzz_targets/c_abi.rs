@@ -56,7 +56,14 @@ fuzz_target!(|data: &[u8]| {
                 let s = dlport_import(ptr, vflag, std::ptr::null(), &mut t);
                 if s == 0 {
                     let mut ver = 0;
-                    if dlport_export(t, 1, 3, 0, 0, 1, &mut out, &mut ver) == 0 {
+                    // The export's dl_device: its own (0, 0), or the case's device, which the
+                    // rule of device ids may refuse.
+                    let (dt, did) = if inp.u8() % 2 == 0 {
+                        (0, 0)
+                    } else {
+                        (f.device.device_type.0, f.device.device_id)
+                    };
+                    if dlport_export(t, 1, 3, dt, did, 1, &mut out, &mut ver) == 0 {
                         dlport_release(out, ver);
                     }
                 }
@@ -71,7 +78,9 @@ fuzz_target!(|data: &[u8]| {
                 s
             }
             3 => {
-                let s = dlport_host_view(ptr, vflag, 3, 0, vflag, &mut out);
+                // The advertised device: pinned, or an id the rule of device ids may refuse.
+                let advertised_id = [0, 1, -1, i32::MAX][usize::from(inp.u8() % 4)];
+                let s = dlport_host_view(ptr, vflag, 3, advertised_id, vflag, &mut out);
                 if s == 0 {
                     dlport_release(out, vflag);
                 }

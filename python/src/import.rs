@@ -161,13 +161,31 @@ fn call_dlpack<'py>(x: &Bound<'py, PyAny>, versioned: bool) -> PyResult<Bound<'p
 }
 
 /// `__dlpack_device__()`'s answer as a device.
+///
+/// A `None` id is read as 0 for host memory (kDLCPU, pinned, managed), the id DLPack gives it:
+/// Paddle 3.3 answers `(kDLCPU, None)` and `(kDLCUDAHost, None)`. A device of another type
+/// needs its ordinal. The id itself is checked by the rule of device ids on import.
 fn device_tuple(x: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Device> {
-    let (device_type, device_id) = value.extract::<(i32, i32)>().map_err(|_| {
+    let refuse = |why: &str| {
         crate::errors::type_error(format!(
-            "{}.__dlpack_device__() returned {}, not a (device_type, device_id) pair of ints",
+            "{}.__dlpack_device__() returned {}, not a (device_type, device_id) pair of ints{why}",
             type_name(x),
             value.repr().map_or_else(|_| "?".into(), |r| r.to_string())
         ))
-    })?;
-    Ok(Device::new(DeviceType(device_type), device_id))
+    };
+    let (device_type, device_id) = value
+        .extract::<(i32, Option<i32>)>()
+        .map_err(|_| refuse(""))?;
+    let device_type = DeviceType(device_type);
+    let device_id = match device_id {
+        Some(id) => id,
+        None if dlport_core::MemoryClass::of(device_type).is_host_accessible() => 0,
+        None => {
+            return Err(refuse(
+                " (a device id of None is read as 0 only for host memory; a device needs its \
+                 ordinal)",
+            ));
+        }
+    };
+    Ok(Device::new(device_type, device_id))
 }

@@ -98,3 +98,29 @@ def test_a_producer_advertising_cpu_3_is_refused_by_the_rule():
         dlport.from_dlpack(src)
     collect()
     assert src.deleted == 1
+
+
+class PaddleWrapper:
+    """An object that forwards the protocol to a Paddle tensor (no exchange table): dlport asks
+    its `__dlpack_device__`, which Paddle answers `(kDLCPU, None)`."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()
+
+    def __dlpack__(self, **kwargs):
+        return self.x.__dlpack__(**kwargs)
+
+
+def test_paddles_device_answer_with_no_id_is_read_for_host_memory():
+    x = paddle.to_tensor(np.arange(4, dtype=np.float32))
+    assert x.__dlpack_device__()[1] is None, "Paddle 3.3 answers (kDLCPU, None)"
+    t = dlport.from_dlpack(PaddleWrapper(x))
+    assert t.__dlpack_device__() == (1, 0)
+    np.testing.assert_array_equal(np.from_dlpack(t), x.numpy())
+    gpu = Producer(np.arange(3.0), advertised=(2, None))
+    with pytest.raises(TypeError, match=r"a device id of None is read as 0 only for host memory"):
+        dlport.from_dlpack(gpu)
+    collect()
