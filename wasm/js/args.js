@@ -318,8 +318,12 @@ export function dlportRelease(callback) {
  * tensor, the prototype itself, an object that is not a Tensor. Rust would otherwise throw
  * from inside wasm (abandoning its frames). `free()` of a freed tensor does nothing.
  */
+const GUARDED = Symbol('dlport: Tensor.prototype guarded');
+
 export function dlportGuardTensor(instance) {
   const proto = Object.getPrototypeOf(instance);
+  if (proto[GUARDED]) return; // the start function is exported: a second call changes nothing
+  Object.defineProperty(proto, GUARDED, { value: true });
   const apply = Reflect.apply;
   const describe = Object.getOwnPropertyDescriptor;
   const live = (self) => {

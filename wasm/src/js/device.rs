@@ -85,9 +85,9 @@ impl Tensor {
     /// uint32 and uint8 tensors; `mean` and `std` hold one value or one per channel.
     pub fn normalize(
         &self,
-        #[wasm_bindgen(unchecked_param_type = "Float32Array")] mean: JsValue,
-        #[wasm_bindgen(unchecked_param_type = "Float32Array")] std: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "number")] scale: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Float32Array | number[]")] mean: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "Float32Array | number[]")] std: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number | null")] scale: JsValue,
     ) -> Result<Tensor, JsValue> {
         const CALL: &str = "normalize";
         let mean = args::numbers(CALL, "mean", &mean, MAX_CHANNELS)?;

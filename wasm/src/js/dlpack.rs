@@ -170,7 +170,7 @@ impl Tensor {
     #[wasm_bindgen(js_name = toDLPack)]
     pub fn to_dlpack(
         &self,
-        #[wasm_bindgen(unchecked_optional_param_type = "boolean")] legacy: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "boolean | null")] legacy: JsValue,
     ) -> Result<u32, JsValue> {
         let mut options = ExportOptions::versioned();
         if args::flag("toDLPack", "legacy", &legacy)? {
@@ -190,7 +190,7 @@ impl Tensor {
     #[wasm_bindgen(js_name = fromDLPack)]
     pub fn from_dlpack(
         #[wasm_bindgen(unchecked_param_type = "number")] address: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "boolean")] legacy: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "boolean | null")] legacy: JsValue,
     ) -> Result<Tensor, JsValue> {
         let legacy = args::flag("fromDLPack", "legacy", &legacy)?;
         let m = take(&address, legacy)

@@ -59,7 +59,7 @@ fn js_err(e: dlport_core::Error) -> JsError {
 /// that a freed tensor, the prototype itself or any other `this` is refused in JavaScript
 /// (`free()` of a freed tensor does nothing) instead of reaching wasm-bindgen's null check,
 /// which throws from inside wasm.
-#[wasm_bindgen(start)]
+#[wasm_bindgen(start, skip_typescript)]
 fn guard_tensor_methods() -> Result<(), JsValue> {
     let m = dlport_core::ExportBuilder::new(Vec::<u8>::new(), dlport_core::DataType::UINT8, &[0])
         .build()
