@@ -136,6 +136,7 @@ pub(in crate::copy) unsafe fn transpose(
     let large = Large {
         stream_from: STREAM_BYTES,
         panels: false,
+        in_place: false,
     };
     // SAFETY: forwarded contract; NEON is present.
     unsafe { simd::transpose_any::<Neon>(outer, rows, inner, elem, src, dst, large) }

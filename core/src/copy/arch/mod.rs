@@ -2,9 +2,8 @@
 //! `simd` (transposes) and `reverse` (reversed rows) write each kernel once over a small vector
 //! trait, and each architecture module implements the trait and picks the instantiation (SSE2
 //! or AVX2 on x86_64, NEON on aarch64, simd128 on wasm32 built with `+simd128`). Every entry returns `false` when it does not take a
-//! case (an element size other than 1, 2, 4 or 8 bytes; on wasm32 also an 8-byte transpose,
-//! which the portable kernel does faster there), and the caller then runs the portable
-//! kernel; a target without SIMD kernels always does.
+//! case (an element size other than 1, 2, 4 or 8 bytes), and the caller then runs the
+//! portable kernel; a target without SIMD kernels always does.
 
 use super::Axis;
 

@@ -133,6 +133,24 @@ pub(super) unsafe trait Vector: Copy {
     unsafe fn zip_hi<const W: usize>(a: Self, b: Self) -> Self;
 }
 
+/// Runs `$body` with `$i` bound to each of `0 .. $n` in turn (`$n` a constant of at most 16),
+/// written out rather than looped, so that the arrays of vectors it indexes by `$i` stay in
+/// registers also where the compiler does not unroll loops (opt-level "s", as the npm package
+/// is built: there a looped block of vectors lives in memory).
+macro_rules! each {
+    ($n:expr, |$i:ident| $body:block) => {
+        each!(@ $n, $i, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    (@ $n:expr, $i:ident, $body:block, $($k:literal)*) => {
+        $(
+            if $k < $n {
+                let $i: usize = $k;
+                $body
+            }
+        )*
+    };
+}
+
 /// 64 bytes on a line of their own.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
@@ -204,9 +222,12 @@ unsafe fn network<V: Vector, const W: usize, const N: usize>(v: &mut [V; N]) {
             round!(2: 0 1 4 5 8 9 12 13);
             round!(4: 0 1 2 3 8 9 10 11);
             round!(8: 0 1 2 3 4 5 6 7);
-            for (i, j) in [(1, 8), (2, 4), (3, 12), (5, 10), (7, 14), (11, 13)] {
-                v.swap(i, j);
-            }
+            v.swap(1, 8);
+            v.swap(2, 4);
+            v.swap(3, 12);
+            v.swap(5, 10);
+            v.swap(7, 14);
+            v.swap(11, 13);
         }
     }
 }
@@ -326,6 +347,52 @@ unsafe fn tile<V: Vector, const W: usize, const N: usize>(
     unsafe { tile_out::<V, W, N>(&stage.a, &mut stage.b, to, row, stream) };
 }
 
+/// One micro-tile in place ([`Large::in_place`]): each n × n block loaded from its n source
+/// columns (16 bytes of each, `cs` bytes apart from `from`), transposed, and stored into its n
+/// destination rows (`row` bytes apart from `to`), with neither staging buffer, and its loops
+/// over a block's vectors written out ([`each`]).
+///
+/// # Safety
+/// The 64 bytes from each of the E source lines are readable and the 64 bytes at each of the E
+/// destination lines writable; the instruction set of `V` is present.
+#[inline(always)]
+unsafe fn tile_in_place<V: Vector, const W: usize, const N: usize>(
+    from: *const u8,
+    cs: isize,
+    to: *mut u8,
+    row: usize,
+) {
+    // The tile's E = 4·N columns are read in groups of N; a second lane (AVX2) takes the group
+    // to the right, inside the tile since q + 1 < 4 when there are two.
+    let column = |j: usize, k: usize| from.wrapping_offset(j as isize * cs).wrapping_add(16 * k);
+    for k in 0..4 {
+        // A counted loop: at opt-level "s" a `step_by` stays an iterator.
+        for q in 0..4 / V::LANES {
+            let q = q * V::LANES;
+            // SAFETY: the instruction set is present (contract).
+            let mut v = [unsafe { V::zero() }; N];
+            each!(N, |j| {
+                let lo = column(q * N + j, k);
+                let hi = if V::LANES == 2 {
+                    column((q + 1) * N + j, k)
+                } else {
+                    lo
+                };
+                // SAFETY: bytes 16k .. 16k + 16 of source lines q·N + j and (q + 1)·N + j,
+                // both < E (contract).
+                v[j] = unsafe { V::load(lo, hi) };
+            });
+            // SAFETY: forwarded contract.
+            unsafe { network::<V, W, N>(&mut v) };
+            each!(N, |i| {
+                // SAFETY: row k·N + i < E of the tile, bytes 16q .. 16(q + LANES) ≤ 64
+                // (contract).
+                unsafe { V::store(to.wrapping_add((k * N + i) * row + 16 * q), v[i]) };
+            });
+        }
+    }
+}
+
 /// The second half of [`tile`]: the micro-tile whose E source lines are `a[..E]`, out to the
 /// destination lines (rows `row` bytes apart from `to`), directly or through `b`.
 ///
@@ -443,7 +510,13 @@ unsafe fn transpose<V: Vector, const W: usize, const N: usize>(
                         // both sides (r0 + e ≤ nr, c0 + e ≤ nc; contract); when streaming, the
                         // destination rows are line-aligned: c0 − lead is a multiple of e and
                         // rows are whole lines.
-                        unsafe { tile::<V, W, N>(&mut stage, from, cs, to, nc * W, stream, ahead) };
+                        unsafe {
+                            if large.in_place && !stream {
+                                tile_in_place::<V, W, N>(from, cs, to, nc * W);
+                            } else {
+                                tile::<V, W, N>(&mut stage, from, cs, to, nc * W, stream, ahead);
+                            }
+                        };
                     }
                 }
             }
@@ -634,6 +707,10 @@ pub(super) struct Large {
     /// Streamed transposes of 1- to 4-byte elements go through [`panels`] (else through
     /// strips): the better order depends on the CPU's caches (see `x86_64::panels_pay`).
     pub panels: bool,
+    /// Micro-tiles that are not streamed are read from the source and written to the
+    /// destination in place ([`tile_in_place`]) rather than through the staging buffers (the
+    /// architecture module's choice: see `wasm32`).
+    pub in_place: bool,
 }
 
 /// [`transpose`] for an element size known at run time: `false` (nothing done) unless it is 1,

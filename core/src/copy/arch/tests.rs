@@ -112,13 +112,19 @@ fn transposes_match_the_reference() {
                     };
                     let len = planes * nr * nc * elem;
                     for &shift in shifts(elem) {
-                        // Streamed through panels and through strips, and not streamed.
-                        for (stream_from, by_panels) in [(0, true), (0, false), (usize::MAX, false)]
-                        {
+                        // Streamed through panels and through strips, and not streamed, with
+                        // staged micro-tiles or in place (where not streamed).
+                        for (stream_from, by_panels, in_place) in [
+                            (0, true, false),
+                            (0, false, false),
+                            (0, false, true),
+                            (usize::MAX, false, false),
+                            (usize::MAX, false, true),
+                        ] {
                             let what = alloc::format!(
                                 "{name} elem {elem} {planes}x{nr}x{nc} pad {pad} negative \
                                  {negative} shift {shift} stream_from {stream_from} by_panels \
-                                 {by_panels}"
+                                 {by_panels} in_place {in_place}"
                             );
                             let (mut backing, start) = destination(len, shift);
                             // SAFETY: the box's source elements lie inside `src` (columns
@@ -135,6 +141,7 @@ fn transposes_match_the_reference() {
                                     Large {
                                         stream_from,
                                         panels: by_panels,
+                                        in_place,
                                     },
                                 )
                             };
@@ -267,6 +274,7 @@ fn other_element_sizes_are_left_to_the_portable_kernels() {
                     Large {
                         stream_from: 0,
                         panels: true,
+                        in_place: false,
                     },
                 )
             };

@@ -1,5 +1,15 @@
 //! wasm32 built with `+simd128` (without it the portable kernels run). WebAssembly has no
 //! streaming stores or prefetch hints; see [`super::simd`] and [`super::reverse`] for the kernels.
+//!
+//! Transposes take micro-tiles in place ([`Large::in_place`]: each 16-byte block loaded from the
+//! source columns and stored into the destination rows, no staging), in strips, never panels,
+//! for 1-, 2-, 4- and 8-byte elements. Measured in Node 20 (V8 11.3) on an AMD EPYC, the kernels
+//! built as the npm package is (opt-level "s"), 16 MiB against the staged micro-tiles: 4-byte
+//! elements 2.4 × faster (the staged copies of every line in and out, one `memory.copy` call
+//! each at "s", had made them slower than the portable kernel), 8-byte 1.5 ×, the in-cache
+//! 256 × 256 byte transpose 1.6 ×; panels, which stage whole source columns, measured no faster
+//! than in-place strips for 1- and 2-byte elements, and add 12 KB of wasm. The rows are in
+//! BENCHMARKS.md ("The npm package's wasm", `bench/js/wasm_copies.mjs`).
 // The shuffles are safe to call since Rust 1.86 where simd128 is enabled, but not on the MSRV.
 #![allow(unused_unsafe)]
 
@@ -100,11 +110,8 @@ unsafe impl Reverse for Simd128 {
 }
 
 /// The simd128 transpose of `outer × rows × inner` (the source contiguous along `rows`) for 1-,
-/// 2- and 4-byte elements; `false` for other element sizes, 8 bytes included: there the
-/// portable kernel's `i64` loads and stores beat the simd128 tile, whose staged copy of every
-/// source line costs more than its 2 × 2 shuffles save (a 16 MiB transpose in Node 20 ran at
-/// 0.64–0.78 × the portable kernel's speed; `bench/js/wasm_copies.mjs`). The exactness tests
-/// still check the 8-byte simd128 tile (`kernels` below).
+/// 2-, 4- and 8-byte elements, micro-tiles in place (see the module's documentation); `false`
+/// for other element sizes.
 ///
 /// # Safety
 /// As [`crate::copy::kernels::transpose`].
@@ -116,13 +123,11 @@ pub(in crate::copy) unsafe fn transpose(
     src: *const u8,
     dst: *mut u8,
 ) -> bool {
-    if elem == 8 {
-        return false;
-    }
     // No streaming stores on this target ([`Vector::STREAMS`]), so no panels either.
     let large = Large {
         stream_from: STREAM_BYTES,
         panels: false,
+        in_place: true,
     };
     // SAFETY: forwarded contract; simd128 is enabled.
     unsafe { simd::transpose_any::<Simd128>(outer, rows, inner, elem, src, dst, large) }

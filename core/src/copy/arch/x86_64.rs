@@ -370,6 +370,7 @@ pub(in crate::copy) unsafe fn transpose(
     let large = Large {
         stream_from: STREAM_BYTES,
         panels: panels_pay(),
+        in_place: false,
     };
     if has_avx2() {
         // SAFETY: forwarded contract; AVX2 was detected.
