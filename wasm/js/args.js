@@ -14,7 +14,12 @@
 const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
 const reflectApply = Reflect.apply;
 const uncurry = (f) => Function.prototype.call.bind(f);
-const getter = (object, key) => uncurry(Object.getOwnPropertyDescriptor(object, key).get);
+const getter = (object, key) => {
+  // An engine without the accessor (an older browser's GPUBuffer without `mapState`) reads
+  // it as absent.
+  const get = Object.getOwnPropertyDescriptor(object, key)?.get;
+  return get === undefined ? () => undefined : uncurry(get);
+};
 const typedArrayName = getter(TypedArrayPrototype, Symbol.toStringTag);
 const typedArrayBuffer = getter(TypedArrayPrototype, 'buffer');
 const typedArrayByteOffset = getter(TypedArrayPrototype, 'byteOffset');
