@@ -56,8 +56,14 @@ fn main() -> Result<(), Error> {
     );
 
     for (what, device) in [
-        ("a device type DLPack does not name (99)", Device::new(DeviceType(99), 0)),
-        ("a Metal device (no backend registered)", Device::new(DeviceType::METAL, 0)),
+        (
+            "a device type DLPack does not name (99)",
+            Device::new(DeviceType(99), 0),
+        ),
+        (
+            "a Metal device (no backend registered)",
+            Device::new(DeviceType::METAL, 0),
+        ),
     ] {
         println!("{what}:");
         match registry.resolve(device) {
@@ -70,9 +76,10 @@ fn main() -> Result<(), Error> {
 
 fn report(registry: &Registry, what: &str, m: dlport_core::ManagedTensor, opts: ImportOptions) {
     let capsule = m.view().device();
-    let advertised = opts
-        .advertised
-        .map_or_else(|| "nothing advertised".to_owned(), |d| format!("advertised {d}"));
+    let advertised = opts.advertised.map_or_else(
+        || "nothing advertised".to_owned(),
+        |d| format!("advertised {d}"),
+    );
     println!("{what}:");
     let decision = registry.decide(&m.view(), &opts);
     match (decision, registry.from_dlpack(m, &opts)) {
@@ -81,7 +88,11 @@ fn report(registry: &Registry, what: &str, m: dlport_core::ManagedTensor, opts: 
                 "  capsule {capsule}, {advertised} -> memory {}, backend {}, {}; result on {}",
                 d.memory,
                 d.backend,
-                if d.copies { "copied" } else { "a zero-copy view" },
+                if d.copies {
+                    "copied"
+                } else {
+                    "a zero-copy view"
+                },
                 t.device()
             );
             if d.memory != capsule {

@@ -450,9 +450,8 @@ fn every_error_variant_is_reached() {
 /// a byte offset keep bytes, the unit the caller used there.
 #[test]
 fn a_short_vector_is_counted_in_elements() {
-    let too_short = |needed, available| {
-        Error::Layout(LayoutError::DataTooShort { needed, available })
-    };
+    let too_short =
+        |needed, available| Error::Layout(LayoutError::DataTooShort { needed, available });
     let err = dlport_core::Tensor::from_vec(vec![1.0f32; 4], &[2, 3]).unwrap_err();
     assert_eq!(err, too_short(6, 4));
     assert_eq!(
@@ -503,8 +502,17 @@ fn a_short_vector_is_counted_in_elements() {
 #[test]
 fn name_errors_say_what_is_accepted() {
     let msg = "float33x".parse::<DataType>().unwrap_err().to_string();
-    assert!(msg.starts_with("data type name \"float33x\" is not recognised: "), "{msg}");
-    for accepted in ["float32", "bfloat16", "float8_e4m3fn", "float4_e2m1fn_x2", "dtype(code="] {
+    assert!(
+        msg.starts_with("data type name \"float33x\" is not recognised: "),
+        "{msg}"
+    );
+    for accepted in [
+        "float32",
+        "bfloat16",
+        "float8_e4m3fn",
+        "float4_e2m1fn_x2",
+        "dtype(code=",
+    ] {
         assert!(msg.contains(accepted), "{msg:?} should name {accepted}");
         // Every example the message gives really parses (dtype(...) with its fields).
         let example = if accepted == "dtype(code=" {
@@ -512,20 +520,32 @@ fn name_errors_say_what_is_accepted() {
         } else {
             accepted
         };
-        assert!(example.parse::<DataType>().is_ok(), "{example} should parse");
+        assert!(
+            example.parse::<DataType>().is_ok(),
+            "{example} should parse"
+        );
     }
     for example in ["float32x4", "uint64", "complex64", "bool", "half", "double"] {
         assert!(msg.contains(example), "{msg:?} should name {example}");
-        assert!(example.parse::<DataType>().is_ok(), "{example} should parse");
+        assert!(
+            example.parse::<DataType>().is_ok(),
+            "{example} should parse"
+        );
     }
     let msg = "gpu:0".parse::<Device>().unwrap_err().to_string();
-    assert!(msg.starts_with("device name \"gpu:0\" is not recognised: "), "{msg}");
+    assert!(
+        msg.starts_with("device name \"gpu:0\" is not recognised: "),
+        "{msg}"
+    );
     for t in DeviceType::ALL_KNOWN {
         let name = t.short_name().unwrap();
         assert!(msg.contains(name), "{msg:?} should name {name}");
         assert!(format!("{name}:1").parse::<Device>().is_ok());
     }
-    assert!(msg.contains("device_type(N)") && msg.contains("cuda:1"), "{msg}");
+    assert!(
+        msg.contains("device_type(N)") && msg.contains("cuda:1"),
+        "{msg}"
+    );
 }
 
 #[test]

@@ -48,7 +48,8 @@ fn install_is_once_idempotent_and_shared_with_the_c_abi() {
 fn a_default_installed_first_by_someone_else_is_named_in_the_error() {
     // Run in a child process: this binary's other test installs the native default.
     if std::env::var_os("DLPORT_INSTALL_CHILD").is_none() {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
+        let out = dlport_testkit::process::this_binary()
+            .unwrap()
             .args([
                 "--exact",
                 "a_default_installed_first_by_someone_else_is_named_in_the_error",

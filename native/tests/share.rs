@@ -76,13 +76,24 @@ mod linux {
                 read_only_c_abi,
             ),
         ];
-        let filter: Vec<String> = std::env::args()
-            .skip(1)
-            .filter(|a| !a.starts_with('-'))
-            .collect();
+        // libtest's arguments as far as they select tests: names to run, and `--skip NAME`
+        // (so that `cargo test -- --skip other` runs every test here instead of none).
+        let (mut filter, mut skip) = (Vec::new(), Vec::new());
+        let mut args = std::env::args().skip(1);
+        while let Some(a) = args.next() {
+            if a == "--skip" {
+                skip.extend(args.next());
+            } else if let Some(name) = a.strip_prefix("--skip=") {
+                skip.push(name.to_owned());
+            } else if !a.starts_with('-') {
+                filter.push(a);
+            }
+        }
         let (mut passed, mut failed) = (0, 0);
         for (name, f) in tests {
-            if !filter.is_empty() && !filter.iter().any(|x| name.contains(x.as_str())) {
+            if (!filter.is_empty() && !filter.iter().any(|x| name.contains(x.as_str())))
+                || skip.iter().any(|x| name.contains(x.as_str()))
+            {
                 continue;
             }
             match f() {

@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 /// The environment variable that makes the test binary run a child's role.
 pub const ROLE: &str = "DLPORT_SHARE_ROLE";
@@ -43,7 +43,8 @@ impl std::ops::DerefMut for Peer {
 /// Starts this binary as `role`, its stdin one end of a socketpair; returns the other end.
 pub fn spawn(role: &str) -> Result<(Peer, UnixStream), String> {
     let (ours, theirs) = UnixStream::pair().map_err(e)?;
-    let child = Command::new(std::env::current_exe().map_err(e)?)
+    let child = dlport_testkit::process::this_binary()
+        .map_err(e)?
         .env(ROLE, role)
         .stdin(Stdio::from(OwnedFd::from(theirs)))
         .spawn()
