@@ -252,6 +252,20 @@ fn set_buffer(s: &mut [u8], i: usize, word: usize, v: i64) {
     put_i64(s, f.meta.start + base + 16 * i + 8 * word, v);
 }
 
+/// Sets the element count of the first record batch's field-node vector (`nodes`) or buffer
+/// vector.
+fn set_vector_len(s: &mut [u8], nodes: bool, v: u32) {
+    let f = batch_frame(s);
+    let b = message(s, &f).header_as_record_batch().unwrap();
+    let bytes = if nodes {
+        b.nodes().unwrap().bytes()
+    } else {
+        b.buffers().unwrap().bytes()
+    };
+    let base = bytes.as_ptr() as usize - s[f.meta.clone()].as_ptr() as usize;
+    put_i32(s, f.meta.start + base - 4, v as i32);
+}
+
 /// Sets the `listSize` of the schema's column `col` (a FixedSizeList).
 fn set_list_size(s: &mut [u8], col: usize, v: i32) {
     let f = frames(s).remove(0);
@@ -472,6 +486,28 @@ const STREAMS: &[StreamCase] = &[
         name: "list_size_not_the_shape",
         make: || with(f32_stream(), |s| set_list_size(s, 0, 3)),
         want: "FixedSizeList size = 3 (the shape is [2, 3])",
+        pyarrow: Pyarrow::Refuses,
+    },
+    StreamCase {
+        name: "fewer_nodes_than_the_schema_needs",
+        make: || with(f32_stream(), |s| set_vector_len(s, true, 1)),
+        want: "RecordBatch.nodes length = 1 (the schema needs 2)",
+        pyarrow: Pyarrow::Refuses,
+    },
+    StreamCase {
+        name: "fewer_buffers_than_the_schema_needs",
+        make: || with(f32_stream(), |s| set_vector_len(s, false, 2)),
+        want: "RecordBatch.buffers length = 2 (the schema needs 3)",
+        pyarrow: Pyarrow::Refuses,
+    },
+    StreamCase {
+        name: "a_second_schema",
+        make: || {
+            let s = f32_stream();
+            let f = frames(&s).remove(0);
+            [&s[..f.body.end], &s[..f.body.end], &s[f.body.end..]].concat()
+        },
+        want: "Message.header = Schema is invalid",
         pyarrow: Pyarrow::Refuses,
     },
     StreamCase {
@@ -960,7 +996,11 @@ fn write_fuzz_seeds() {
         ("mixed", mixed_stream()),
     ];
     seeds.extend(STREAMS.iter().map(|c| (c.name, (c.make)())));
-    seeds.extend(METADATA.iter().map(|c| (c.name, metadata_stream(c.metadata))));
+    seeds.extend(
+        METADATA
+            .iter()
+            .map(|c| (c.name, metadata_stream(c.metadata))),
+    );
     for (name, bytes) in seeds {
         std::fs::write(dir.join(format!("seed-{name}.arrows")), bytes).unwrap();
     }
@@ -983,10 +1023,20 @@ fn pyarrow_written_streams_in_the_corpus_read_back() {
         assert_eq!(got[0].tensor.view().shape()[1..], [3, 4], "{name}");
     }
     let named = read("named");
-    assert_eq!(named[0].dim_names, Some(vec!["h".to_owned(), "w".to_owned()]));
+    assert_eq!(
+        named[0].dim_names,
+        Some(vec!["h".to_owned(), "w".to_owned()])
+    );
     assert_eq!(named[0].tensor.view().shape(), &[2, 4, 3]);
-    assert_eq!(named[0].tensor.view().strides().collect::<Vec<_>>(), [12, 1, 4]);
+    assert_eq!(
+        named[0].tensor.view().strides().collect::<Vec<_>>(),
+        [12, 1, 4]
+    );
     let mixed = read("mixed");
     assert_eq!(mixed.len(), 2, "3 rows in batches of 2: two tensors");
     assert!(mixed.iter().all(|t| t.name == "t"));
+    // A compressed body is refused by name (this build carries no codec).
+    let lz4 = std::fs::read(dir.join("seed-pyarrow-lz4.arrows")).unwrap();
+    let e = read_ipc_stream(lz4.as_slice()).unwrap_err().to_string();
+    assert!(e.contains("compressed record batches"), "{e}");
 }

@@ -96,6 +96,9 @@ def seeds(folder):
         }
     )
     write(out / "seed-pyarrow-mixed.arrows", others)
+    lz4 = pa.ipc.IpcWriteOptions(compression="lz4")
+    with pa.ipc.new_stream(str(out / "seed-pyarrow-lz4.arrows"), others.schema, options=lz4) as w:
+        w.write_table(others)
 
 
 def write(path, table):
