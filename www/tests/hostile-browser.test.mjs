@@ -3,7 +3,8 @@
 // dlport Error naming the argument, onRelease counted exactly, GPUBuffers real (a fake one
 // is refused by GPUBuffer's own brand check); then a normal call with the right values, a
 // foreign GPUBuffer adopted, read back and released exactly once, wasm memory unchanged and
-// the JS heap flat.
+// the JS heap flat; and nothing the buffer table held for a released adopted buffer (the
+// GPUBuffer, onRelease and what it references) stays alive.
 // Run: `node --test www/tests/` after `scripts/wasm-build.sh`; DLPORT_PKG=<dir> as in
 // hostile.test.mjs.
 import { test, before, after } from 'node:test';
@@ -101,6 +102,25 @@ test(`Chromium: ${CALLS} hostile calls, each a dlport Error; then normal calls w
     t.free();
     t.free();
     out.releasedAfterFree = released;
+    // What the buffer table held for an adopted buffer (its GPUBuffer and onRelease, with
+    // what the callback references) is collectable once the tensor is released.
+    const refs = [];
+    const adoptAndRelease = () => {
+      const payload = new Float64Array(1 << 17);
+      const onRelease = () => payload.length;
+      const gb = device.createBuffer({ size: 64, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+      refs.push(new WeakRef(onRelease), new WeakRef(payload), new WeakRef(gb));
+      const a = m.Tensor.fromGpuBuffer(gb, { shape: [16], onRelease });
+      const exported = a.toDLPack();
+      a.free();
+      m.Tensor.fromDLPack(exported).free();
+    };
+    for (let i = 0; i < 10; i++) adoptAndRelease();
+    for (let i = 0; i < 5; i++) {
+      globalThis.gc();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    out.pinned = refs.filter((r) => r.deref() !== undefined).length;
     out.memoryEnd = wasm.memory.buffer.byteLength;
     return out;
   }, CALLS);
@@ -113,4 +133,5 @@ test(`Chromium: ${CALLS} hostile calls, each a dlport Error; then normal calls w
   assert.deepEqual(r.gpuValues, [1, -2, 3.5, 4, 5, 6]);
   assert.equal(r.releasedBeforeFree, 0);
   assert.equal(r.releasedAfterFree, 1, 'onRelease ran exactly once, at free()');
+  assert.equal(r.pinned, 0, `${r.pinned} of 30 objects behind released adopted buffers are still alive`);
 });
