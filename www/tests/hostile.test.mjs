@@ -139,6 +139,12 @@ function refuseAndForget(m, refs) {
     e = err;
   }
   assert.equal(e.cause?.message, 'mine', 'the caller\'s exception is the cause');
+  // A shape whose getter throws, with the callback: a throw that once unwound through wasm
+  // frames, leaving what they held (this options object, so the callback) in the table.
+  const throwing = [1];
+  Object.defineProperty(throwing, 0, { get() { throw new Error('mine'); } });
+  refs.push(new WeakRef(throwing));
+  assert.throws(() => m.Tensor.fromGpuBuffer({ size: 64, usage: 0x84 }, { shape: throwing, onRelease }), /reading options\.shape\[0\] threw/);
 }
 
 test('nothing dlport refused stays reachable from it: callbacks, shapes and arrays are collected', async () => {
@@ -149,6 +155,7 @@ test('nothing dlport refused stays reachable from it: callbacks, shapes and arra
   await settle();
   const alive = refs.filter((r) => r.deref() !== undefined).length;
   assert.equal(alive, 0, `${alive} of ${refs.length} objects dlport refused are still alive`);
+  assert.equal(refs.length, 100);
 });
 
 test('a freed tensor, the prototype and other `this` values are refused by name; free() twice does nothing', () => {
