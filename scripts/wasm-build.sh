@@ -3,7 +3,13 @@
 # wasm-pack and the local wasm-bindgen, optimised for size: the release profile with
 # opt-level "s", fat LTO and one codegen unit (set here, for this build only: the workspace's
 # native release profile stays as it is), then wasm-opt -Os from the npm package binaryen
-# (pinned in wasm/tools/package-lock.json).
+# (pinned in wasm/tools/package-lock.json). dlport-core's simd128 copy kernels are written to be
+# fast at "s" (core/src/copy/arch/simd.rs: `each!`, `copy_line`); opt-level 3 for dlport-core
+# alone would take the simd128 wasm to 113 KB gzipped, over the limit below.
+#
+# Both builds go to folders of their own under the target directory first; only a finished,
+# checked package replaces the package's files in wasm/pkg, and anything else there (the
+# `npm pack` tarball an app installed, say) stays.
 #
 # The wasm is built twice from the same source: `dlport_bg.wasm` with WebAssembly SIMD
 # (`-C target-feature=+simd128`: dlport-core's simd128 copy kernels) and `dlport_scalar_bg.wasm`
@@ -17,50 +23,94 @@
 # Prints the sizes (raw and gzipped), records them in target/bench/wasm.json, and fails when
 # either gzipped wasm is over 100 KB (100,000 bytes). Installs wasm-pack, wasm-bindgen-cli and
 # binaryen first when they are missing (scripts/install-wasm-tools.sh). `npm pack` in wasm/pkg
-# then makes the tarball to install into an app (README: "Getting started on the web").
+# then makes the tarball to install into an app (README: "Getting started on the web"); a
+# tarball older than the new build is named, with the command that remakes it.
+#
+# `--if-stale` (scripts/www-build.sh): builds only when a file of the package is missing or a
+# source it is built from is newer than its dlport_bg.wasm, and says which; else it says the
+# package is up to date and exits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+case "${1:-}" in
+  "") ;;
+  --if-stale)
+    missing=""
+    for f in package.json dlport.js dlport.d.ts ts5/dlport.d.ts dlport_bg.wasm dlport_scalar_bg.wasm; do
+      [[ -f wasm/pkg/$f ]] || { missing=wasm/pkg/$f; break; }
+    done
+    if [[ -n $missing ]]; then
+      echo "[wasm] $missing is missing: building the package"
+    else
+      newer=$(find core/src core/Cargo.toml wasm/src wasm/js wasm/Cargo.toml wasm/README.md Cargo.toml Cargo.lock \
+        scripts/wasm-build.sh LICENSE-MIT LICENSE-APACHE -type f -newer wasm/pkg/dlport_bg.wasm -print -quit)
+      if [[ -z $newer ]]; then
+        echo "[wasm] wasm/pkg is up to date (built $(date -r wasm/pkg/dlport_bg.wasm '+%F %T'), no source newer): not rebuilt"
+        exit 0
+      fi
+      echo "[wasm] wasm/pkg is stale ($newer is newer than wasm/pkg/dlport_bg.wasm): rebuilding the package"
+    fi
+    ;;
+  *) echo "[wasm] unknown argument '$1': scripts/wasm-build.sh takes none, or --if-stale" >&2; exit 2 ;;
+esac
 bash scripts/install-wasm-tools.sh
 wasm_opt=wasm/tools/node_modules/.bin/wasm-opt
+started=$SECONDS
 
 # The scalar build keeps the usual target directory (and its cache); the SIMD one has its own,
 # since other RUSTFLAGS would rebuild every crate there (scripts/test.sh's simd128 tests use it
 # too). Both paths absolute: wasm-pack resolves --out-dir against the crate's folder.
 target=${CARGO_TARGET_DIR:-target}
 [[ $target = /* ]] || target=$root/$target
-scalar_pkg=$target/wasm-scalar-pkg
+# The package is assembled in $new (the simd128 build, then the scalar wasm moved in), and
+# copied into wasm/pkg at the end. Folders of this run's own, so that two builds at once (two
+# shells, say) cannot mix their files; removed on exit.
+mkdir -p "$target"
+new=$(mktemp -d "$target/wasm-pkg.XXXXXX")
+scalar_pkg=$(mktemp -d "$target/wasm-scalar-pkg.XXXXXX")
+check=$(mktemp -d "$target/wasm-check.XXXXXX")
+trap 'rm -rf "$new" "$scalar_pkg" "$check"' EXIT
 size_profile=(env CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1)
 build() { # out-dir, then env assignments
   local out=$1
   shift
+  rm -rf "$out"
   "${size_profile[@]}" "$@" \
     wasm-pack build --release --target web --weak-refs --out-dir "$out" --out-name dlport wasm
 }
-# A fresh wasm/pkg: the glue comparison below sees only what these two builds wrote.
-rm -rf wasm/pkg
-echo "[wasm] build 1 of 2: simd128 (dlport_bg.wasm)"
-build "$root/wasm/pkg" CARGO_TARGET_DIR="$target/wasm-simd128" \
+# How long each build takes depends on what cargo has cached (measured on 2 shared cores):
+# from nothing (wgpu and every dependency, fat LTO) 7 to 9 minutes each; after a change to
+# dlport alone about 45 seconds each; with nothing changed a few seconds.
+if [[ -d $target/wasm-simd128/wasm32-unknown-unknown/release ]]; then
+  echo "[wasm] build 1 of 2: simd128 (dlport_bg.wasm): cargo + wasm-bindgen, seconds to a minute with cargo's cache"
+else
+  echo "[wasm] build 1 of 2: simd128 (dlport_bg.wasm): cargo + wasm-bindgen, 7 to 9 minutes on 2 cores (no cargo cache yet in $target/wasm-simd128)"
+fi
+build "$new" CARGO_TARGET_DIR="$target/wasm-simd128" \
   RUSTFLAGS="${RUSTFLAGS:-}${RUSTFLAGS:+ }-C target-feature=+simd128"
-echo "[wasm] build 2 of 2: scalar (dlport_scalar_bg.wasm)"
-rm -rf "$scalar_pkg"
+if [[ -d $target/wasm32-unknown-unknown/release ]]; then
+  echo "[wasm] build 2 of 2: scalar (dlport_scalar_bg.wasm): cargo + wasm-bindgen, seconds to a minute with cargo's cache"
+else
+  echo "[wasm] build 2 of 2: scalar (dlport_scalar_bg.wasm): cargo + wasm-bindgen, 7 to 9 minutes on 2 cores (no cargo cache yet in $target)"
+fi
 build "$scalar_pkg" CARGO_TARGET_DIR="$target"
 
 # One glue for both: everything wasm-pack wrote but the wasm itself must be byte for byte the
 # same (the import and export names wasm-bindgen generates depend on the Rust source, not on
 # target features).
-if ! glue_diff=$(diff -r --exclude=dlport_bg.wasm "$root/wasm/pkg" "$scalar_pkg"); then
+if ! glue_diff=$(diff -r --exclude=dlport_bg.wasm "$new" "$scalar_pkg"); then
   printf '%s\n' "$glue_diff" | head -80 >&2
   echo "[wasm] the simd128 and scalar builds' JS glue differ (above): one dlport.js cannot load both" >&2
   exit 1
 fi
-echo "[wasm] the two builds' glue is identical: $(cd wasm/pkg && find . -type f ! -name '*.wasm' | sort | paste -sd' ')"
+echo "[wasm] the two builds' glue is identical: $(cd "$new" && find . -type f ! -name '*.wasm' | sort | paste -sd' ')"
 
 # wasm-pack's own wasm-opt step is off (it would download binaryen); this one comes from npm.
 # The wasm's target_features section tells wasm-opt which features it may use.
-mv "$scalar_pkg/dlport_bg.wasm" wasm/pkg/dlport_scalar_bg.wasm
+echo "[wasm] wasm-opt -Os on both wasm, then their SIMD check (under a minute in all)"
+mv "$scalar_pkg/dlport_bg.wasm" "$new/dlport_scalar_bg.wasm"
 declare -A before_raw before_gz
-for wasm in wasm/pkg/dlport_bg.wasm wasm/pkg/dlport_scalar_bg.wasm; do
+for wasm in "$new/dlport_bg.wasm" "$new/dlport_scalar_bg.wasm"; do
   before_raw[$wasm]=$(stat -c%s "$wasm")
   before_gz[$wasm]=$(gzip -9 -c "$wasm" | wc -c)
   "$wasm_opt" -Os --strip-debug --strip-producers "$wasm" -o "$wasm.opt"
@@ -71,11 +121,8 @@ rm -rf "$scalar_pkg"
 # with every feature but SIMD (a stray +simd128 in RUSTFLAGS would fail here). wasm-opt adds
 # the features a target_features section names to its command line's, so a copy without the
 # section is validated.
-check=$target/wasm-check
-rm -rf "$check"
-mkdir -p "$check"
 for name in dlport_bg dlport_scalar_bg; do
-  "$wasm_opt" "wasm/pkg/$name.wasm" --strip-target-features -o "$check/$name.wasm"
+  "$wasm_opt" "$new/$name.wasm" --strip-target-features -o "$check/$name.wasm"
 done
 simd_free() {
   "$wasm_opt" -q "$check/$1.wasm" --all-features --disable-simd --disable-relaxed-simd -o /dev/null 2>"$check/$1.log"
@@ -89,41 +136,55 @@ if simd_free dlport_bg; then
   echo "[wasm] dlport_bg.wasm validates without SIMD: it was not built with +simd128" >&2
   exit 1
 fi
-rm -rf "$check"
 echo "[wasm] dlport_bg.wasm uses SIMD; dlport_scalar_bg.wasm validates without it"
 # The licence texts (wasm-pack copies only a `license-file`; ours is the `license` expression).
-cp -L LICENSE-MIT LICENSE-APACHE wasm/pkg/
-python3 - <<'PY'
-import json, pathlib
-p = pathlib.Path("wasm/pkg/package.json")
+cp -L LICENSE-MIT LICENSE-APACHE "$new/"
+NEW=$new python3 - <<'PY'
+import json, os, pathlib
+new = pathlib.Path(os.environ["NEW"])
+p = new / "package.json"
 pkg = json.loads(p.read_text())
 pkg["name"] = "dlport"
-# The .d.ts names GPUDevice and GPUBuffer: their types come with the package, so an app
-# type-checks without adding anything (TypeScript's lib.dom has no WebGPU types).
+# The .d.ts names GPUDevice and GPUBuffer. TypeScript's DOM lib declares them from 6.0 on;
+# before, they come from @webgpu/types, which the package depends on and which only those
+# versions load: `typesVersions` sends TypeScript < 6.0 to ts5/dlport.d.ts, which references
+# @webgpu/types and re-exports dlport.d.ts. TypeScript 6.0 and later read dlport.d.ts, which
+# references nothing of WebGPU: both declaring it are "Duplicate identifier
+# 'GPUCommandBufferDescriptor'" and 180 more such errors, with skipLibCheck: false.
 pkg["dependencies"] = {"@webgpu/types": "^0.1.60"}
+pkg["typesVersions"] = {"<6.0": {"dlport.d.ts": ["ts5/dlport.d.ts"]}}
+if pkg.get("types") != "dlport.d.ts":
+    raise SystemExit(f"[wasm] package.json: expected types dlport.d.ts, found {pkg.get('types')!r}")
 # wasm-pack lists the shipped files explicitly; npm adds only LICENSE/LICENCE[.ext] on its own.
 files = pkg.get("files")
 if files is not None:
-    for name in ("dlport_scalar_bg.wasm", "LICENSE-MIT", "LICENSE-APACHE"):
+    for name in ("dlport_scalar_bg.wasm", "ts5/dlport.d.ts", "LICENSE-MIT", "LICENSE-APACHE"):
         if name not in files:
             files.append(name)
 p.write_text(json.dumps(pkg, indent=2) + "\n")
 # `Tensor` has `[Symbol.dispose]()` (for `using`). Its type lives in TypeScript's
-# esnext.disposable lib, which a default tsconfig (target ES2022, lib ES2022 + DOM) lacks:
-# the reference below brings it in (TypeScript >= 5.2), so the package compiles with
+# esnext.disposable lib, which a default tsconfig (target ES2022/ES2023, lib of the same + DOM)
+# lacks: the reference below brings it in (TypeScript >= 5.2), so the package compiles with
 # skipLibCheck: false under any such tsconfig, and `using` works where the target allows it.
-d = pathlib.Path("wasm/pkg/dlport.d.ts")
-head = '/// <reference lib="esnext.disposable" />\n/// <reference types="@webgpu/types" />\n'
+d = new / "dlport.d.ts"
+head = '/// <reference lib="esnext.disposable" />\n'
 text = d.read_text()
 if not text.startswith(head):
     d.write_text(head + text)
+(new / "ts5").mkdir(exist_ok=True)
+(new / "ts5" / "dlport.d.ts").write_text(
+    "// TypeScript < 6.0 (package.json's typesVersions): its DOM lib has no WebGPU types, so\n"
+    "// they come from @webgpu/types; the API is dlport.d.ts's.\n"
+    '/// <reference types="@webgpu/types" />\n'
+    'export * from "../dlport.js";\n'
+    'export { default } from "../dlport.js";\n')
 
 # The default initialisation picks the build: wasm-bindgen's glue falls back to
 # `new URL('dlport_bg.wasm', import.meta.url)` when `init()` is given no module, URL or bytes;
 # that one line becomes a choice between the two files, each still a literal
 # `new URL('…', import.meta.url)`, the form bundlers (Vite, webpack, Parcel) find and emit as
 # assets. Any other argument is used as given, as before.
-js = pathlib.Path("wasm/pkg/dlport.js")
+js = new / "dlport.js"
 src = js.read_text()
 default = "module_or_path = new URL('dlport_bg.wasm', import.meta.url);"
 if src.count(default) != 1:
@@ -167,9 +228,9 @@ d.write_text(text.replace(doc, " * Without an argument it loads `dlport_bg.wasm`
                           + doc))
 PY
 # What `npm publish` would ship: the module, its types, both wasm, the README and the snippet.
-files=$(cd wasm/pkg && npm pack --dry-run --json 2>/dev/null \
+files=$(cd "$new" && npm pack --dry-run --json 2>/dev/null \
   | python3 -c 'import json, sys; print(" ".join(sorted(f["path"] for f in json.load(sys.stdin)[0]["files"])))')
-for need in dlport.js dlport.d.ts dlport_bg.wasm dlport_scalar_bg.wasm README.md LICENSE-MIT LICENSE-APACHE package.json; do
+for need in dlport.js dlport.d.ts ts5/dlport.d.ts dlport_bg.wasm dlport_scalar_bg.wasm README.md LICENSE-MIT LICENSE-APACHE package.json; do
   case " $files " in *" $need "*) ;; *) echo "[wasm] npm pack lacks $need: $files" >&2; exit 1 ;; esac
 done
 case "$files" in *snippets/*/js/webgpu.js*) ;; *) echo "[wasm] npm pack lacks the WebGPU snippet: $files" >&2; exit 1 ;; esac
@@ -177,21 +238,39 @@ echo "[wasm] npm pack would ship: $files"
 
 limit=100000
 declare -A raw gz
-for wasm in wasm/pkg/dlport_bg.wasm wasm/pkg/dlport_scalar_bg.wasm; do
-  raw[$wasm]=$(stat -c%s "$wasm")
-  gz[$wasm]=$(gzip -9 -c "$wasm" | wc -c)
-  echo "[wasm] package dlport: $wasm is ${raw[$wasm]} bytes, ${gz[$wasm]} bytes gzipped (before wasm-opt: ${before_raw[$wasm]}, ${before_gz[$wasm]} gzipped; limit $limit gzipped)"
+for name in dlport_bg.wasm dlport_scalar_bg.wasm; do
+  wasm=$new/$name
+  raw[$name]=$(stat -c%s "$wasm")
+  gz[$name]=$(gzip -9 -c "$wasm" | wc -c)
+  echo "[wasm] package dlport: $name is ${raw[$name]} bytes, ${gz[$name]} bytes gzipped (before wasm-opt: ${before_raw[$wasm]}, ${before_gz[$wasm]} gzipped; limit $limit gzipped)"
 done
-s=wasm/pkg/dlport_bg.wasm
-c=wasm/pkg/dlport_scalar_bg.wasm
+s=dlport_bg.wasm
+c=dlport_scalar_bg.wasm
 mkdir -p target/bench
 # The first keys are the default file's (dlport_bg.wasm, the simd128 build), as before.
 printf '{"wasm_bytes": %s, "wasm_gzip_bytes": %s, "before_wasm_opt_bytes": %s, "before_wasm_opt_gzip_bytes": %s, "scalar_wasm_bytes": %s, "scalar_wasm_gzip_bytes": %s, "scalar_before_wasm_opt_bytes": %s, "scalar_before_wasm_opt_gzip_bytes": %s, "gzip_limit_bytes": %s}\n' \
-  "${raw[$s]}" "${gz[$s]}" "${before_raw[$s]}" "${before_gz[$s]}" \
-  "${raw[$c]}" "${gz[$c]}" "${before_raw[$c]}" "${before_gz[$c]}" "$limit" > target/bench/wasm.json
-for wasm in "$s" "$c"; do
-  if (( gz[$wasm] > limit )); then
-    echo "[wasm] $wasm is ${gz[$wasm]} bytes gzipped, over the limit of $limit (issue 18: each wasm of the package <= 100 KB gzipped)" >&2
+  "${raw[$s]}" "${gz[$s]}" "${before_raw[$new/$s]}" "${before_gz[$new/$s]}" \
+  "${raw[$c]}" "${gz[$c]}" "${before_raw[$new/$c]}" "${before_gz[$new/$c]}" "$limit" > target/bench/wasm.json
+for name in "$s" "$c"; do
+  if (( gz[$name] > limit )); then
+    echo "[wasm] $name is ${gz[$name]} bytes gzipped, over the limit of $limit (issue 18: each wasm of the package <= 100 KB gzipped); wasm/pkg is left as it was" >&2
     exit 1
   fi
 done
+
+# Into wasm/pkg: the package's files are replaced (the snippets and ts5 folders whole, since
+# their contents are the build's), and nothing else there is touched: a tarball made by
+# `npm pack` before stays, and is named when it is older than this build.
+mkdir -p wasm/pkg
+rm -rf wasm/pkg/snippets wasm/pkg/ts5
+cp -R "$new/." wasm/pkg/
+version=$(node -p 'require("./wasm/pkg/package.json").version')
+for tgz in wasm/pkg/*.tgz; do
+  [[ -e $tgz ]] || continue
+  if [[ $tgz -ot wasm/pkg/dlport_bg.wasm ]]; then
+    echo "[wasm] $tgz is from an earlier build (kept): run \`(cd wasm/pkg && npm pack)\` to make dlport-$version.tgz from this one"
+  else
+    echo "[wasm] $tgz kept"
+  fi
+done
+echo "[wasm] wasm/pkg built in $((SECONDS - started)) s"

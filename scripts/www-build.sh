@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Builds the browser demo into www/dist: the npm package `dlport` (wasm-pack), the page, the
+# Builds the browser demo into www/dist: the npm package `dlport` (scripts/wasm-build.sh, only
+# when wasm/pkg is missing or older than its sources: `--if-stale` says which), the page, the
 # committed ONNX model, and the pinned TF.js and onnxruntime-web files from www/node_modules
 # (installed from the npm registry with `npm ci`, skipped when already current).
 # Serve it with `python3 -m http.server -d www/dist 8000` (scripts/www-serve.sh does both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [[ "${DLPORT_SKIP_WASM_BUILD:-0}" != 1 || ! -f wasm/pkg/dlport.js ]]; then
-  scripts/wasm-build.sh
-fi
+bash scripts/wasm-build.sh --if-stale
 
 # npm ci only when package-lock.json changed since the last install (idempotent, fast when warm).
 if [[ ! -f www/node_modules/.package-lock.json || www/package-lock.json -nt www/node_modules/.package-lock.json ]]; then
+  echo "[www] npm ci in www (TF.js, onnxruntime-web, playwright-core, TypeScript: about 30 s from the network, seconds from npm's cache)"
   (cd www && npm ci --no-audit --no-fund --ignore-scripts)
 fi
 

@@ -11,7 +11,7 @@ export async function typed(buffer: GPUBuffer, release: () => void): Promise<num
   gpu.pushErrorScope('validation');
   const options: GpuBufferOptions = { dtype: 'int32', shape: [1, 64, 64, 3], byteOffset: 0, onRelease: release };
   const x: Tensor = Tensor.fromGpuBuffer(buffer, options);
-  const y: Tensor = x.normalize([0.485, 0.456, 0.406], new Float32Array([0.229, 0.224, 0.225]), 1 / 255);
+  const y: Tensor = x.normalize(new Float32Array([0.485, 0.456, 0.406]), new Float32Array([0.229, 0.224, 0.225]), 1 / 255);
   const b: GPUBuffer = y.gpuBuffer;
   const host: Tensor = await y.toHost();
   const bytes: Uint8Array = host.toBytes();

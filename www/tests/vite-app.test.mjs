@@ -1,8 +1,12 @@
 // The npm package as users get it: `npm pack` of wasm/pkg, installed into a fresh copy of the
-// Vite + TypeScript app in www/vite-app (strict, skipLibCheck: false, no Vite configuration),
-// then `tsc`, `vite build` with the built page opened in Chromium, and the dev server, which
-// must serve the wasm (200, application/wasm) and compute the same values. Both wasm builds
-// ship; Chromium (with WebAssembly SIMD) fetches only the simd128 one, dlport_bg.wasm.
+// Vite + TypeScript app in www/vite-app (as `npm create vite@latest` makes it today: create-vite
+// 9.3.0's vanilla-ts template, TypeScript 7.0.2, plus strict and skipLibCheck: false; no Vite
+// configuration), then `tsc` on TypeScript 7.0.2 and on the oldest TypeScript the README names
+// (5.2.2, from www/vite-app/typescript-5.2), `vite build` with the built page opened in
+// Chromium, and the dev server, which must serve the wasm (200, application/wasm) and compute
+// the same values. Both wasm builds ship; Chromium (with WebAssembly SIMD) fetches only the
+// simd128 one, dlport_bg.wasm. npm installs from its cache (--prefer-offline) after the first
+// run: about 20 s for the two TypeScripts and Vite then, plus the builds and the browser.
 //
 // Why a tarball: `npm install ../wasm/pkg` (a folder) links node_modules/dlport to a folder
 // outside the app, and Vite's dev server refuses files outside its root
@@ -12,7 +16,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { cp, mkdtemp, readdir, rm, readFile } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, rm, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -105,6 +109,13 @@ before(async () => {
   const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', work], pkg))[0];
   app = join(work, 'app');
   await cp(template, app, { recursive: true, filter: (src) => !src.includes('node_modules') && !src.includes('dist') });
+  // The type test of the whole API (www/tests/types.ts, also checked against wasm/pkg by the
+  // test command's tsc step) as app code importing the installed package, so that both
+  // TypeScripts below check it too.
+  const types = await readFile(join(www, 'tests', 'types.ts'), 'utf8');
+  const from = "from '../../wasm/pkg/dlport.js';";
+  assert.ok(types.includes(from), `www/tests/types.ts imports ${from}`);
+  await writeFile(join(app, 'src', 'api-types.ts'), types.replace(from, "from 'dlport';"));
   npm(['ci', '--ignore-scripts'], app);
   npm(['install', '--ignore-scripts', join(work, packed.filename)], app);
   const installed = JSON.parse(await readFile(join(app, 'node_modules', 'dlport', 'package.json'), 'utf8'));
@@ -127,12 +138,48 @@ after(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
-test('tsc: the package type-checks in a strict app with skipLibCheck: false', () => {
-  const tsconfig = JSON.parse(run('node', ['-e', 'process.stdout.write(JSON.stringify(require("./tsconfig.json")))'], app));
+/** The app's tsconfig.json (create-vite writes it with comments: JSON with comments). */
+async function appTsconfig() {
+  const text = await readFile(join(app, 'tsconfig.json'), 'utf8');
+  return JSON.parse(text.replace(/\/\*[\s\S]*?\*\//g, ''));
+}
+
+/** The declaration files tsc read (`--listFiles`), those of node_modules/dlport and @webgpu. */
+function packageFiles(listing) {
+  return listing.split('\n').map((l) => l.trim()).filter((l) => /node_modules\/(dlport|@webgpu)\//.test(l))
+    .map((l) => l.slice(l.indexOf('node_modules/') + 'node_modules/'.length)).sort();
+}
+
+test('tsc 7.0.2: the package type-checks in the app create-vite makes, strict, skipLibCheck: false', async () => {
+  const tsconfig = await appTsconfig();
   assert.equal(tsconfig.compilerOptions.strict, true);
   assert.equal(tsconfig.compilerOptions.skipLibCheck, false);
-  // Throws with tsc's messages on any error (the @ts-expect-error lines must fire, too).
-  run(join(app, 'node_modules', '.bin', 'tsc'), ['--noEmit', '-p', '.'], app);
+  const tsc = join(app, 'node_modules', '.bin', 'tsc');
+  assert.match(run(tsc, ['--version'], app), /Version 7\.0\.2\b/);
+  // Throws with tsc's messages on any error (the @ts-expect-error lines must fire, too). Its DOM
+  // lib declares WebGPU, so the package's types must not bring @webgpu/types in as well
+  // ("Duplicate identifier 'GPUCommandBufferDescriptor'").
+  const files = packageFiles(run(tsc, ['--noEmit', '-p', '.', '--listFiles'], app));
+  assert.deepEqual(files, ['dlport/dlport.d.ts']);
+});
+
+test('tsc 5.2.2: the package type-checks in the same app on the oldest TypeScript the README names', async () => {
+  const ts52 = join(app, 'typescript-5.2');
+  npm(['ci', '--ignore-scripts'], ts52);
+  const tsc = join(ts52, 'node_modules', '.bin', 'tsc');
+  assert.match(run(tsc, ['--version'], app), /Version 5\.2\.2\b/);
+  // The app's tsconfig as TypeScript 5.2 can read it: two of create-vite's options are newer
+  // (target "es2023": 5.7, erasableSyntaxOnly: 5.8), everything else as it is.
+  const tsconfig = await appTsconfig();
+  assert.equal(tsconfig.compilerOptions.target, 'es2023');
+  assert.equal(tsconfig.compilerOptions.erasableSyntaxOnly, true);
+  tsconfig.compilerOptions.target = 'es2022';
+  delete tsconfig.compilerOptions.erasableSyntaxOnly;
+  await writeFile(join(app, 'tsconfig.ts5.2.json'), JSON.stringify(tsconfig, null, 2));
+  // Before 6.0 the DOM lib has no WebGPU: typesVersions sends 5.x to ts5/dlport.d.ts, which
+  // brings in @webgpu/types.
+  const files = packageFiles(run(tsc, ['--noEmit', '-p', 'tsconfig.ts5.2.json', '--listFiles'], app));
+  assert.deepEqual(files, ['@webgpu/types/dist/index.d.ts', 'dlport/dlport.d.ts', 'dlport/ts5/dlport.d.ts']);
 });
 
 test('vite build: the built page computes the right values in Chromium', async () => {
