@@ -130,7 +130,7 @@ node --test www/tests/package.test.mjs
 step "the demo (TF.js -> dlport -> WGSL -> onnxruntime-web -> TF.js on one GPUDevice) and the npm package in a fresh Vite app (playwright-core, Debian chromium)"
 .venv/bin/python www/model/make_model.py --check
 # www-build.sh (www/dist) inside a check that the scripts keep a packed tarball and rebuild only
-# a stale package (about 1 minute).
+# a stale package (about 2 minutes).
 bash scripts/wasm-keep-check.sh
 (cd www && node_modules/.bin/tsc -p tests/tsconfig.json && echo "[www] the package's TypeScript types check (tsc --noEmit)")
 # tests/ also holds the hostile-JavaScript tests (hostile.test.mjs: 10^5 hostile calls per wasm

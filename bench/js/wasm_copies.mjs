@@ -4,7 +4,7 @@
 // process and timed in alternation, round by round, with the compact 16 MiB `toBytes()` (a
 // memcpy) as the baseline. `toBytes()` also zeroes the destination and copies it out to a JS
 // Uint8Array, the same in every row. Times are the process's CPU time. The simd128 build runs
-// the portable kernel for 8-byte transposes (core/src/copy/arch/wasm32.rs). Writes
+// the portable kernel for 8-byte transposes (core/src/copy/arch/wasm32.rs says why). Writes
 // target/bench/wasm_copies.json (read by bench/python/report.py for BENCHMARKS.md).
 // Usage: node bench/js/wasm_copies.mjs [--quick]   (after scripts/wasm-build.sh)
 import { mkdirSync, writeFileSync } from 'node:fs';
