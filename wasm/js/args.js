@@ -158,9 +158,13 @@ function typedArrayOf(call, array) {
   return [name, length, bytes];
 }
 
-/** Copies `bytes` (a Uint8Array from `dlportTypedArray`) into wasm memory at `at`. */
-export function dlportCopyIn(bytes, memory, at) {
-  typedArraySet(new U8(memoryBuffer(memory), at, typedArrayLength(bytes)), bytes);
+/** Copies `bytes` (a Uint8Array from `dlportTypedArray`) into wasm memory at `at`, if it
+ *  still has the `length` bytes it had when it was read. */
+function copyInOf(call, bytes, memory, at, length) {
+  if (typedArrayByteLength(bytes) !== length) {
+    throw fail(call, `array's buffer changed size while dlport read it (${length} bytes, now ${typedArrayByteLength(bytes)})`);
+  }
+  typedArraySet(new U8(memoryBuffer(memory), at, length), bytes);
 }
 
 /**
@@ -360,6 +364,7 @@ export function dlportGuardTensor(instance) {
 
 export const dlportTypedArray = settled(typedArrayOf);
 export const dlportExtents = settled(extentsOf);
+export const dlportCopyIn = settled(copyInOf);
 export const dlportNumbers = settled(numbersOf);
 export const dlportName = settled(nameOf);
 export const dlportOnRelease = settled(onReleaseOf);

@@ -81,6 +81,21 @@ export function hostileCases(m, env) {
     });
     return new Tensor(new Float32Array(4), a);
   });
+  add('shape: a getter that detaches the array', /new Tensor: array's buffer is detached/, () => {
+    const a = new Float32Array(4);
+    const shape = [];
+    Object.defineProperty(shape, 0, { get() { structuredClone(a.buffer, { transfer: [a.buffer] }); return 4; } });
+    shape.length = 1;
+    return new Tensor(a, shape);
+  });
+  add('shape: a getter that shrinks a resizable buffer', /new Tensor: shape \[4\] of float32 covers 16 bytes, and the array has 0/, () => {
+    const buffer = new ArrayBuffer(16, { maxByteLength: 64 });
+    const a = new Float32Array(buffer);
+    const shape = [];
+    Object.defineProperty(shape, 0, { get() { buffer.resize(0); return 4; } });
+    shape.length = 1;
+    return new Tensor(a, shape);
+  });
   add('shape: sparse, length 2^32 - 1', /new Tensor: shape has 4294967295 axes; dlport takes at most 64/, () =>
     new Tensor(new Float32Array(4), holes(2 ** 32 - 1)));
   add('shape: sparse, length 2^27', /new Tensor: shape has 134217728 axes/, () =>

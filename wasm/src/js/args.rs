@@ -17,7 +17,13 @@ extern "C" {
     #[wasm_bindgen(js_name = dlportTypedArray, catch)]
     fn js_typed_array(call: &str, array: &JsValue) -> Result<js_sys::Array, JsValue>;
     #[wasm_bindgen(js_name = dlportCopyIn, catch)]
-    fn js_copy_in(bytes: &JsValue, memory: &JsValue, at: u32) -> Result<(), JsValue>;
+    fn js_copy_in(
+        call: &str,
+        bytes: &JsValue,
+        memory: &JsValue,
+        at: u32,
+        length: u32,
+    ) -> Result<js_sys::Array, JsValue>;
     #[wasm_bindgen(js_name = dlportExtents, catch)]
     fn js_extents(call: &str, what: &str, value: &JsValue) -> Result<js_sys::Array, JsValue>;
     #[wasm_bindgen(js_name = dlportNumbers, catch)]
@@ -103,14 +109,16 @@ pub(super) fn copy_in(call: &str, array: &TypedArray) -> Result<Vec<u8>, JsValue
             format_args!("wasm memory cannot grow by the array's {len} bytes"),
         )
     })?;
-    js_copy_in(
+    settled(js_copy_in(
+        call,
         &array.bytes,
         &wasm_bindgen::memory(),
         out.as_mut_ptr().addr() as u32,
-    )?;
-    // SAFETY: `dlportCopyIn` wrote exactly `len` bytes (its view's length, the array's
-    // byteLength) at the start of `out`'s reserved capacity of `len`; every byte pattern is
-    // a valid u8.
+        len as u32,
+    ))?;
+    // SAFETY: `dlportCopyIn` succeeded, so it wrote exactly `len` bytes (it checks that its
+    // view still has them) at the start of `out`'s reserved capacity of `len`; every byte
+    // pattern is a valid u8.
     unsafe { out.set_len(len) };
     Ok(out)
 }

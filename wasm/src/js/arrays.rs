@@ -61,8 +61,18 @@ impl Tensor {
         #[wasm_bindgen(unchecked_optional_param_type = "number[]")] shape: JsValue,
         #[wasm_bindgen(unchecked_optional_param_type = "string")] dtype: JsValue,
     ) -> Result<Tensor, JsValue> {
+        // The caller's code (getters, traps) runs while dtype and shape are read; the array is
+        // read after them, through the engine's own getters, and copied at once, so nothing
+        // can detach or shrink it in between.
+        let dtype = args::name(NEW, "dtype", &dtype, true)?;
+        let given = !(shape.is_undefined() || shape.is_null());
+        let shape = if given {
+            Some(args::extents(NEW, "shape", &shape)?)
+        } else {
+            None
+        };
         let array = args::typed_array(NEW, &array)?;
-        let dtype = match args::name(NEW, "dtype", &dtype, true)? {
+        let dtype = match dtype {
             Some(name) => name
                 .parse::<DataType>()
                 .map_err(|e| refuse(NEW, format_args!("dtype = {name:?}: {e}")))?,
@@ -73,13 +83,10 @@ impl Tensor {
                 )
             })?,
         };
-        let given = !(shape.is_undefined() || shape.is_null());
-        let shape = if !given {
+        let shape = shape.unwrap_or_else(|| {
             let bits = u64::from(dtype.storage_bits(false).max(1));
             vec![i64::try_from(array.byte_length * 8 / bits).unwrap_or(i64::MAX)]
-        } else {
-            args::extents(NEW, "shape", &shape)?
-        };
+        });
         // The sizes agree before a byte is copied.
         let needed = compact_bytes(dtype, &shape).map_err(|e| refuse(NEW, e))?;
         if needed as u64 != array.byte_length && !given {
