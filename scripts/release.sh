@@ -7,8 +7,8 @@
 #   npm     the npm package `dlport` from wasm/pkg (scripts/wasm-build.sh builds it; the tarball
 #           `npm pack` makes there is what is published). --dry-run: `npm publish --dry-run`,
 #           which lists the files and uploads nothing.
-#   wheels  the Python package `dlport` to PyPI: the abi3 wheel (release profile, for CPython
-#           >= 3.9, manylinux tag checked by maturin) and the sdist, built into target/wheels,
+#   wheels  the Python package `dlport` to PyPI: the abi3 wheel (release profile, with LTO;
+#           manylinux tag checked by maturin) and the sdist, built into target/wheels,
 #           uploaded with `maturin upload` (MATURIN_PYPI_TOKEN). --dry-run: builds and lists
 #           them, uploads nothing.
 # A real run (no --dry-run) first checks that the version is one release: the working tree is
@@ -71,8 +71,8 @@ case "$what" in
     "$maturin" build --release --locked -m python/Cargo.toml --interpreter .venv/bin/python --out "$out"
     "$maturin" sdist -m python/Cargo.toml --out "$out"
     for f in "$out"/*; do log "built ${f#"$PWD"/} ($(stat -c%s "$f") bytes)"; done
-    ls "$out"/dlport-"$version"-cp39-abi3-manylinux_*.whl >/dev/null \
-      || { log "no manylinux abi3 wheel for CPython >= 3.9 (dlport-$version-cp39-abi3-manylinux_*.whl) in $out"; exit 1; }
+    ls "$out"/dlport-"$version"-cp3*-abi3-manylinux_*.whl >/dev/null \
+      || { log "no manylinux abi3 wheel (dlport-$version-cp3*-abi3-manylinux_*.whl) in $out"; exit 1; }
     sdist=$out/dlport-$version.tar.gz
     [ -f "$sdist" ] || { log "no sdist dlport-$version.tar.gz in $out"; exit 1; }
     # The sdist builds on its own: it holds the Rust sources of the crates the extension needs.
