@@ -66,7 +66,7 @@ bash scripts/c-examples.sh
 
 step "the README's C commands as written (install-c.sh into ~/opt/dlport, outside the loader's path; app.c through pkg-config and CMake), in a fresh \$HOME from a copy of the repository"
 # Cold: a release build of dlport-native in target/getting-started (6 minutes here, on 2 cores
-# under a load of about 12); warm: seconds.
+# under a load of about 12); warm: about 40 s (most of it the copy of the repository).
 bash scripts/getting-started.sh c
 
 step "portability: dlport-native type-checks for Windows, macOS and aarch64 Linux; dlport-core's copy tests and dlport-native's tests run on aarch64 Linux (QEMU)"
@@ -106,11 +106,12 @@ bash scripts/python-build.sh
 
 step "the README's pip install ./python as written, in a fresh venv and \$HOME from a copy of the repository; python/README.md's first example"
 # Cold: pip fetches maturin and NumPy, and builds the source profile in target/getting-started
-# (10 minutes here, on 2 cores under a load of about 12); warm: about a minute.
+# (10 minutes here, on 2 cores under a load of about 12); warm: about 5 (the fresh venv and
+# NumPy, the copy, and the rebuild of what changed).
 bash scripts/getting-started.sh python
 
 step "the Python package's release: scripts/release.sh wheels --dry-run (the abi3 wheel with LTO and the sdist)"
-# Cold: the release profile with LTO in python/target (4 to 10 minutes on 2 cores); warm: seconds.
+# Cold: the release profile with LTO in python/target (4 to 10 minutes on 2 cores); warm: 15 s.
 bash scripts/release.sh wheels --dry-run
 
 step "Arrow: pyarrow reads the IPC streams dlport writes (fixed_shape_tensor) and dlport reads pyarrow's"
