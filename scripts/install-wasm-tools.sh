@@ -12,25 +12,25 @@ log() { printf '[install] %s\n' "$*"; }
 if rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   log "target wasm32-unknown-unknown: present"
 else
-  log "target wasm32-unknown-unknown: installing"
+  log "target wasm32-unknown-unknown: installing (rustup, about 30 s)"
   rustup target add wasm32-unknown-unknown
 fi
 if wasm-bindgen --version 2>/dev/null | grep -q "^wasm-bindgen 0.2.130$"; then
   log "wasm-bindgen-cli 0.2.130: present"
 else
-  log "wasm-bindgen-cli 0.2.130: installing (cargo install, a few minutes)"
+  log "wasm-bindgen-cli 0.2.130: installing (cargo install: it compiles about 200 crates, several minutes on 2 cores; once per machine)"
   cargo install wasm-bindgen-cli --version 0.2.130 --force
 fi
 if wasm-pack --version 2>/dev/null | grep -q "0.15.1"; then
   log "wasm-pack 0.15.1: present"
 else
-  log "wasm-pack 0.15.1: installing (cargo install, a few minutes)"
+  log "wasm-pack 0.15.1: installing (cargo install: it compiles about 290 crates, 5 to 6 minutes on 2 cores, more on a busy machine; once per machine)"
   cargo install wasm-pack --version 0.15.1 --locked
 fi
 if [[ -f wasm/tools/node_modules/.package-lock.json && ! wasm/tools/package-lock.json -nt wasm/tools/node_modules/.package-lock.json ]] \
   && wasm/tools/node_modules/.bin/wasm-opt --version >/dev/null 2>&1; then
   log "binaryen (wasm-opt) from wasm/tools/package-lock.json: present"
 else
-  log "binaryen (wasm-opt): npm ci in wasm/tools"
+  log "binaryen (wasm-opt): npm ci in wasm/tools (about 20 s from the network, seconds from npm's cache)"
   (cd wasm/tools && npm ci --no-audit --no-fund --ignore-scripts)
 fi

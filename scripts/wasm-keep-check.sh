@@ -11,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 fail() { echo "[keep] $*" >&2; exit 1; }
+echo "[keep] npm pack, then scripts/www-build.sh and a rebuild must keep the tarball (about 2 minutes)"
 version=$(node -p 'require("./wasm/pkg/package.json").version')
 tgz=wasm/pkg/dlport-$version.tgz
 rm -f "$tgz"
