@@ -18,13 +18,13 @@ fi
 if wasm-bindgen --version 2>/dev/null | grep -q "^wasm-bindgen 0.2.130$"; then
   log "wasm-bindgen-cli 0.2.130: present"
 else
-  log "wasm-bindgen-cli 0.2.130: installing (cargo install: it compiles about 200 crates, several minutes on 2 cores; once per machine)"
+  log "wasm-bindgen-cli 0.2.130: installing (cargo install: it compiles about 160 crates, several minutes on 2 cores; once per machine)"
   cargo install wasm-bindgen-cli --version 0.2.130 --force
 fi
 if wasm-pack --version 2>/dev/null | grep -q "0.15.1"; then
   log "wasm-pack 0.15.1: present"
 else
-  log "wasm-pack 0.15.1: installing (cargo install: it compiles about 290 crates, 5 to 6 minutes on 2 cores, more on a busy machine; once per machine)"
+  log "wasm-pack 0.15.1: installing (cargo install: it compiles about 185 crates, 5 to 6 minutes on 2 cores, more on a busy machine; once per machine)"
   cargo install wasm-pack --version 0.15.1 --locked
 fi
 if [[ -f wasm/tools/node_modules/.package-lock.json && ! wasm/tools/package-lock.json -nt wasm/tools/node_modules/.package-lock.json ]] \
