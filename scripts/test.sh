@@ -23,6 +23,7 @@ cargo clippy -p dlport-core --no-default-features --locked -- -D warnings -D cli
 cargo clippy -p dlport-wasm --target wasm32-unknown-unknown --all-targets --locked -- -D warnings -D clippy::incompatible_msrv
 # The Python package's crate is a workspace of its own (pyo3 stays out of `cargo test --workspace`).
 cargo clippy --manifest-path python/Cargo.toml --all-targets --locked -- -D warnings -D clippy::incompatible_msrv
+cargo clippy --manifest-path python/Cargo.toml --all-targets --features bench --locked -- -D warnings -D clippy::incompatible_msrv
 
 step "MSRV: each crate's rust-version against its dependencies' and its edition (no old toolchain here)"
 bash scripts/msrv-check.sh
@@ -101,6 +102,9 @@ step "real peers: the Python package dlport (maturin wheel in .venv, CPython 3.1
 bash scripts/python-env.sh
 bash scripts/python-build.sh
 .venv/bin/python -m pytest -q -p no:cacheprovider python/tests
+# The same tests on CPython 3.9, the wheel of the stable ABI's 3.9 floor (about 3 minutes: the
+# environment once, then a dev build sharing python/target).
+bash scripts/python39-test.sh
 .venv/bin/python python/examples/seed.py
 (cd tests/python && ../../.venv/bin/python -m pytest -q -p no:cacheprovider)
 

@@ -55,7 +55,7 @@ def python_section(w):
     med = lambda d, k: d[k]["median"]
     q = lambda d, k: f"{d[k]['median']:.0f} ns ({d[k]['p25']:.0f}–{d[k]['p75']:.0f})"
     w(PY_HEADING + "\n")
-    w(f"Command: `scripts/python-build.sh --release && {r['command']}` (Python {r['python']}, NumPy "
+    w(f"Command: `DLPORT_PY_FEATURES=bench scripts/python-build.sh --release && {r['command']}` (Python {r['python']}, NumPy "
       f"{r['numpy']}, tvm-ffi {r['tvm_ffi']}, dlport {r['dlport']}); medians over {r['rounds']} "
       f"rounds of {r['calls_per_round']:,} calls, p25–p75 in parentheses, rounds of compared calls "
       "alternating.\n")

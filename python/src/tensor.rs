@@ -12,7 +12,9 @@ use crate::{args, capsule, exchange};
 /// allowed), validated once. It is a DLPack producer (`__dlpack__`, `__dlpack_device__`, the
 /// DLPack 1.3 C exchange API), exposes host memory through the buffer protocol, and answers
 /// every device query from one value: the device it presents.
-#[pyclass(module = "dlport", name = "Tensor", frozen, weakref)]
+// `freelist`: pyo3 keeps up to 64 dead objects for the next ones, so most imports neither
+// allocate nor track a new object (BENCHMARKS.md, "The Python package").
+#[pyclass(module = "dlport", name = "Tensor", frozen, weakref, freelist = 64)]
 pub struct PyTensor {
     held: Held,
     /// What `__dlpack_device__`, `device` and exports say (see [`Held::presented`]).

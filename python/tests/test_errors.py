@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 
 import dlport
-from conftest import collect
+from conftest import collect, needs_numpy_dlpack_1
 from producers import DLDataType, Producer, aligned, bare_capsule, capsule_name
 
 
+@needs_numpy_dlpack_1
 def test_a_consumed_capsule_and_a_foreign_name_are_value_errors():
     a = np.arange(4.0)
     cap = a.__dlpack__(max_version=(1, 3))

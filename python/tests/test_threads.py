@@ -8,7 +8,7 @@ import threading
 import numpy as np
 
 import dlport
-from conftest import collect
+from conftest import collect, needs_numpy_dlpack_1
 from producers import DLManagedTensorVersioned, Producer, aligned, capsule_pointer
 
 THREADS, ROUNDS = 8, 200
@@ -61,6 +61,7 @@ def test_a_tensor_dropped_on_another_thread_releases_its_producer_once():
     assert src.deleted == 1
 
 
+@needs_numpy_dlpack_1
 def test_a_capsule_made_on_one_thread_is_consumed_on_another():
     t = dlport.from_dlpack(np.arange(6.0))
     box = queue.Queue()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dlport
-from conftest import collect
+from conftest import collect, needs_numpy_dlpack_1
 from producers import (DLDataType, DLDevice, DLManagedTensorVersioned, DLPackVersion, DLTensor, Producer,
                        aligned, capsule_pointer, py)
 
@@ -175,6 +175,7 @@ def test_to_py_object_leaves_a_refused_tensor_to_the_caller():
     assert src.deleted == 1
 
 
+@needs_numpy_dlpack_1
 def test_dltensor_from_py_object_lends_the_tensors_own_fields():
     api = table(dlport.Tensor)
     a = np.arange(12, dtype=np.float64).reshape(3, 4)[:, ::2]
