@@ -1006,14 +1006,15 @@ fn write_fuzz_seeds() {
     }
 }
 
-/// The streams pyarrow wrote into the fuzz corpus (dictionary batches, strings with nulls,
-/// lists, structs beside the tensors; a `dim_names` and `permutation` column) read back: the
-/// checks accept what a real producer writes.
+/// Streams pyarrow 26 wrote (`tests/arrow/streams/`, from `pyarrow_check.py seeds`: dictionary
+/// batches, strings with nulls, lists, structs beside the tensors; a `dim_names` and
+/// `permutation` column; an LZ4-compressed table) read back, or are refused by name: the checks
+/// accept what a real producer writes.
 #[test]
-fn pyarrow_written_streams_in_the_corpus_read_back() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/arrow_ipc");
+fn streams_pyarrow_wrote_read_back() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/arrow/streams");
     let read = |name: &str| {
-        let bytes = std::fs::read(dir.join(format!("seed-pyarrow-{name}.arrows"))).unwrap();
+        let bytes = std::fs::read(dir.join(format!("pyarrow-{name}.arrows"))).unwrap();
         read_ipc_stream(bytes.as_slice()).unwrap_or_else(|e| panic!("{name}: {e}"))
     };
     for name in ["f32", "f16", "u8", "i64"] {
@@ -1036,7 +1037,7 @@ fn pyarrow_written_streams_in_the_corpus_read_back() {
     assert_eq!(mixed.len(), 2, "3 rows in batches of 2: two tensors");
     assert!(mixed.iter().all(|t| t.name == "t"));
     // A compressed body is refused by name (this build carries no codec).
-    let lz4 = std::fs::read(dir.join("seed-pyarrow-lz4.arrows")).unwrap();
+    let lz4 = std::fs::read(dir.join("pyarrow-lz4.arrows")).unwrap();
     let e = read_ipc_stream(lz4.as_slice()).unwrap_err().to_string();
     assert!(e.contains("compressed record batches"), "{e}");
 }
