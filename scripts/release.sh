@@ -42,7 +42,7 @@ fi
 case "$what" in
   crates)
     if [ "$dry" = yes ]; then
-      log "crates $version: cargo publish --dry-run in order, doc tests of the packaged copies (about 2 minutes on 2 cores)"
+      log "crates $version: cargo publish --dry-run in order, doc tests of the packaged copies (builds the three crates from their .crate files: several minutes on 2 cores)"
       bash scripts/package-check.sh
     else
       log "crates $version: cargo publish dlport-core, dlport-native, dlport-wasm (in that order)"
