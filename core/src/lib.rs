@@ -40,13 +40,13 @@ pub use dispatch::{
     TensorView, reconcile_device,
 };
 pub use dtype::{Bool8, Complex32, Complex64, DataType, Element, Fp4Convention};
-#[cfg(feature = "alloc")]
-pub use error::{BackendNames, ShownValue};
 pub use error::{
     AccessError, Address, AddressRange, BackendError, BackendReport, ByteCount, CopyReason,
     DispatchError, Driver, Error, Flag, LayoutError, NameKind, OptionRule, ShortStr, StaticReport,
     StreamReason, ValueRule,
 };
+#[cfg(feature = "alloc")]
+pub use error::{BackendNames, ShownValue};
 #[cfg(feature = "alloc")]
 pub use export::{ExportBuilder, TensorStorage};
 #[cfg(feature = "alloc")]
