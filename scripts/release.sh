@@ -67,12 +67,15 @@ case "$what" in
     [ -x "$maturin" ] || { log "no maturin in .venv: run scripts/python-env.sh first"; exit 1; }
     out=target/wheels
     rm -rf "$out"
-    log "wheels $version: the release abi3 wheel (maturin build --release, with LTO, in python/target: 4 to 10 minutes on 2 cores from scratch, seconds when built) and the sdist"
-    "$maturin" build --release --locked -m python/Cargo.toml --interpreter .venv/bin/python --out "$out"
+    log "wheels $version: the release abi3 wheels, cp310-abi3 and cp39-abi3 (maturin build --release, with LTO, in python/target: 4 to 10 minutes each on 2 cores from scratch, seconds when built) and the sdist"
+    "$maturin" build --release --locked -m python/Cargo.toml --features abi3-py310 --interpreter .venv/bin/python --out "$out"
+    "$maturin" build --release --locked -m python/Cargo.toml --features abi3-py39 --interpreter .venv/bin/python --out "$out"
     "$maturin" sdist -m python/Cargo.toml --out "$out"
     for f in "$out"/*; do log "built ${f#"$PWD"/} ($(stat -c%s "$f") bytes)"; done
-    ls "$out"/dlport-"$version"-cp3*-abi3-manylinux_*.whl >/dev/null \
-      || { log "no manylinux abi3 wheel (dlport-$version-cp3*-abi3-manylinux_*.whl) in $out"; exit 1; }
+    for floor in cp310 cp39; do
+      ls "$out"/dlport-"$version"-"$floor"-abi3-manylinux_*.whl >/dev/null \
+        || { log "no manylinux abi3 wheel (dlport-$version-$floor-abi3-manylinux_*.whl) in $out"; exit 1; }
+    done
     sdist=$out/dlport-$version.tar.gz
     [ -f "$sdist" ] || { log "no sdist dlport-$version.tar.gz in $out"; exit 1; }
     # The sdist builds on its own: it holds the Rust sources of the crates the extension needs.

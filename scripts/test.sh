@@ -114,8 +114,9 @@ step "the README's pip install ./python as written, in a fresh venv and \$HOME f
 # NumPy, the copy, and the rebuild of what changed).
 bash scripts/getting-started.sh python
 
-step "the Python package's release: scripts/release.sh wheels --dry-run (the abi3 wheel with LTO and the sdist)"
-# Cold: the release profile with LTO in python/target (4 to 10 minutes on 2 cores); warm: 15 s.
+step "the Python package's release: scripts/release.sh wheels --dry-run (the cp310-abi3 and cp39-abi3 wheels with LTO, and the sdist)"
+# Cold: the release profile with LTO in python/target, twice (4 to 10 minutes each on 2 cores);
+# warm: about 30 s.
 bash scripts/release.sh wheels --dry-run
 
 step "Arrow: pyarrow reads the IPC streams dlport writes (fixed_shape_tensor) and dlport reads pyarrow's"
