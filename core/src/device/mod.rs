@@ -4,24 +4,6 @@
 //! `webgpu:0`, or `device_type(99):0` for a type DLPack does not name, and parses back.
 //! [`MemoryClass`] says whether the host can read a device's memory without a copy. Plain
 //! data: dispatch (registry, backends, buffers) lives elsewhere.
-//!
-//! # The rule of device ids
-//! One rule, [`Device::check`], applied at every door: a capsule's `dl_tensor.device` on import
-//! (and every export's, by the same validation), the device a producer advertises
-//! (`__dlpack_device__`), the device an import asks for (`from_dlpack(device=)`) and the one an
-//! export asks for (`__dlpack__(dl_device=)`), in Rust, the C ABI and the Python package alike.
-//! - A device id is a non-negative `i32`. A negative id is never a device: there is no "current
-//!   device" in a DLPack device (−1 means "no synchronisation" only as a `stream` argument).
-//! - `kDLCPU` has exactly one device, id 0 (dlpack.h: "For vanilla CPU memory […] this is set to
-//!   0"; NumPy, PyTorch and JAX write and expect `(1, 0)`).
-//! - Pinned and managed memory (`kDLCUDAHost`, `kDLROCMHost`, `kDLTPUHost`, `kDLCUDAManaged`)
-//!   take any non-negative id. dlport writes 0 for its own, as dlpack.h asks, but JAX writes the
-//!   GPU's ordinal for pinned memory and CuPy for managed memory (the accelerator the memory is
-//!   registered with), and NumPy reads both: refusing those ids would refuse real producers.
-//! - Other types take any non-negative id; whether that device exists is the backend's
-//!   question ([`DispatchError::InvalidDeviceId`]).
-//!
-//! Everything else is [`DispatchError::InvalidDevice`], naming the field and the device given.
 
 mod stream;
 
@@ -34,12 +16,30 @@ use crate::abi::DeviceType;
 use crate::error::{DispatchError, Error, NameKind, ShortStr};
 
 /// `DLDevice`: a device type and an id. Same layout as the C struct.
+///
+/// # The rule of device ids
+/// One rule, [`Device::check`], applied at every door: a capsule's `dl_tensor.device` on import
+/// (and every export's, by the same validation), the device a producer advertises
+/// (`__dlpack_device__`), the device an import asks for (`from_dlpack(device=)`) and the one an
+/// export asks for (`__dlpack__(dl_device=)`), in Rust, the C ABI and the Python package alike.
+/// - A device id is a non-negative `i32`. A negative id is never a device: there is no "current
+///   device" in a DLPack device (−1 means "no synchronisation" only as a `stream` argument).
+/// - `kDLCPU` has exactly one device, id 0 (dlpack.h: "For vanilla CPU memory […] this is set to
+///   0"; NumPy, PyTorch and JAX write and expect `(1, 0)`).
+/// - Pinned and managed memory (`kDLCUDAHost`, `kDLROCMHost`, `kDLTPUHost`, `kDLCUDAManaged`)
+///   take any non-negative id. dlport writes 0 for its own, as dlpack.h asks, but JAX writes the
+///   GPU's ordinal for pinned memory and CuPy for managed memory (the accelerator the memory is
+///   registered with), and NumPy reads both: refusing those ids would refuse real producers.
+/// - Other types take any non-negative id; whether that device exists is the backend's
+///   question ([`DispatchError::InvalidDeviceId`]).
+///
+/// Everything else is [`DispatchError::InvalidDevice`], naming the field and the device given.
 #[repr(C)]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, bytemuck::Zeroable, bytemuck::Pod)]
 pub struct Device {
     /// The device type (any 32-bit value may arrive from foreign code).
     pub device_type: DeviceType,
-    /// The device ordinal: non-negative, and 0 for `kDLCPU` ([the rule](self#the-rule-of-device-ids),
+    /// The device ordinal: non-negative, and 0 for `kDLCPU` ([the rule](Device#the-rule-of-device-ids),
     /// checked by [`Device::check`]).
     pub device_id: i32,
 }
@@ -101,7 +101,7 @@ impl Device {
         Self::new(DeviceType::WEBGPU, id)
     }
 
-    /// Whether the id obeys [the rule of device ids](self#the-rule-of-device-ids): non-negative,
+    /// Whether the id obeys [the rule of device ids](Device#the-rule-of-device-ids): non-negative,
     /// and 0 for `kDLCPU`.
     #[inline(always)]
     pub const fn has_valid_id(self) -> bool {
@@ -109,7 +109,7 @@ impl Device {
         self.device_id == 0 || (self.device_id > 0 && self.device_type.0 != DeviceType::CPU.0)
     }
 
-    /// Applies [the rule of device ids](self#the-rule-of-device-ids) to the device given as
+    /// Applies [the rule of device ids](Device#the-rule-of-device-ids) to the device given as
     /// `field`: the device itself, or [`DispatchError::InvalidDevice`] naming the field and the
     /// device.
     ///

@@ -43,7 +43,7 @@ impl CopyPolicy {
 /// Reconciles the device written in the DLTensor (the capsule's) with the one the producer
 /// advertises through `__dlpack_device__`.
 ///
-/// Both devices obey [the rule of device ids](crate::device#the-rule-of-device-ids) first (the
+/// Both devices obey [the rule of device ids](crate::Device#the-rule-of-device-ids) first (the
 /// capsule's is checked by validation, the advertised one here): `(1, 3)` advertised is
 /// [`DispatchError::InvalidDevice`] naming `__dlpack_device__()`, whatever the capsule says.
 ///
@@ -77,7 +77,7 @@ pub fn reconcile_device(capsule: Device, advertised: Option<Device>) -> Result<D
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ImportOptions {
     /// The target device; `None` means the data's own device. It obeys [the rule of device
-    /// ids](crate::device#the-rule-of-device-ids) ([`DispatchError::InvalidDevice`] otherwise).
+    /// ids](crate::Device#the-rule-of-device-ids) ([`DispatchError::InvalidDevice`] otherwise).
     pub device: Option<Device>,
     /// What the producer's `__dlpack_device__` said, if known (checked by the same rule).
     pub advertised: Option<Device>,
@@ -99,7 +99,7 @@ pub struct ExportOptions {
     /// `DLManagedTensor`; major ≥ 1 → `DLManagedTensorVersioned` 1.3.
     pub max_version: Option<DLPackVersion>,
     /// The device the consumer wants; `None` means the tensor's own. It obeys [the rule of
-    /// device ids](crate::device#the-rule-of-device-ids) ([`DispatchError::InvalidDevice`]
+    /// device ids](crate::Device#the-rule-of-device-ids) ([`DispatchError::InvalidDevice`]
     /// otherwise).
     pub dl_device: Option<Device>,
     /// The copy policy.

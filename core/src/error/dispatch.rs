@@ -51,7 +51,7 @@ pub enum DispatchError {
         /// The name.
         name: &'static str,
     },
-    /// A device breaks [the rule of device ids](crate::device#the-rule-of-device-ids): a
+    /// A device breaks [the rule of device ids](crate::Device#the-rule-of-device-ids): a
     /// negative id, or a `kDLCPU` id other than 0.
     InvalidDevice {
         /// Where the device came from.

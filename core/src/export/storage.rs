@@ -29,7 +29,7 @@ pub unsafe trait TensorStorage: Send + 'static {
     /// Bytes valid behind [`data_ptr`](Self::data_ptr).
     fn byte_len(&self) -> usize;
     /// Where the memory lives; host memory by default. It obeys [the rule of device
-    /// ids](crate::device#the-rule-of-device-ids): the builder refuses anything else with
+    /// ids](crate::Device#the-rule-of-device-ids): the builder refuses anything else with
     /// [`DispatchError::InvalidDevice`](crate::DispatchError::InvalidDevice).
     fn device(&self) -> Device {
         Device::cpu()

@@ -287,7 +287,7 @@ pub fn table() -> Vec<(Case, Expect)> {
 }
 
 /// The list of devices every door tries ([`device_ids.txt`](self), one file that the Python
-/// tests read too), with whether [the rule of device ids](dlport_core::device) accepts each.
+/// tests read too), with whether [the rule of device ids](dlport_core::Device#the-rule-of-device-ids) accepts each.
 pub const DEVICE_IDS: &str = include_str!("device_ids.txt");
 
 /// [`DEVICE_IDS`], parsed: each device and whether the rule accepts it.
