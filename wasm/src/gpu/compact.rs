@@ -142,11 +142,30 @@ fn plan(src: &TensorRef<'_>, from_size: u64, len: u64) -> Result<Plan, Error> {
 #[cfg(test)]
 mod tests {
     use super::{plan, simplify};
-    use dlport_core::{DataType, ExportBuilder};
+    use core::ffi::c_void;
+    use dlport_core::{DataType, Device, ExportBuilder, TensorStorage};
+
+    /// 4 KiB that claim to be a WebGPU buffer, so that the export keeps its `byte_offset` apart
+    /// from `data`, as a buffer-table handle's does (host memory's is folded into `data`).
+    struct OnGpu(Vec<u8>);
+
+    // SAFETY: the Vec's heap buffer does not move with the value and is owned by the export
+    // alone; the tests only plan over the view and never read through `data`.
+    unsafe impl TensorStorage for OnGpu {
+        fn data_ptr(&mut self) -> *mut c_void {
+            self.0.as_mut_ptr().cast()
+        }
+        fn byte_len(&self) -> usize {
+            self.0.len()
+        }
+        fn device(&self) -> Device {
+            Device::webgpu(0)
+        }
+    }
 
     /// The kernel `plan` picks for a layout over a 4 KiB buffer.
     fn kernel(dtype: DataType, shape: &[i64], strides: &[i64], offset: u64) -> &'static str {
-        let m = ExportBuilder::new(vec![0u8; 4096], dtype, shape)
+        let m = ExportBuilder::new(OnGpu(vec![0u8; 4096]), dtype, shape)
             .strides(strides)
             .byte_offset(offset)
             .build()
