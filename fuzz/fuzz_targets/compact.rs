@@ -365,7 +365,7 @@ fuzz_target!(|data: &[u8]| {
         dtype,
         shape: sh.as_mut_ptr(),
         strides: if legacy { std::ptr::null_mut() } else { st.as_mut_ptr() },
-        byte_offset,
+        byte_offset: view.byte_offset(),
     };
     let (version, raw_flags) = if legacy { (None, 0) } else { (Some(DLPackVersion::CURRENT), flags) };
     // SAFETY: shape and strides hold ndim values; the span lies inside the export's buffer,
@@ -374,9 +374,12 @@ fuzz_target!(|data: &[u8]| {
     if !legacy || !padded {
         assert_eq!(again.layout(), view.layout());
     }
-    // SAFETY: `data` is the pointer of the Vec the export owns (TensorStorage for Vec), `len`
-    // initialised bytes that nobody mutates while `t` lives.
-    let keep = unsafe { std::slice::from_raw_parts(view.data().cast::<u8>().cast_const(), len) };
+    // Host exports fold whole bytes of the offset into `data` (export::host_address): the Vec's
+    // start is `data` less what was folded.
+    let folded = byte_offset - view.byte_offset();
+    // SAFETY: `data` less the folded bytes is the pointer of the Vec the export owns
+    // (TensorStorage for Vec), `len` initialised bytes that nobody mutates while `t` lives.
+    let keep = unsafe { std::slice::from_raw_parts(view.data().cast::<u8>().cast_const().sub(folded as usize), len) };
     let want = reference(keep, byte_offset, &shape, &strides, bits, value_bits);
     assert_eq!(want.len(), out_len);
 
