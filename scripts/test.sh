@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n=== %s\n' "$*"; }
+# Each step prints the minutes the run has taken so far, so that a CI log shows where a
+# fresh machine's time goes (the budget is 60 minutes).
+step() { printf '\n=== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 step "install"
 bash scripts/install-deps.sh
@@ -168,4 +170,4 @@ cargo run -q -p dlport-core --example roundtrip --locked
 cargo run -q -p dlport-core --example dispatch --locked
 cargo run -q -p dlport-native --example pinned_to_host --locked
 
-printf '\nall checks passed\n'
+printf '\nall checks passed in %d:%02d\n' $((SECONDS / 60)) $((SECONDS % 60))
