@@ -11,8 +11,19 @@ producer offers it and offered by ``dlport.Tensor``.
 ``dlport.Shared`` (descriptor bytes plus file descriptors) that travels over a Unix socket
 (``Shared.send`` / ``Shared.recv``) and opens there without a copy (``Shared.open``,
 ``dlport.open_shared``).
+
+Failures raise ``dlport.DLPackError`` subclasses that are also ``BufferError``, ``ValueError``,
+``TypeError`` or ``MemoryError``, with ``code`` (never 0). ``python -m dlport`` prints the
+version, the backends found and the build.
 """
 
+from ._errors import (
+    DLPackBufferError,
+    DLPackError,
+    DLPackMemoryError,
+    DLPackTypeError,
+    DLPackValueError,
+)
 from ._native import (
     Shared,
     Tensor,
@@ -24,6 +35,11 @@ from ._native import (
 )
 
 __all__ = [
+    "DLPackError",
+    "DLPackBufferError",
+    "DLPackValueError",
+    "DLPackTypeError",
+    "DLPackMemoryError",
     "Shared",
     "Tensor",
     "from_dlpack",

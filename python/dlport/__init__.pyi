@@ -1,5 +1,14 @@
 import socket
+import sys
 from typing import Any, List, Optional, Tuple, Union
+
+from ._errors import (
+    DLPackBufferError as DLPackBufferError,
+    DLPackError as DLPackError,
+    DLPackMemoryError as DLPackMemoryError,
+    DLPackTypeError as DLPackTypeError,
+    DLPackValueError as DLPackValueError,
+)
 
 __version__: str
 __dlpack_version__: Tuple[int, int]
@@ -42,6 +51,11 @@ class Tensor:
         dl_device: Optional[Tuple[int, int]] = None,
         copy: Optional[bool] = None,
     ) -> Any: ...
+    if sys.version_info >= (3, 12):
+        def __buffer__(self, flags: int, /) -> memoryview:
+            """The buffer protocol (host memory): ``memoryview(t)``, ``numpy.asarray(t)``."""
+        def __release_buffer__(self, buffer: memoryview, /) -> None: ...
+
     def compact(self) -> "Tensor":
         """A row-major compact tensor with the same elements (no copy if it already is one)."""
 

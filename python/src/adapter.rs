@@ -5,8 +5,8 @@
 //! change of dlport's API is absorbed here. Elsewhere the crate uses only dlport's C-layout
 //! types (`abi::*`, `Device`, `DataType`, `RawManaged`), which mirror `dlpack.h`.
 //!
-//! Errors leave as a [`Failure`] classified by [`Error::code`] (stable numbers shared with
-//! the C ABI), never by matching variants.
+//! Errors leave as a [`Failure`] carrying [`Error::code`] (stable numbers shared with the C
+//! ABI), classified by `crate::errors::kind_of`.
 
 use std::sync::OnceLock;
 
@@ -28,24 +28,24 @@ pub enum Kind {
     Memory,
 }
 
-/// A dlport error on its way to Python: its class, its stable code (0 for the binding's own
-/// errors) and the core's message.
+/// A dlport error on its way to Python: its class, its stable code (core's, or the binding's
+/// own, `crate::errors::binding_code`; never 0) and the message.
 #[derive(Debug)]
 pub struct Failure {
     /// The Python exception class.
     pub kind: Kind,
-    /// `Error::code()`, as in the C ABI's `DLPORT_ERR_*`; 0 for errors of the binding itself.
+    /// `Error::code()`, as in the C ABI's `DLPORT_ERR_*`, or the binding's own code.
     pub code: u32,
     /// What went wrong, naming the field and the value.
     pub message: String,
 }
 
 impl Failure {
-    /// An error of the binding itself (no core code).
+    /// An error of the binding itself (the binding's code of its kind).
     pub fn new(kind: Kind, message: impl Into<String>) -> Self {
         Self {
             kind,
-            code: 0,
+            code: crate::errors::binding_code(kind),
             message: message.into(),
         }
     }
@@ -54,25 +54,10 @@ impl Failure {
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
         Self {
-            kind: kind_of(e.code()),
+            kind: crate::errors::kind_of(&e),
             code: e.code(),
             message: e.to_string(),
         }
-    }
-}
-
-/// Classifies a core error code. Bad arguments (a device name, an option, a stream, a device id)
-/// are `ValueError`; a failed allocation is `MemoryError`; everything else says the data cannot
-/// cross as asked (`BufferError`, the array API's choice): invalid tensors, unsupported
-/// versions, devices without a backend, copies the policy forbids, flags a form cannot carry.
-fn kind_of(code: u32) -> Kind {
-    match code {
-        // InvalidName, InvalidDeviceId, InvalidStream, InvalidOption, InvalidDevice (the rule
-        // of device ids, also for a device a producer wrote or advertised).
-        22 | 31 | 34 | 38 | 42 => Kind::Value,
-        // AllocationFailed.
-        29 => Kind::Memory,
-        _ => Kind::Buffer,
     }
 }
 
@@ -84,7 +69,7 @@ pub struct Held(Tensor);
 /// in the same process. `dlport_native::install()` installs it on first use (every native
 /// backend that works on this machine: CPU with the fast copy kernels, pinned memory, CUDA when
 /// a driver answers), unless a program embedding Python installed its own first.
-fn registry() -> &'static Registry {
+pub(crate) fn registry() -> &'static Registry {
     // Decided once: the process-wide default cannot change after it is installed.
     static REGISTRY: OnceLock<&'static Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| {

@@ -8,10 +8,12 @@
 //! - [`exchange`]: the `DLPackExchangeAPI` table, as producer and consumer;
 //! - [`capsule`]: DLPack capsules and their destructor; [`errors`]: exceptions;
 //! - [`cpython`]: the CPython declarations pyo3's abi3 bindings lack;
+//! - [`about`]: `_about()`, the build and the backends found, for `python -m dlport`;
 //! - [`share`]: tensors shared with another process (`share`, `Shared`, `open_shared`);
 //! - `bench` (cargo feature `bench`, off in the wheel): timing loops for `bench/python`.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod about;
 mod adapter;
 mod args;
 #[cfg(feature = "bench")]
@@ -36,6 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<share::PyShared>()?;
     m.add_function(wrap_pyfunction!(share::share, m)?)?;
     m.add_function(wrap_pyfunction!(share::open_shared, m)?)?;
+    m.add_function(wrap_pyfunction!(about::_about, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(
         "__dlpack_version__",

@@ -178,26 +178,34 @@ def test_the_exchange_api_is_skipped_when_a_type_offers_a_broken_one():
 
 
 def test_every_error_dlport_raises_carries_its_code():
-    """`e.code` on every exception dlport raises: the core's error number, or 0 for the
-    binding's own (an argument of the wrong kind or out of range, a capsule that is not one)."""
+    """Every exception dlport raises is a dlport class, also the builtin the array API names,
+    with `code`: the core's error number, or the binding's own (1002 a value out of range, 1003
+    an argument of the wrong kind); never 0."""
     a = np.arange(3.0)
     t = dlport.from_dlpack(a)
     used = a.__dlpack__()
     dlport.from_dlpack(used)
+    T, V, B = dlport.DLPackTypeError, dlport.DLPackValueError, dlport.DLPackBufferError
     cases = [
-        (TypeError, 0, lambda: dlport.from_dlpack(a, copy="yes")),
-        (TypeError, 0, lambda: dlport.from_dlpack(a, device=1.5)),
-        (ValueError, 0, lambda: dlport.from_dlpack(a, device=(1, 2**40))),
-        (ValueError, 22, lambda: dlport.from_dlpack(a, device="gpu:0")),
-        (TypeError, 0, lambda: dlport.from_dlpack(1)),
-        (ValueError, 0, lambda: dlport.from_dlpack(used)),
-        (TypeError, 0, lambda: t.__dlpack__(max_version=1)),
-        (ValueError, 0, lambda: t.__dlpack__(max_version=(1, -1))),
-        (ValueError, 34, lambda: t.__dlpack__(stream=5)),
-        (TypeError, 0, lambda: dlport.share(a, copy="no")),
-        (ValueError, 0, lambda: dlport.from_dlpack(a, device="\ud800")),
+        (T, 1003, lambda: dlport.from_dlpack(a, copy="yes")),
+        (T, 1003, lambda: dlport.from_dlpack(a, device=1.5)),
+        (V, 1002, lambda: dlport.from_dlpack(a, device=(1, 2**40))),
+        (V, 22, lambda: dlport.from_dlpack(a, device="gpu:0")),
+        (T, 1003, lambda: dlport.from_dlpack(1)),
+        (V, 1002, lambda: dlport.from_dlpack(used)),
+        (T, 1003, lambda: t.__dlpack__(max_version=1)),
+        (V, 1002, lambda: t.__dlpack__(max_version=(1, -1))),
+        (V, 34, lambda: t.__dlpack__(stream=5)),
+        (T, 1003, lambda: dlport.share(a, copy="no")),
+        (V, 1002, lambda: dlport.from_dlpack(a, device="\ud800")),
+        (B, 23, lambda: dlport.from_dlpack(a, device=(99, 0))),
     ]
-    for kind, code, call in cases:
-        with pytest.raises(kind) as e:
+    builtin = {T: TypeError, V: ValueError, B: BufferError}
+    for cls, code, call in cases:
+        with pytest.raises(cls) as e:
             call()
+        assert type(e.value) is cls, (e.value, cls)
+        assert isinstance(e.value, dlport.DLPackError)
+        assert isinstance(e.value, builtin[cls])
         assert e.value.code == code, (e.value, code)
+        assert e.value.code != 0

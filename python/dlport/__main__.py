@@ -1,0 +1,27 @@
+"""``python -m dlport``: what this dlport is and what it found here, to paste into a bug report."""
+
+import sys
+
+from . import __dlpack_version__, __version__
+from ._native import _about
+
+
+def report() -> str:
+    """The lines ``python -m dlport`` prints."""
+    about = _about()
+    major, minor = __dlpack_version__
+    lines = [f"dlport {__version__}", f"DLPack {major}.{minor}", "backends:"]
+    for name, types in about["backends"]:
+        lines.append(f"  {name}: {', '.join(types) or '(no device type of its own)'}")
+    found, detail = about["cuda"]
+    lines.append(f"CUDA driver: {'found, ' if found else 'not found: '}{detail}")
+    abi3 = about["abi3"]
+    floor = f"abi3 (CPython >= {abi3})" if abi3 else "no stable ABI"
+    features = ", ".join(about["features"]) or "none"
+    lines.append(f"build: {floor}, {about['profile']}, features: {features}")
+    lines.append(f"Python {sys.version.split()[0]} ({sys.platform})")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report())
