@@ -104,6 +104,8 @@ step "real peers: the Python package dlport (maturin wheel in .venv, CPython 3.1
 bash scripts/python-env.sh
 bash scripts/python-build.sh
 .venv/bin/python -m pytest -q -p no:cacheprovider python/tests
+# mypy --strict over python/examples/*.py and python/README.md's code blocks (about 15 s).
+bash scripts/python-typecheck.sh
 # The same tests on CPython 3.9, the wheel of the stable ABI's 3.9 floor (about 3 minutes: the
 # environment once, then a dev build sharing python/target).
 bash scripts/python39-test.sh
