@@ -104,6 +104,14 @@ step "real peers: the Python package dlport (maturin wheel in .venv, CPython 3.1
 bash scripts/python-env.sh
 bash scripts/python-build.sh
 .venv/bin/python -m pytest -q -p no:cacheprovider python/tests
+# Real PyTorch 2.15.0 in .venv-torch (about 6 GB the first time: 82 s here; seconds after).
+torch_start=$SECONDS
+if bash scripts/torch-env.sh; then
+  echo "[torch] venv took $((SECONDS - torch_start)) s"
+  .venv-torch/bin/python -m pytest -q -p no:cacheprovider python/tests/test_torch.py
+else
+  rc=$?; [ "$rc" = 3 ] || exit "$rc"; echo "[torch] SKIPPED: PyPI unreachable (see above)"
+fi
 # mypy --strict over python/examples/*.py and python/README.md's code blocks (about 15 s).
 bash scripts/python-typecheck.sh
 # The same tests on CPython 3.9, the wheel of the stable ABI's 3.9 floor (about 3 minutes: the

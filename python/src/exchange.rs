@@ -417,6 +417,10 @@ fn route_slow(ty: Borrowed<'_, '_, PyType>, before: Option<u64>) -> PyResult<Rou
         .getattr_opt(pyo3::intern!(py, "__dlpack_c_exchange_api__"))?
         .and_then(|attr| find_table(&attr))
     {
+        // torch's table ignores the conjugate and negative bits, the layout, meta, quantized
+        // and requires_grad tensors, where its `__dlpack__` refuses them: torch tensors take
+        // `__dlpack__`, so that dlport gives exactly torch's own values and refusals.
+        Some(_) if is_torch_tensor(&ty) => ASK_DEVICE,
         Some(table) => std::ptr::from_ref(table) as isize,
         None if is_numpy_ndarray(&ty) => SKIP_DEVICE,
         None => ASK_DEVICE,
@@ -450,6 +454,19 @@ fn is_numpy_ndarray(ty: &Borrowed<'_, '_, PyType>) -> bool {
     let name = |r: PyResult<Bound<'_, pyo3::types::PyString>>| r.map(|s| s.to_string()).ok();
     name(ty.module()).as_deref() == Some("numpy")
         && name(ty.qualname()).as_deref() == Some("ndarray")
+}
+
+/// `torch.Tensor` or a subclass: a type whose MRO holds `torch._C.TensorBase`. Looked up once
+/// per type (the route is cached), so the check costs nothing per call.
+fn is_torch_tensor(ty: &Borrowed<'_, '_, PyType>) -> bool {
+    let name = |r: PyResult<Bound<'_, pyo3::types::PyString>>| r.map(|s| s.to_string()).ok();
+    ty.mro().iter().any(|t| {
+        let Ok(t) = t.cast::<PyType>() else {
+            return false;
+        };
+        name(t.module()).as_deref() == Some("torch._C")
+            && name(t.qualname()).as_deref() == Some("TensorBase")
+    })
 }
 
 /// The usable table behind an attribute value, if any.

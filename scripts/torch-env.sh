@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Creates .venv-torch (CPython 3.12) with python/requirements-torch.txt (torch 2.15.0 from PyPI with
+# its dependencies, about 6 GB; NumPy; pytest) and installs the dlport wheel that
+# scripts/python-build.sh built into python/target/wheels. Idempotent: the environment is kept
+# while its stamp holds the pins' hash; the dlport wheel is reinstalled on every run (seconds).
+# When PyPI cannot be reached, it says so and exits 3: scripts/test.sh then skips the torch stage
+# visibly. The interpreter: $DLPORT_PYTHON, else python3.12 on PATH, else pyenv's 3.12.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+req=python/requirements-torch.txt
+venv=.venv-torch
+stamp=$venv/.requirements.sha256
+want=$(sha256sum "$req" | cut -d' ' -f1)
+start=$SECONDS
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$venv/bin/python" ]; then
+  echo "[torch] $venv up to date"
+else
+  py=${DLPORT_PYTHON:-}
+  if [ -z "$py" ]; then
+    for cand in "$(command -v python3.12 || true)" "$HOME"/.pyenv/versions/3.12.*/bin/python3; do
+      if [ -n "$cand" ] && [ -x "$cand" ] && "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then
+        py=$cand
+        break
+      fi
+    done
+  fi
+  if [ -z "$py" ]; then
+    echo "[torch] no CPython 3.12 found: install it (pyenv install 3.12) or set DLPORT_PYTHON" >&2
+    exit 1
+  fi
+  if ! "$py" -c 'import urllib.request; urllib.request.urlopen("https://pypi.org/simple/torch/", timeout=15)' 2>/dev/null; then
+    echo "[torch] SKIPPED: PyPI (https://pypi.org) cannot be reached, so torch 2.15.0 cannot be installed" >&2
+    exit 3
+  fi
+  echo "[torch] creating $venv ($py) with $req: torch 2.15.0 and its CUDA runtime wheels (about 6 GB; minutes)"
+  rm -rf "$venv"
+  "$py" -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  "$venv/bin/python" -m pip install --quiet -r "$req"
+  echo "$want" > "$stamp"
+fi
+wheel=$(ls python/target/wheels/dlport-*.whl 2>/dev/null | head -n1 || true)
+if [ -z "$wheel" ]; then
+  echo "[torch] no dlport wheel in python/target/wheels: run scripts/python-build.sh first" >&2
+  exit 1
+fi
+"$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$wheel"
+echo "[torch] $venv ready in $((SECONDS - start)) s: $("$venv/bin/python" -c 'import sys, torch, numpy; print("Python", sys.version.split()[0], "torch", torch.__version__, "numpy", numpy.__version__)')"
