@@ -1,11 +1,15 @@
 """dlport: checked DLPack exchange between Python frameworks.
 
-``dlport.from_dlpack(x, device=None, copy=None)`` takes a tensor from any DLPack producer
-(NumPy, JAX, PyTorch, CuPy, tvm-ffi, a bare capsule), validates it, and returns a
-``dlport.Tensor``, itself a DLPack producer that every consumer can take. Pinned or managed
-memory that a CPU-only consumer refuses is shown to it as ``cpu`` without a copy
-(``device="cpu"``). The DLPack 1.3 C exchange API (``__dlpack_c_exchange_api__``) is used when a
-producer offers it and offered by ``dlport.Tensor``.
+``dlport.from_dlpack(x, device=None, copy=None, layout=None, align=None)`` takes a tensor from
+any DLPack producer (NumPy, JAX, PyTorch, CuPy, tvm-ffi, a bare capsule), validates it, and
+returns a ``dlport.Tensor``, itself a DLPack producer that every consumer can take. Pinned or
+managed memory, which JAX, PyTorch and TensorFlow refuse under its own device type, is presented
+as ``cpu`` without a copy (``Tensor.memory`` says where it is). ``layout="compact"`` and
+``align=64`` give a consumer such as JAX the layout it takes, copying only when needed
+(``Tensor.copied``). The DLPack 1.3 C exchange API (``__dlpack_c_exchange_api__``) is used when
+a producer offers it (PyTorch's excepted: its table disagrees with its ``__dlpack__``) and
+offered by ``dlport.Tensor``. ``dlport.explain(x)`` says what a producer offers and what dlport
+would do with it; ``dlport.testing`` has emulated producers for your own tests.
 
 ``dlport.share(x)`` shares a tensor with another process on the same machine (Linux): a
 ``dlport.Shared`` (descriptor bytes plus file descriptors) that travels over a Unix socket
@@ -24,6 +28,7 @@ from ._errors import (
     DLPackTypeError,
     DLPackValueError,
 )
+from ._explain import explain
 from ._native import (
     Shared,
     Tensor,
@@ -42,6 +47,7 @@ __all__ = [
     "DLPackMemoryError",
     "Shared",
     "Tensor",
+    "explain",
     "from_dlpack",
     "open_shared",
     "share",

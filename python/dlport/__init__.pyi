@@ -1,6 +1,6 @@
 import socket
 import sys
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, List, Literal, Optional, Tuple, Union
 
 from ._errors import (
     DLPackBufferError as DLPackBufferError,
@@ -37,7 +37,11 @@ class Tensor:
     def memory(self) -> str:
         """Where the memory really is (``cuda_host:0`` for pinned memory shown as ``cpu``)."""
     @property
-    def readonly(self) -> bool: ...
+    def readonly(self) -> bool:
+        """READ_ONLY: consumers must not write (exports carry the flag)."""
+    @property
+    def copied(self) -> bool:
+        """The memory is a copy dlport made (exports carry IS_COPIED)."""
     @property
     def nbytes(self) -> int: ...
     def data_ptr(self) -> int:
@@ -56,13 +60,35 @@ class Tensor:
             """The buffer protocol (host memory): ``memoryview(t)``, ``numpy.asarray(t)``."""
         def __release_buffer__(self, buffer: memoryview, /) -> None: ...
 
-    def compact(self) -> "Tensor":
-        """A row-major compact tensor with the same elements (no copy if it already is one)."""
+    def compact(self, *, align: Optional[int] = None) -> "Tensor":
+        """A row-major compact tensor with the same elements, aligned to ``align`` bytes
+        (default 64 in host memory); no copy if it already is one."""
+
+Layout = Literal["compact", "any"]
 
 def from_dlpack(
-    x: Any, /, *, device: Optional[Device] = None, copy: Optional[bool] = None
+    x: Any,
+    /,
+    *,
+    device: Optional[Device] = None,
+    copy: Optional[bool] = None,
+    layout: Optional[Layout] = None,
+    align: Optional[int] = None,
 ) -> Tensor:
-    """Imports any DLPack producer (or a bare DLPack capsule) as a ``dlport.Tensor``."""
+    """Imports any DLPack producer (or a bare DLPack capsule) as a ``dlport.Tensor``: a view,
+    or one copy where ``device``, ``layout`` or ``align`` need one and ``copy`` allows it."""
+
+def explain(
+    x: Any,
+    /,
+    *,
+    device: Optional[Device] = None,
+    copy: Optional[bool] = None,
+    layout: Optional[Layout] = None,
+    align: Optional[int] = None,
+) -> str:
+    """What ``x`` offers and what ``from_dlpack`` would do with it (view, copy or refusal, and
+    why), as text for a bug report."""
 
 class Shared:
     """A tensor ready for another process on this machine (Linux): a descriptor plus the file

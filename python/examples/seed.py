@@ -2,34 +2,31 @@
 
 PyTorch's pinned tensors answer __dlpack_device__ with (kDLCUDAHost, 0) = (3, 0) while their
 capsule says kDLCPU. A CPU-only JAX refuses them ("Unknown backend cuda"). Through dlport the
-same memory reaches JAX without a copy. PyTorch itself needs its CUDA wheels even to import, so
-this uses the test suite's emulation of its capsules (python/tests/producers.py); with PyTorch
-and a GPU, `x = torch.arange(8.0).pin_memory()` is the producer instead.
+same memory reaches JAX without a copy, with no keyword: dlport presents host-accessible memory
+as cpu, and `memory` says where it is. This uses dlport.testing's emulation of PyTorch's pinned
+capsules, so it runs anywhere; with PyTorch and a GPU, `x = torch.arange(8.0).pin_memory()` is
+the producer instead.
 
 Run: .venv/bin/python python/examples/seed.py
 """
-
-import pathlib
-import sys
 
 import jax
 import numpy as np
 
 import dlport
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
-from producers import Producer, aligned  # noqa: E402
+from dlport.testing import aligned, pinned_like
 
 data = aligned(8, np.float32)
 data[:] = np.arange(8)
-x = Producer(data, capsule_device=(1, 0), advertised=(3, 0))  # like torch.arange(8.0).pin_memory()
+x = pinned_like(data)  # like torch.arange(8.0).pin_memory()
 
 try:
     jax.dlpack.from_dlpack(x)
 except RuntimeError as e:
     print("JAX alone:", e)  # Unknown backend cuda
 
-t = dlport.from_dlpack(x, device="cpu")  # the pinned memory itself, presented as cpu
+t = dlport.from_dlpack(x)  # the pinned memory itself, presented as cpu
 print(t)  # dlport.Tensor(shape=(8,), dtype=float32, device=cpu, memory=cuda_host:0)
 y = jax.dlpack.from_dlpack(t)
 assert y.unsafe_buffer_pointer() == data.ctypes.data, "zero-copy"

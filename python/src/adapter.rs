@@ -82,7 +82,8 @@ fn policy(copy: Option<bool>) -> CopyPolicy {
     CopyPolicy::from_copy(copy)
 }
 
-/// What `from_dlpack(x, device=, copy=)` asked for, plus the producer's `__dlpack_device__`.
+/// What `from_dlpack(x, device=, copy=, layout=, align=)` asked for, plus the producer's
+/// `__dlpack_device__`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Import {
     /// The target device (`None`: the data's own).
@@ -91,6 +92,32 @@ pub struct Import {
     pub advertised: Option<Device>,
     /// The array-API `copy`.
     pub copy: Option<bool>,
+    /// The layout and alignment the result must have (`None`: whatever the producer gave).
+    pub requirements: Option<Requirements>,
+}
+
+/// A consumer's layout and alignment needs (`from_dlpack(layout=, align=)`,
+/// `Tensor.compact(align=)`), met by a view where the data already has them, else by one copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Requirements {
+    /// Row-major compact (`layout="compact"`), or any strides.
+    pub compact: bool,
+    /// Bytes the first element's address must be a multiple of (a power of two; 1: none).
+    pub align: usize,
+}
+
+impl Requirements {
+    /// Core's form of the same needs.
+    fn view_requirements(self) -> ViewRequirements {
+        ViewRequirements {
+            layout: if self.compact {
+                LayoutNeed::RowMajor
+            } else {
+                LayoutNeed::Any
+            },
+            alignment: self.align,
+        }
+    }
 }
 
 /// Takes ownership of a managed tensor, validates it and imports it onto the registry: a view
@@ -107,7 +134,7 @@ pub unsafe fn import(raw: RawManaged, how: &Import) -> Result<Held, Failure> {
         device: how.device,
         advertised: how.advertised,
         copy: policy(how.copy),
-        requirements: None,
+        requirements: how.requirements.map(Requirements::view_requirements),
         max_alloc: None,
     };
     Ok(Held(registry().from_dlpack(managed, &options)?))
@@ -199,13 +226,14 @@ fn hand_off(device: Device, request: StreamRequest) -> Result<(), Failure> {
 const LEGACY_DEFAULT_STREAM: usize = 1;
 
 /// A row-major compact tensor with the same elements: the held tensor itself when it already is
-/// one (and, in host memory, 64-byte aligned), else a copy through the backend's copy kernels.
-pub fn compact(t: &Held) -> Result<Held, Failure> {
+/// one (and, in host memory, aligned to `align` bytes, default 64), else a copy through the
+/// backend's copy kernels.
+pub fn compact(t: &Held, align: Option<usize>) -> Result<Held, Failure> {
     let own = t.0.device();
-    let alignment = if own.is_host_accessible() {
-        CPU_ALIGN
-    } else {
-        1
+    let alignment = match align {
+        Some(a) => a,
+        None if own.is_host_accessible() => CPU_ALIGN,
+        None => 1,
     };
     let exported = registry().to_dlpack(
         &t.0,
@@ -269,14 +297,19 @@ impl Held {
         self.0.device()
     }
 
-    /// The device a Python tensor presents (`__dlpack_device__`, `device`, exports): `cpu` when
-    /// the import asked for `cpu` and the memory is host-accessible (pinned or managed memory
-    /// shown to CPU-only consumers without a copy: the registry's relabelling rule), else where
-    /// the memory is.
+    /// The device a Python tensor presents (`__dlpack_device__`, `device`, exports).
+    ///
+    /// Host-accessible memory (pinned, managed) presents as `cpu` unless the import asked for
+    /// its own device by name (`device="cuda_host"`): every consumer takes `kDLCPU`, while JAX,
+    /// torch and TensorFlow refuse `kDLCUDAHost` and `kDLCUDAManaged` (python/README.md,
+    /// "Which device a tensor presents"). `memory` still says where the memory is. Device
+    /// memory presents as itself.
     pub fn presented(&self, requested: Option<Device>) -> Device {
+        let memory = self.memory();
         match requested {
-            Some(d) if d == Device::cpu() && self.memory().is_host_accessible() => d,
-            _ => self.memory(),
+            None if memory.is_host_accessible() => Device::cpu(),
+            Some(d) if d == Device::cpu() && memory.is_host_accessible() => d,
+            _ => memory,
         }
     }
 

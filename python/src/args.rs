@@ -169,3 +169,56 @@ pub fn device(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Device>> {
         shown(value)
     )))
 }
+
+/// `from_dlpack`'s `layout` and `align`: `None` each, `layout="compact"` (row-major compact) or
+/// `"any"`, `align` a power of two from 1 to 4096 bytes. Both absent: no requirement.
+pub fn requirements(
+    layout: Option<&Bound<'_, PyAny>>,
+    align: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<adapter::Requirements>> {
+    let layout = layout.filter(|v| !v.is_none());
+    let align = alignment(align)?;
+    let compact = match layout {
+        None => false,
+        Some(v) => match v.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) {
+            Some("compact") => true,
+            Some("any") => false,
+            Some(_) => {
+                return Err(crate::errors::value_error(format!(
+                    "layout = {} is not a layout dlport knows: it must be \"compact\" (row-major \
+                     compact, as JAX and TensorFlow need), \"any\" or None",
+                    shown(v)
+                )));
+            }
+            None => {
+                return Err(crate::errors::type_error(format!(
+                    "layout must be \"compact\", \"any\" or None, got {}",
+                    shown(v)
+                )));
+            }
+        },
+    };
+    if layout.is_none() && align.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(adapter::Requirements {
+        compact,
+        align: align.unwrap_or(1),
+    }))
+}
+
+/// The largest alignment `align` takes, in bytes (a page).
+const MAX_ALIGN: usize = 4096;
+
+/// An `align` argument: `None`, or a power of two from 1 to [`MAX_ALIGN`] bytes.
+pub fn alignment(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    let wants = "a power of two from 1 to 4096 (bytes)";
+    let n = int::<usize>(value).map_err(|why| bad(why, "align", wants, value))?;
+    if !n.is_power_of_two() || n > MAX_ALIGN {
+        return Err(bad(Bad::Range, "align", wants, value));
+    }
+    Ok(Some(n))
+}

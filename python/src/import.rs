@@ -2,7 +2,7 @@
 
 use dlport_core::abi::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
 use dlport_core::{Device, DeviceType, RawManaged};
-use pyo3::exceptions::{PyAttributeError, PyTypeError};
+use pyo3::exceptions::{PyAttributeError, PyBufferError, PyException, PyMemoryError, PyTypeError};
 #[cfg(unix)]
 use pyo3::ffi;
 use pyo3::intern;
@@ -35,11 +35,13 @@ use crate::tensor::PyTensor;
 ///   device memory is copied to the host where `copy` allows (`None`: if needed; `True`:
 ///   always; `False`: never, else `BufferError`).
 #[pyfunction]
-#[pyo3(signature = (x, /, *, device=None, copy=None))]
+#[pyo3(signature = (x, /, *, device=None, copy=None, layout=None, align=None))]
 pub fn from_dlpack<'py>(
     x: &Bound<'py, PyAny>,
     device: Option<&Bound<'py, PyAny>>,
     copy: Option<&Bound<'py, PyAny>>,
+    layout: Option<&Bound<'py, PyAny>>,
+    align: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyTensor>> {
     let target = match device {
         None => None,
@@ -49,11 +51,13 @@ pub fn from_dlpack<'py>(
         None => None,
         Some(c) => args::copy(Some(c))?,
     };
+    let requirements = args::requirements(layout, align)?;
     let (raw, advertised) = produce(x)?;
     let how = Import {
         device: target,
         advertised,
         copy,
+        requirements,
     };
     // SAFETY: `raw` was just handed over by its producer and is owned by nobody else.
     let held = unsafe { adapter::import(raw, &how) }?;
@@ -77,7 +81,11 @@ fn produce(x: &Bound<'_, PyAny>) -> PyResult<(RawManaged, Option<Device>)> {
     let py = x.py();
     let advertised = if ask_device {
         match x.getattr_opt(intern!(py, "__dlpack_device__"))? {
-            Some(f) => Some(device_tuple(x, &f.call0()?)?),
+            Some(f) => Some(device_tuple(
+                x,
+                &f.call0()
+                    .map_err(|e| producer_failed(x, "__dlpack_device__", e))?,
+            )?),
             None => None,
         }
     } else {
@@ -86,7 +94,9 @@ fn produce(x: &Bound<'_, PyAny>) -> PyResult<(RawManaged, Option<Device>)> {
     let capsule = match call_dlpack(x, true) {
         Ok(c) => c,
         // A producer from before DLPack 1.0 does not know `max_version`: legacy.
-        Err(e) if e.is_instance_of::<PyTypeError>(py) => call_dlpack(x, false)?,
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => {
+            call_dlpack(x, false).map_err(|e| producer_failed(x, "__dlpack__", e))?
+        }
         Err(e)
             if e.is_instance_of::<PyAttributeError>(py)
                 && x.getattr_opt(intern!(py, "__dlpack__"))?.is_none() =>
@@ -96,9 +106,34 @@ fn produce(x: &Bound<'_, PyAny>) -> PyResult<(RawManaged, Option<Device>)> {
                 type_name(x)
             )));
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(producer_failed(x, "__dlpack__", e)),
     };
     Ok((capsule::take(&capsule)?, advertised))
+}
+
+/// A producer's own failure in `method`, as dlport reports every tensor that cannot cross: a
+/// `BufferError` (a `DLPackBufferError` naming the producer and the method, the producer's
+/// exception as its `__cause__`). The producer's `BufferError`s, `MemoryError`s and exceptions
+/// that are not `Exception`s (`KeyboardInterrupt`) pass through unchanged. torch's meta,
+/// quantized and sparse tensors fail this way (`ValueError`, `RuntimeError`).
+fn producer_failed(x: &Bound<'_, PyAny>, method: &str, e: PyErr) -> PyErr {
+    let py = x.py();
+    if e.is_instance_of::<PyBufferError>(py)
+        || e.is_instance_of::<PyMemoryError>(py)
+        || !e.is_instance_of::<PyException>(py)
+    {
+        return e;
+    }
+    let what = e
+        .value(py)
+        .repr()
+        .map_or_else(|_| "?".into(), |r| r.to_string());
+    let wrapped = crate::errors::buffer_error(format!(
+        "{}.{method}() failed, so the tensor cannot cross: {what}",
+        type_name(x)
+    ));
+    wrapped.set_cause(py, Some(e));
+    wrapped
 }
 
 /// `x.__dlpack__(max_version=(1, 3))`, or `x.__dlpack__()` when not `versioned`.
@@ -188,4 +223,22 @@ fn device_tuple(x: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Devi
         }
     };
     Ok(Device::new(device_type, device_id))
+}
+
+/// How `from_dlpack` takes a tensor from `x` (for `dlport.explain`): `"capsule"`,
+/// `"exchange"` (the type's DLPack 1.3 C exchange API), `"dunder"` (`__dlpack_device__`, then
+/// `__dlpack__`), or `"dunder-no-device"` (NumPy's `ndarray`: host memory only, its
+/// `__dlpack_device__` adds nothing).
+#[pyfunction]
+pub fn _route(x: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+    if capsule::is_capsule(x) {
+        return Ok("capsule");
+    }
+    // SAFETY: the type of a live object, alive (and borrowed) as long as `x` is.
+    let ty = unsafe { Borrowed::from_ptr(x.py(), x.get_type_ptr().cast()).cast_unchecked() };
+    Ok(match exchange::route(ty)? {
+        exchange::Route::Exchange(_) => "exchange",
+        exchange::Route::Dunder { ask_device: true } => "dunder",
+        exchange::Route::Dunder { ask_device: false } => "dunder-no-device",
+    })
 }

@@ -39,6 +39,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(share::share, m)?)?;
     m.add_function(wrap_pyfunction!(share::open_shared, m)?)?;
     m.add_function(wrap_pyfunction!(about::_about, m)?)?;
+    m.add_function(wrap_pyfunction!(import::_route, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(
         "__dlpack_version__",

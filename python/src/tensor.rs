@@ -109,6 +109,13 @@ impl PyTensor {
         self.held.is_read_only()
     }
 
+    /// The memory is a copy dlport made (for a device, a layout or an alignment the producer's
+    /// memory lacked); its exports carry IS_COPIED.
+    #[getter]
+    fn copied(&self) -> bool {
+        self.held.is_copied()
+    }
+
     /// Bytes of the elements in compact form (sub-byte elements packed).
     #[getter]
     fn nbytes(&self) -> usize {
@@ -161,11 +168,14 @@ impl PyTensor {
     }
 
     /// A row-major compact tensor with the same elements, on the same memory: this tensor's
-    /// memory when it already is one (64-byte aligned in host memory), else a copy through the
-    /// backend's copy kernels (strided, negative and broadcast strides alike).
-    fn compact(&self, py: Python<'_>) -> PyResult<Self> {
+    /// memory when it already is one, aligned to `align` bytes (default: 64 in host memory, as
+    /// JAX wants), else a copy through the backend's copy kernels (strided, negative and
+    /// broadcast strides alike). A copy says so: `copied` is True and exports carry IS_COPIED.
+    #[pyo3(signature = (*, align=None))]
+    fn compact(&self, py: Python<'_>, align: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let align = args::alignment(align)?;
         let held = &self.held;
-        let compacted = py.detach(|| adapter::compact(held))?;
+        let compacted = py.detach(|| adapter::compact(held, align))?;
         Ok(Self::new(compacted, Some(self.device)))
     }
 

@@ -10,7 +10,7 @@ import pytest
 
 import dlport
 from conftest import collect, needs_numpy_dlpack_1
-from producers import Producer, aligned
+from dlport.testing import Producer, aligned
 
 FORMATS = {np.bool_: "?", np.int8: "b", np.int16: "h", np.int32: "i", np.int64: "q",
            np.uint8: "B", np.uint16: "H", np.uint32: "I", np.uint64: "Q", np.float16: "e",

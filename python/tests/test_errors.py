@@ -6,7 +6,7 @@ import pytest
 
 import dlport
 from conftest import collect, needs_numpy_dlpack_1
-from producers import DLDataType, Producer, aligned, bare_capsule, capsule_name
+from dlport.testing import DLDataType, Producer, aligned, bare_capsule, capsule_name
 
 
 @needs_numpy_dlpack_1
@@ -80,10 +80,13 @@ def test_bad_from_dlpack_arguments():
 
 
 def test_from_dlpack_takes_its_arguments_as_the_array_api_says():
-    """`from_dlpack(x, /, *, device=None, copy=None)`: every shape of call."""
+    """`from_dlpack(x, /, *, device=None, copy=None, layout=None, align=None)`: every shape of
+    call."""
     import inspect
 
-    assert str(inspect.signature(dlport.from_dlpack)) == "(x, /, *, device=None, copy=None)"
+    assert str(inspect.signature(dlport.from_dlpack)) == (
+        "(x, /, *, device=None, copy=None, layout=None, align=None)"
+    )
     assert dlport.from_dlpack.__doc__.startswith("Imports `x`")
     a = np.arange(3.0)
     for kwargs in [{}, {"device": None}, {"copy": None}, {"device": "cpu", "copy": False},
@@ -105,13 +108,43 @@ def test_from_dlpack_takes_its_arguments_as_the_array_api_says():
     name = "".join(["co", "py"])
     t = dlport.from_dlpack(a, **{name: True})
     assert t.data_ptr() != a.ctypes.data
-    # A producer whose __dlpack__ raises: the exception passes through unchanged.
+    # A producer whose __dlpack__ or __dlpack_device__ raises: a BufferError naming the producer
+    # and the method, the producer's exception as its cause; its own BufferError and
+    # KeyboardInterrupt-like exceptions pass through unchanged.
     class Broken:
         def __dlpack__(self, **kwargs):
             raise KeyError("producer failed")
 
-    with pytest.raises(KeyError, match="producer failed"):
+    with pytest.raises(BufferError, match=r"Broken.__dlpack__\(\) failed.*KeyError\('producer failed'\)") as e:
         dlport.from_dlpack(Broken())
+    assert isinstance(e.value, dlport.DLPackBufferError) and e.value.code == 1001
+    assert isinstance(e.value.__cause__, KeyError)
+
+    class BadDevice:
+        def __dlpack_device__(self):
+            raise ValueError("Unknown device type meta for Dlpack")
+
+        def __dlpack__(self, **kwargs):
+            raise AssertionError("not reached")
+
+    with pytest.raises(BufferError, match=r"BadDevice.__dlpack_device__\(\) failed.*meta") as e:
+        dlport.from_dlpack(BadDevice())
+    assert isinstance(e.value.__cause__, ValueError)
+
+    class OwnRefusal:
+        def __dlpack__(self, **kwargs):
+            raise BufferError("the producer's own words")
+
+    with pytest.raises(BufferError, match="^the producer's own words$") as e:
+        dlport.from_dlpack(OwnRefusal())
+    assert not isinstance(e.value, dlport.DLPackError)
+
+    class Interrupted:
+        def __dlpack__(self, **kwargs):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        dlport.from_dlpack(Interrupted())
 
 
 def test_bad_dlpack_arguments():

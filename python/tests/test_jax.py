@@ -8,7 +8,7 @@ import pytest
 
 import dlport
 from conftest import collect
-from producers import Producer, aligned
+from dlport.testing import Producer, aligned
 
 
 def test_dlport_to_jax_is_zero_copy_and_released_once():

@@ -7,7 +7,7 @@ import pytest
 
 import dlport
 from conftest import collect, needs_numpy_dlpack_1
-from producers import READ_ONLY, Producer, aligned
+from dlport.testing import READ_ONLY, Producer, aligned
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
           np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128]

@@ -11,7 +11,7 @@ import pytest
 
 import dlport
 from conftest import collect
-from producers import Producer
+from dlport.testing import Producer
 
 paddle = pytest.importorskip("paddle", reason="paddlepaddle is not installed (python/requirements-dev.txt pins it)")
 

@@ -11,7 +11,7 @@ import pytest
 
 import dlport
 from conftest import collect
-from producers import Producer, aligned
+from dlport.testing import Producer, aligned
 
 STYLES = {
     # capsule device, advertised device, JAX's refusal
@@ -61,20 +61,46 @@ def test_pinned_and_managed_memory_reach_jax_through_dlport(style, versioned):
     assert obj.deleted == released_before + 1
 
 
-def test_without_a_target_device_the_reconciled_device_is_kept():
+@pytest.mark.parametrize("style", list(STYLES))
+def test_without_a_keyword_host_memory_presents_as_cpu_and_reaches_jax(style):
+    """The seed with no keyword: JAX, NumPy and a second dlport import take pinned and managed
+    memory as it comes out of dlport.from_dlpack(x); `memory` tells the truth."""
+    capsule_device, advertised, _ = STYLES[style]
+    data = aligned(8, np.float32)
+    data[:] = np.arange(8)
+    obj = Producer(data, capsule_device=capsule_device, advertised=advertised)
+    t = dlport.from_dlpack(obj)
+    assert t.device == "cpu" and t.__dlpack_device__() == (1, 0)
+    assert t.memory == ("cuda_managed:0" if style == "managed" else "cuda_host:0")
+    assert "memory=cuda" in repr(t)
+    assert t.data_ptr() == data.ctypes.data
+    x = jax.dlpack.from_dlpack(t)
+    a = np.from_dlpack(t)
+    assert x.unsafe_buffer_pointer() == data.ctypes.data == a.ctypes.data
+    np.testing.assert_array_equal(np.asarray(x), data)
+    del t, x, a
+    collect()
+    assert obj.deleted == 1
+
+
+def test_a_host_device_asked_for_by_name_is_presented():
+    """`device="cuda_host"` (or its tuple) presents the pinned class itself, for a consumer that
+    takes kDLCUDAHost (NumPy, CuPy); a CPU consumer still gets it as cpu through dl_device."""
     data = aligned(8, np.float32)
     obj = Producer(data, capsule_device=(1, 0), advertised=(3, 0))
-    t = dlport.from_dlpack(obj)
-    # The capsule said cpu; the advertised pinned class is the more specific truth.
+    t = dlport.from_dlpack(obj, device="cuda_host")
     assert t.device == "cuda_host:0" and t.__dlpack_device__() == (3, 0)
+    assert dlport.from_dlpack(obj, device=(3, 0)).device == "cuda_host:0"
     assert t.data_ptr() == data.ctypes.data
-    # A CPU consumer asking for cpu still gets the memory without a copy.
     cap = t.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False)
     a = np.from_dlpack(_Capsule(cap))
     assert a.ctypes.data == data.ctypes.data
-    del a, cap, t
+    # NumPy takes kDLCUDAHost itself.
+    b = np.from_dlpack(t)
+    assert b.ctypes.data == data.ctypes.data
+    del a, b, cap, t
     collect()
-    assert obj.deleted == 1
+    assert obj.deleted == 2
 
 
 def test_device_memory_is_refused_without_a_copy_and_released():

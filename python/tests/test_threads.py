@@ -9,7 +9,7 @@ import numpy as np
 
 import dlport
 from conftest import collect, needs_numpy_dlpack_1
-from producers import DLManagedTensorVersioned, Producer, aligned, capsule_pointer
+from dlport.testing import DLManagedTensorVersioned, Producer, aligned, capsule_pointer
 
 THREADS, ROUNDS = 8, 200
 

@@ -8,8 +8,8 @@ import pytest
 
 import dlport
 from conftest import collect, needs_numpy_dlpack_1
-from producers import (DLDataType, DLDevice, DLManagedTensorVersioned, DLPackVersion, DLTensor, Producer,
-                       aligned, capsule_pointer, py)
+from dlport.testing import (DLDataType, DLDevice, DLManagedTensorVersioned, DLPackVersion, DLTensor, Producer,
+                       aligned, capsule_pointer, bare_capsule)
 
 tvm_ffi = pytest.importorskip("tvm_ffi")
 use_count = tvm_ffi.get_global_func("testing.object_use_count")
@@ -214,7 +214,7 @@ def test_allocator_makes_a_zeroed_compact_tensor_and_reports_errors():
     data = (ctypes.c_float * 15).from_address(m.dl_tensor.data + m.dl_tensor.byte_offset)
     assert list(data) == [0.0] * 15
     # The allocation is the caller's: import it into dlport (which releases it once).
-    t = dlport.from_dlpack(py.PyCapsule_New(ctypes.addressof(m), b"dltensor_versioned", None))
+    t = dlport.from_dlpack(bare_capsule(ctypes.addressof(m), b"dltensor_versioned"))
     assert t.shape == (3, 5) and t.dtype == "float32"
 
     bad = DLTensor(None, DLDevice(1, 0), 1, DLDataType(2, 33, 1), shape, None, 0)
