@@ -266,6 +266,42 @@ class Producer:
         return self.capsule()
 
 
+class DLPackExchangeAPIHeader(ctypes.Structure):
+    """``DLPackExchangeAPIHeader``: the table's version and the previous table."""
+
+    _fields_ = [("version", DLPackVersion), ("prev_api", c_void_p)]
+
+
+MANAGED_PP = ctypes.POINTER(ctypes.POINTER(DLManagedTensorVersioned))
+SET_ERROR = ctypes.CFUNCTYPE(None, c_void_p, ctypes.c_char_p, ctypes.c_char_p)
+
+
+class DLPackExchangeAPI(ctypes.Structure):
+    """``DLPackExchangeAPI`` (DLPack 1.3), for calling a type's table entry by entry. The entries
+    that touch Python are declared ``PYFUNCTYPE``: called with the GIL held, and a -1 return
+    raises the exception the entry set."""
+
+    _fields_ = [
+        ("header", DLPackExchangeAPIHeader),
+        ("managed_tensor_allocator", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(DLTensor), MANAGED_PP,
+                                                      c_void_p, SET_ERROR)),
+        ("managed_tensor_from_py_object_no_sync", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, MANAGED_PP)),
+        ("managed_tensor_to_py_object_no_sync", ctypes.PYFUNCTYPE(ctypes.c_int, c_void_p,
+                                                                  ctypes.POINTER(c_void_p))),
+        ("dltensor_from_py_object_no_sync", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object,
+                                                              ctypes.POINTER(DLTensor))),
+        ("current_work_stream", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32,
+                                                  ctypes.POINTER(c_void_p))),
+    ]
+
+
+def exchange_api(cls: type) -> DLPackExchangeAPI:
+    """The ``DLPackExchangeAPI`` a type offers as ``__dlpack_c_exchange_api__`` (``AttributeError``
+    if it offers none)."""
+    capsule = getattr(cls, "__dlpack_c_exchange_api__")
+    return DLPackExchangeAPI.from_address(capsule_pointer(capsule, b"dlpack_exchange_api"))
+
+
 def pinned_like(array: npt.NDArray[Any], *, versioned: bool = True, device_id: int = 0,
                 dtype: Optional[DLDataType] = None, flags: int = 0) -> Producer:
     """A producer like PyTorch's pinned tensors: the capsule says ``kDLCPU``,
@@ -295,6 +331,8 @@ __all__ = [
     "DLDevice",
     "DLManagedTensor",
     "DLManagedTensorVersioned",
+    "DLPackExchangeAPI",
+    "DLPackExchangeAPIHeader",
     "DLPackVersion",
     "DLTensor",
     "IS_COPIED",
@@ -306,6 +344,7 @@ __all__ = [
     "bare_capsule",
     "capsule_name",
     "capsule_pointer",
+    "exchange_api",
     "managed_like",
     "pinned_like",
 ]

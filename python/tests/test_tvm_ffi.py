@@ -8,42 +8,13 @@ import pytest
 
 import dlport
 from conftest import collect, needs_numpy_dlpack_1
-from dlport.testing import (DLDataType, DLDevice, DLManagedTensorVersioned, DLPackVersion, DLTensor, Producer,
-                       aligned, capsule_pointer, bare_capsule)
+from dlport.testing import (MANAGED_PP, SET_ERROR, DLDataType, DLDevice, DLManagedTensorVersioned,
+                            DLPackExchangeAPI, DLPackVersion, DLTensor, Producer, aligned, bare_capsule)
+from dlport.testing import exchange_api as table
 
 tvm_ffi = pytest.importorskip("tvm_ffi")
 use_count = tvm_ffi.get_global_func("testing.object_use_count")
 echo = tvm_ffi.get_global_func("testing.echo")
-
-
-class Header(ctypes.Structure):
-    _fields_ = [("version", DLPackVersion), ("prev_api", ctypes.c_void_p)]
-
-
-MANAGED_PP = ctypes.POINTER(ctypes.POINTER(DLManagedTensorVersioned))
-SET_ERROR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
-
-
-class ExchangeAPI(ctypes.Structure):
-    # Entries that touch Python are called with the GIL held and raise the error they set.
-    _fields_ = [
-        ("header", Header),
-        ("managed_tensor_allocator", ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(DLTensor), MANAGED_PP,
-                                                      ctypes.c_void_p, SET_ERROR)),
-        ("managed_tensor_from_py_object_no_sync", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, MANAGED_PP)),
-        ("managed_tensor_to_py_object_no_sync", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p,
-                                                                  ctypes.POINTER(ctypes.c_void_p))),
-        ("dltensor_from_py_object_no_sync", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object,
-                                                              ctypes.POINTER(DLTensor))),
-        ("current_work_stream", ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32,
-                                                  ctypes.POINTER(ctypes.c_void_p))),
-    ]
-
-
-def table(cls) -> ExchangeAPI:
-    capsule = cls.__dlpack_c_exchange_api__
-    address = capsule_pointer(capsule, b"dlpack_exchange_api")
-    return ExchangeAPI.from_address(address)
 
 
 def take_object(address: int):
@@ -132,7 +103,7 @@ def test_table_header_and_entries():
     api = table(dlport.Tensor)
     assert (api.header.version.major, api.header.version.minor) == (1, 3)
     assert api.header.prev_api is None
-    for name, _ in ExchangeAPI._fields_[1:]:
+    for name, _ in DLPackExchangeAPI._fields_[1:]:
         assert ctypes.cast(getattr(api, name), ctypes.c_void_p).value, name
 
 
