@@ -118,6 +118,9 @@ bash scripts/python-typecheck.sh
 # environment once, then a dev build sharing python/target).
 bash scripts/python39-test.sh
 .venv/bin/python python/examples/seed.py
+# What the NumPy bridge cannot carry (bfloat16/float8 to JAX, READ_ONLY, a malformed producer, the
+# exchange API): every claim an assert.
+.venv/bin/python python/examples/value.py
 (cd tests/python && ../../.venv/bin/python -m pytest -q -p no:cacheprovider)
 
 step "the README's pip install ./python as written, in a fresh venv and \$HOME from a copy of the repository; python/README.md's first example"

@@ -180,7 +180,12 @@ pub fn requirements(
     let align = alignment(align)?;
     let compact = match layout {
         None => false,
-        Some(v) => match v.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) {
+        Some(v) => match v
+            .cast::<PyString>()
+            .ok()
+            .and_then(|s| s.to_cow().ok())
+            .as_deref()
+        {
             Some("compact") => true,
             Some("any") => false,
             Some(_) => {

@@ -31,9 +31,14 @@ use crate::tensor::PyTensor;
 ///   capsule. The capsule's device is reconciled with the advertised one (PyTorch's pinned
 ///   tensors say `cpu` in the capsule and `cuda_host` in `__dlpack_device__`).
 /// - `device` (a name such as `"cpu"` or `"cuda:0"`, or a `(device_type, device_id)` tuple) and
-///   `copy` follow the array API: `device="cpu"` shows pinned or managed memory without a copy;
-///   device memory is copied to the host where `copy` allows (`None`: if needed; `True`:
-///   always; `False`: never, else `BufferError`).
+///   `copy` follow the array API: device memory is copied to the host where `copy` allows
+///   (`None`: if needed; `True`: always; `False`: never, else `BufferError`).
+/// - Pinned or managed memory is presented as `cpu` (every consumer takes `kDLCPU`; JAX, torch
+///   and TensorFlow refuse the rest) unless `device` names its own class (`"cuda_host"`);
+///   `Tensor.memory` says where it is.
+/// - `layout="compact"` (row-major) and `align` (a power of two, in bytes; JAX wants 64) give a
+///   consumer the layout it takes: a view where the data already has it, else one copy
+///   (`Tensor.copied`; exports carry IS_COPIED).
 #[pyfunction]
 #[pyo3(signature = (x, /, *, device=None, copy=None, layout=None, align=None))]
 pub fn from_dlpack<'py>(

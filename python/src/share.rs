@@ -316,7 +316,7 @@ pub fn open_shared(descriptor: &[u8], fds: Vec<i64>) -> PyResult<PyTensor> {
 #[pymethods]
 impl PyShared {
     /// The descriptor's bytes (a few dozen; at most 1144): dtype, shape, strides, device and
-    /// the kind of handle. Send them with [`fds`](Self::fds) to the opening process.
+    /// the kind of handle. Send them with `fds` to the opening process.
     #[getter]
     fn descriptor<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
         self.descriptor_bytes(py)

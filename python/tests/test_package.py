@@ -53,3 +53,36 @@ def test_a_reused_tensor_object_starts_fresh():
         assert ref() is None
     assert len(died) == 300, "every weak reference's callback ran once"
     assert len(ids) < 300, "premise: dead objects were reused"
+
+
+def test_help_shows_python_text_not_rust_link_syntax():
+    """`help(dlport)` renders the docstrings the Rust side writes: they are plain text for a
+    Python reader, without rustdoc's intra-doc links."""
+    import pydoc
+
+    text = pydoc.render_doc(dlport, renderer=pydoc.plaintext)
+    for name in ("from_dlpack", "explain", "Tensor", "compact", "Shared", "share"):
+        assert name in text, name
+    for rust in (r"\[`[^`]*`\]", r"\]\((?:Self|crate|super)::", r"\bSelf::", r"\bcrate::"):
+        found = re.findall(rust, text)
+        assert not found, f"{rust}: {found[:3]}"
+
+
+def test_the_stubs_name_every_public_name_with_its_arguments():
+    import inspect
+
+    stub = (pathlib.Path(dlport.__file__).parent / "__init__.pyi").read_text()
+    for name in dlport.__all__:
+        assert re.search(rf"\b{re.escape(name)}\b", stub), name
+    for keyword in inspect.signature(dlport.from_dlpack).parameters:
+        assert f"{keyword}:" in stub.split("def from_dlpack", 1)[1].split("->", 1)[0], keyword
+    assert "def copied" in stub and "def compact(self, *, align" in stub
+
+
+def test_the_readmes_python_blocks_run():
+    """Each ```python block of python/README.md runs as written (mypy checks them too)."""
+    readme = HERE.parent / "README.md"
+    blocks = re.findall(r"^```python\n(.*?)^```", readme.read_text(), re.S | re.M)
+    assert len(blocks) >= 3
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"python/README.md block {i}", "exec"), {})

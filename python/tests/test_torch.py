@@ -258,3 +258,22 @@ def test_torch_and_jax_through_dlport_both_ways():
     c = dlport.from_dlpack(v, layout="compact", align=64)
     assert c.copied
     np.testing.assert_array_equal(np.asarray(jax.dlpack.from_dlpack(c)), v.numpy())
+
+
+def test_managed_and_pinned_capsules_torch_refuses_reach_it_through_dlport():
+    """torch 2.15 refuses kDLCUDAManaged and kDLCUDAHost in a capsule ("Unsupported
+    device_type"); dlport presents such host-accessible memory as cpu, so torch takes it."""
+    from dlport.testing import Producer, aligned, managed_like
+
+    for make in (lambda a: managed_like(a),
+                 lambda a: Producer(a, capsule_device=(3, 0), advertised=(3, 0), versioned=True)):
+        a = aligned(4, np.float32)
+        a[:] = [1, 2, 3, 4]
+        with pytest.raises(BufferError, match="Unsupported device_type"):
+            torch.from_dlpack(make(a))
+        p = make(a)
+        t = torch.from_dlpack(dlport.from_dlpack(p))
+        assert t.data_ptr() == a.ctypes.data and t.tolist() == [1, 2, 3, 4]
+        del t
+        collect()
+        assert p.deleted == 1
