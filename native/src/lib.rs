@@ -23,6 +23,7 @@ pub mod cabi;
 pub mod cuda;
 pub mod ffi;
 pub mod pinned;
+pub mod plugin;
 pub mod share;
 
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -127,6 +128,12 @@ pub fn registry_with_report() -> (Registry, Vec<String>) {
         }
         Err(e) => report.push(format!("cuda: not registered: {e}")),
     }
+    // Last, so that it answers only for device types no other backend serves.
+    add(
+        &mut r,
+        Arc::new(plugin::PluginHost),
+        "C plugins: dlport_register_backend, dlport_load_plugin".into(),
+    );
     #[cfg(not(feature = "cuda"))]
     report.push("cuda: not registered: built without the `cuda` feature".into());
     (r, report)

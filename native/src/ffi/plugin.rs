@@ -1,0 +1,165 @@
+//! Plugin entries: register, load, unregister and list C plugins (the `DlportPlugin`
+//! interface, see `dlport_core`'s backend docs and `docs/plugins.md`).
+
+use std::ffi::{CStr, c_char, c_int};
+
+use dlport_core::backend::Backend;
+use dlport_core::{BackendError, Error};
+
+use crate::plugin::{DlportPlugin, PLUGIN_HOST_NAME, PluginBackend};
+
+use super::*;
+
+/// Adds a plugin to the process-wide table, reached from the default registry's `plugins`
+/// backend (the registry dlport_import, dlport_export and the Python package use).
+fn add(plugin: std::sync::Arc<PluginBackend>) -> Result<(), Failure> {
+    let r = registry();
+    if r.get(PLUGIN_HOST_NAME).is_none() {
+        return Err(Error::Backend(BackendError::unsupported(
+            plugin.name(),
+            "registration in the process-wide registry: it was installed by other code without \
+             dlport-native's `plugins` backend (register the plugin in that registry instead)",
+        ))
+        .into());
+    }
+    crate::plugin::register_global(plugin, &r.names().collect::<Vec<_>>())?;
+    Ok(())
+}
+
+fn str_arg<'a>(s: *const c_char, name: &str) -> Result<&'a str, Failure> {
+    if s.is_null() {
+        return Err(arg(format!("{name} is NULL: pass a NUL-terminated string")));
+    }
+    // SAFETY: NUL-terminated (caller contract), read during the call only.
+    unsafe { CStr::from_ptr(s) }
+        .to_str()
+        .map_err(|_| arg(format!("{name} is not UTF-8")))
+}
+
+/// Registers a C plugin (a device backend: see `DlportPlugin` and every callback's contract
+/// above) in the process-wide registry, beside dlport's own backends: imports, exports,
+/// copies and allocations on the device types it serves go to its callbacks. A plugin takes
+/// device types that no built-in backend serves (the built-in CPU, pinned and CUDA backends
+/// keep theirs); among plugins the latest registered serving a type wins.
+///
+/// Errors (`DLPORT_ERR_BACKEND`, naming the plugin and what is wrong): a NULL `plugin`, a
+/// `struct_size` below this version's, another `interface_version`, a bad name or device-type
+/// list, half of a callback pair; `DLPORT_ERR_DUPLICATE_BACKEND` for a name in use.
+///
+/// Ownership: dlport copies `*plugin`, its name and its device types; the caller may free them
+/// when the call returns. `plugin->state` stays the plugin's; on success dlport calls
+/// `destroy(state)` once, after `dlport_unregister_backend` and the last use; on error dlport
+/// calls nothing of the plugin.
+///
+/// # Safety
+/// `plugin` is NULL or readable for `plugin->struct_size` bytes, with the fields the header
+/// documents; its callbacks follow their contracts for as long as dlport holds the plugin.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_register_backend(plugin: *const DlportPlugin) -> c_int {
+    entry(|| {
+        // SAFETY: forwarded contract.
+        let p = unsafe { PluginBackend::from_raw(plugin, "dlport_register_backend", None) }?;
+        add(p)
+    })
+}
+
+/// Loads a plugin library from `path` (`dlopen` with RTLD_NOW | RTLD_LOCAL), calls its
+/// `dlport_plugin_init` (see `DlportPluginInit`) and registers the plugin as
+/// `dlport_register_backend` does. On success `*name_out` (when not NULL) is a new string with
+/// the plugin's name, freed with `dlport_string_free`.
+///
+/// Errors name the path and what failed: `dlopen` (with `dlerror()`'s text), a missing
+/// `dlport_plugin_init` symbol, a non-zero status from it, then the checks of
+/// `dlport_register_backend`. On every error the library is closed again and nothing is
+/// registered. Loading a library runs its code: load only plugins you trust.
+///
+/// # Safety
+/// `path` is a NUL-terminated string; `name_out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_load_plugin(
+    path: *const c_char,
+    name_out: *mut *mut c_char,
+) -> c_int {
+    entry(|| {
+        let path = str_arg(path, "path")?;
+        // SAFETY: the caller trusts the library (contract).
+        let p = unsafe { PluginBackend::load(path) }?;
+        let name = p.name();
+        add(p)?;
+        if let Some(out) = std::ptr::NonNull::new(name_out) {
+            c_string(name.to_owned(), out)?;
+        }
+        Ok(())
+    })
+}
+
+/// Removes a plugin from the process-wide registry by name: new imports, copies and
+/// allocations no longer reach it. Tensors, views and exports it made stay valid and keep the
+/// plugin (and its library) loaded; its `destroy` runs, and a library dlport loaded is closed,
+/// when the last of them is released. Copies of such a tensor fail (no backend serves its
+/// device any more); exports of it still work (dlport's own reference, without the plugin's
+/// `acquire`). An unknown name is `DLPORT_ERR_BACKEND`, listing the registered plugins.
+///
+/// Ownership: nothing is transferred.
+///
+/// # Safety
+/// `name` is a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_unregister_backend(name: *const c_char) -> c_int {
+    entry(|| {
+        let name = str_arg(name, "name")?;
+        drop(crate::plugin::unregister_global(name)?);
+        Ok(())
+    })
+}
+
+#[derive(serde::Serialize)]
+struct Listed {
+    name: &'static str,
+    kind: &'static str,
+    device_types: Vec<i32>,
+    origin: Option<&'static str>,
+    callbacks: Vec<&'static str>,
+}
+
+/// The backends of the process-wide registry as JSON (an array), so that a program can see
+/// what each serves: objects with `"name"`, `"kind"` (`"builtin"` or `"plugin"`),
+/// `"device_types"` (DLPack codes), `"origin"` (a plugin's library path or
+/// `"dlport_register_backend"`; null for built-in backends) and `"callbacks"` (the plugin
+/// callbacks given; empty for built-in backends).
+///
+/// Ownership: on success `*json_out` is a new string freed with `dlport_string_free`.
+///
+/// # Safety
+/// `json_out` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_backends(json_out: *mut *mut c_char) -> c_int {
+    entry(|| {
+        let out = out_ptr(json_out, "json_out")?;
+        c_string(to_json(&backend_list())?, out)
+    })
+}
+
+fn backend_list() -> Vec<Listed> {
+    let r = registry();
+    let mut list: Vec<Listed> = r
+        .names()
+        .filter(|n| *n != PLUGIN_HOST_NAME)
+        .filter_map(|n| r.get(n))
+        .map(|b| Listed {
+            name: b.name(),
+            kind: "builtin",
+            device_types: b.device_types().iter().map(|t| t.0).collect(),
+            origin: None,
+            callbacks: Vec::new(),
+        })
+        .collect();
+    list.extend(crate::plugin::plugins().iter().map(|p| Listed {
+        name: p.name(),
+        kind: "plugin",
+        device_types: p.device_types().iter().map(|t| t.0).collect(),
+        origin: Some(p.origin()),
+        callbacks: p.callbacks(),
+    }));
+    list
+}
