@@ -576,6 +576,15 @@ typedef struct DLManagedTensorVersioned {
 } DLManagedTensorVersioned;
 #endif
 
+// The plugin library's entry point, exported under the name `dlport_plugin_init`:
+// `int dlport_plugin_init(uint32_t interface_version, DlportPlugin *plugin, size_t size)`.
+// dlport passes the version it implements and a zeroed struct of `size` bytes; the plugin
+// fills it in (setting `struct_size` and `interface_version`) and returns 0, or a non-zero
+// status (for instance when no device is present) that `dlport_load_plugin` reports with the
+// path. After a non-zero status dlport calls nothing (not even `destroy`) and closes the
+// library.
+typedef int (*DlportPluginInit)(uint32_t interface_version, DlportPlugin *plugin, size_t size);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
