@@ -466,10 +466,11 @@ typedef int (*DlportPluginDeviceId)(void *state, int32_t id, int32_t *id_out);
 
 // Called exactly once, after the plugin was unregistered (or, for a plugin in a `Registry` of
 // Rust code, dropped) and the last tensor, view and export that uses it is gone; then dlport
-// closes the plugin's library if it loaded it. No callback is called afterwards. A plugin
-// whose registration fails is never destroyed by dlport: `dlport_register_backend`'s caller
-// keeps its state, and `dlport_load_plugin` closes the library (so an init frees what it
-// made when it cannot succeed, and otherwise makes nothing that outlives the library).
+// closes the plugin's library if it loaded it. No callback is called afterwards. When a
+// registration fails: `dlport_register_backend` never calls `destroy` (its caller keeps the
+// state); `dlport_load_plugin` calls it when the plugin's init succeeded and its struct was
+// valid (a name already in use), and never after a failed init or a refused struct (so an
+// init frees what it made when it fails, and fills the struct in correctly).
 typedef void (*DlportPluginDestroy)(void *state);
 
 // A device backend written in C: its name, the DLPack device types it serves, and callbacks.
@@ -881,7 +882,7 @@ void dlport_capsule_destructor(void *capsule);
 // Ownership: dlport copies `*plugin`, its name and its device types; the caller may free them
 // when the call returns. `plugin->state` stays the plugin's; on success dlport calls
 // `destroy(state)` once, after `dlport_unregister_backend` and the last use; on error dlport
-// calls nothing of the plugin.
+// calls nothing of the plugin (not even `destroy`: the caller still owns its state).
 //
 // # Safety
 // `plugin` is NULL or readable for `plugin->struct_size` bytes, with the fields the header
@@ -896,18 +897,22 @@ int dlport_register_backend(const DlportPlugin *plugin);
 // Errors name the path and what failed: `dlopen` (with `dlerror()`'s text), a missing
 // `dlport_plugin_init` symbol, a non-zero status from it, then the checks of
 // `dlport_register_backend`. On every error the library is closed again and nothing is
-// registered. Loading a library runs its code: load only plugins you trust.
+// registered; the plugin's `destroy` runs first when its init succeeded with a valid struct
+// (a refused name), never when init failed or its struct was refused. Loading a library runs its code: load only plugins you trust.
 //
 // # Safety
 // `path` is a NUL-terminated string; `name_out` is NULL or writable.
-int dlport_load_plugin(const char *path, char **name_out);
+int dlport_load_plugin(const char *path,
+                       char **name_out);
 
 // Removes a plugin from the process-wide registry by name: new imports, copies and
 // allocations no longer reach it. Tensors, views and exports it made stay valid and keep the
 // plugin (and its library) loaded; its `destroy` runs, and a library dlport loaded is closed,
-// when the last of them is released. Copies of such a tensor fail (no backend serves its
-// device any more); exports of it still work (dlport's own reference, without the plugin's
-// `acquire`). An unknown name is `DLPORT_ERR_BACKEND`, listing the registered plugins.
+// when the last of them is released. Until then such a tensor can be described, viewed and
+// freed, and exports already made stay valid; new exports and copies of it fail with
+// `DLPORT_ERR_NO_BACKEND` (no backend serves its device any more), and no callback of the
+// plugin runs except the releases it is owed (`view_destroy`, `release`, `deallocate`) and
+// `destroy`. An unknown name is `DLPORT_ERR_BACKEND`, listing the registered plugins.
 //
 // Ownership: nothing is transferred.
 //

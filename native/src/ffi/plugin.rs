@@ -12,9 +12,14 @@ use super::*;
 
 /// Adds a plugin to the process-wide table, reached from the default registry's `plugins`
 /// backend (the registry dlport_import, dlport_export and the Python package use).
-fn add(plugin: std::sync::Arc<PluginBackend>) -> Result<(), Failure> {
+/// On error the plugin is dropped: `destroy` runs unless `keep_state` (the caller of
+/// `dlport_register_backend` keeps its state).
+fn add(plugin: std::sync::Arc<PluginBackend>, keep_state: bool) -> Result<(), Failure> {
     let r = registry();
     if r.get(PLUGIN_HOST_NAME).is_none() {
+        if keep_state {
+            plugin.disarm();
+        }
         return Err(Error::Backend(BackendError::unsupported(
             plugin.name(),
             "registration in the process-wide registry: it was installed by other code without \
@@ -22,7 +27,16 @@ fn add(plugin: std::sync::Arc<PluginBackend>) -> Result<(), Failure> {
         ))
         .into());
     }
-    crate::plugin::register_global(plugin, &r.names().collect::<Vec<_>>())?;
+    let names: Vec<&'static str> = r.names().collect();
+    if keep_state {
+        // Disarmed until registered: a refused plugin drops without `destroy`.
+        plugin.disarm();
+        let p = plugin.clone();
+        crate::plugin::register_global(plugin, &names)?;
+        p.arm();
+    } else {
+        crate::plugin::register_global(plugin, &names)?;
+    }
     Ok(())
 }
 
@@ -49,7 +63,7 @@ fn str_arg<'a>(s: *const c_char, name: &str) -> Result<&'a str, Failure> {
 /// Ownership: dlport copies `*plugin`, its name and its device types; the caller may free them
 /// when the call returns. `plugin->state` stays the plugin's; on success dlport calls
 /// `destroy(state)` once, after `dlport_unregister_backend` and the last use; on error dlport
-/// calls nothing of the plugin.
+/// calls nothing of the plugin (not even `destroy`: the caller still owns its state).
 ///
 /// # Safety
 /// `plugin` is NULL or readable for `plugin->struct_size` bytes, with the fields the header
@@ -59,7 +73,7 @@ pub unsafe extern "C" fn dlport_register_backend(plugin: *const DlportPlugin) ->
     entry(|| {
         // SAFETY: forwarded contract.
         let p = unsafe { PluginBackend::from_raw(plugin, "dlport_register_backend", None) }?;
-        add(p)
+        add(p, true)
     })
 }
 
@@ -71,7 +85,8 @@ pub unsafe extern "C" fn dlport_register_backend(plugin: *const DlportPlugin) ->
 /// Errors name the path and what failed: `dlopen` (with `dlerror()`'s text), a missing
 /// `dlport_plugin_init` symbol, a non-zero status from it, then the checks of
 /// `dlport_register_backend`. On every error the library is closed again and nothing is
-/// registered. Loading a library runs its code: load only plugins you trust.
+/// registered; the plugin's `destroy` runs first when its init succeeded with a valid struct
+/// (a refused name), never when init failed or its struct was refused. Loading a library runs its code: load only plugins you trust.
 ///
 /// # Safety
 /// `path` is a NUL-terminated string; `name_out` is NULL or writable.
@@ -85,7 +100,7 @@ pub unsafe extern "C" fn dlport_load_plugin(
         // SAFETY: the caller trusts the library (contract).
         let p = unsafe { PluginBackend::load(path) }?;
         let name = p.name();
-        add(p)?;
+        add(p, false)?;
         if let Some(out) = std::ptr::NonNull::new(name_out) {
             c_string(name.to_owned(), out)?;
         }
@@ -96,9 +111,11 @@ pub unsafe extern "C" fn dlport_load_plugin(
 /// Removes a plugin from the process-wide registry by name: new imports, copies and
 /// allocations no longer reach it. Tensors, views and exports it made stay valid and keep the
 /// plugin (and its library) loaded; its `destroy` runs, and a library dlport loaded is closed,
-/// when the last of them is released. Copies of such a tensor fail (no backend serves its
-/// device any more); exports of it still work (dlport's own reference, without the plugin's
-/// `acquire`). An unknown name is `DLPORT_ERR_BACKEND`, listing the registered plugins.
+/// when the last of them is released. Until then such a tensor can be described, viewed and
+/// freed, and exports already made stay valid; new exports and copies of it fail with
+/// `DLPORT_ERR_NO_BACKEND` (no backend serves its device any more), and no callback of the
+/// plugin runs except the releases it is owed (`view_destroy`, `release`, `deallocate`) and
+/// `destroy`. An unknown name is `DLPORT_ERR_BACKEND`, listing the registered plugins.
 ///
 /// Ownership: nothing is transferred.
 ///

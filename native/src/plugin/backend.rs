@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use dlport_core::abi::{DLTensor, FLAG_READ_ONLY};
@@ -59,7 +60,8 @@ pub(crate) fn plugin_error(
 /// `BackendRef`), or in the process-wide plugin table with `dlport_register_backend`.
 ///
 /// Tensors, views and exports made through it hold it (and its library) alive; when the last
-/// is gone the plugin's `destroy` runs once and a library dlport loaded is closed.
+/// handle is gone the plugin's `destroy` runs once (unless [`disarm`](Self::disarm)ed) and a
+/// library dlport loaded is closed.
 pub struct PluginBackend {
     name: &'static str,
     /// Where it came from: the library's path, or "dlport_register_backend".
@@ -67,6 +69,9 @@ pub struct PluginBackend {
     types: Vec<DeviceType>,
     cb: DlportPlugin,
     me: Weak<PluginBackend>,
+    /// Whether dropping the last handle calls `destroy` (cleared when a C caller keeps the
+    /// plugin's state after a refused registration).
+    armed: AtomicBool,
     /// Closed after `destroy` (dropped after it: fields drop after `Drop::drop`).
     _library: Option<Library>,
 }
@@ -90,6 +95,9 @@ impl core::fmt::Debug for PluginBackend {
 
 impl Drop for PluginBackend {
     fn drop(&mut self) {
+        if !self.armed.load(Ordering::Acquire) {
+            return;
+        }
         if let Some(destroy) = self.cb.destroy {
             // SAFETY: the last holder is gone, so no callback runs or will run; `destroy` is
             // called once, here (plugin contract).
@@ -178,7 +186,7 @@ impl PluginBackend {
         }
         // SAFETY: readable for `size` >= `full` bytes (contract): the whole version-1 struct.
         let cb = unsafe { plugin.read_unaligned() };
-        let name = Self::read_name(cb.name).map_err(|e| fail(e))?;
+        let name = Self::read_name(cb.name).map_err(fail)?;
         let named = |what: String| plugin_error(&name, origin, "registration", -1, &what);
         if cb.interface_version != DLPORT_PLUGIN_INTERFACE_VERSION {
             return Err(named(format!(
@@ -248,6 +256,7 @@ impl PluginBackend {
             types,
             cb,
             me: me.clone(),
+            armed: AtomicBool::new(true),
             _library: library,
         }))
     }
@@ -273,6 +282,17 @@ impl PluginBackend {
             ));
         }
         Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Makes dropping the last handle skip `destroy`: the caller keeps the plugin's state (a
+    /// C caller whose registration was refused).
+    pub fn disarm(&self) {
+        self.armed.store(false, Ordering::Release);
+    }
+
+    /// Undoes [`disarm`](Self::disarm).
+    pub(crate) fn arm(&self) {
+        self.armed.store(true, Ordering::Release);
     }
 
     /// Where the plugin came from: its library's path, or `dlport_register_backend`.

@@ -123,10 +123,11 @@ pub type DlportPluginDeviceId =
 
 /// Called exactly once, after the plugin was unregistered (or, for a plugin in a `Registry` of
 /// Rust code, dropped) and the last tensor, view and export that uses it is gone; then dlport
-/// closes the plugin's library if it loaded it. No callback is called afterwards. A plugin
-/// whose registration fails is never destroyed by dlport: `dlport_register_backend`'s caller
-/// keeps its state, and `dlport_load_plugin` closes the library (so an init frees what it
-/// made when it cannot succeed, and otherwise makes nothing that outlives the library).
+/// closes the plugin's library if it loaded it. No callback is called afterwards. When a
+/// registration fails: `dlport_register_backend` never calls `destroy` (its caller keeps the
+/// state); `dlport_load_plugin` calls it when the plugin's init succeeded and its struct was
+/// valid (a name already in use), and never after a failed init or a refused struct (so an
+/// init frees what it made when it fails, and fills the struct in correctly).
 pub type DlportPluginDestroy = Option<unsafe extern "C" fn(state: *mut c_void)>;
 
 /// A device backend written in C: its name, the DLPack device types it serves, and callbacks.
