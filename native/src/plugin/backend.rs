@@ -51,7 +51,11 @@ pub(crate) fn plugin_error(
         report: BackendReport::new(
             intern(name),
             operation,
-            intern(&format!("{detail} (plugin \"{name}\" from {origin})")),
+            intern(&if name == origin {
+                format!("{detail} (plugin library {origin})")
+            } else {
+                format!("{detail} (plugin \"{name}\" from {origin})")
+            }),
         ),
     })
 }
