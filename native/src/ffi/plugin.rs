@@ -3,42 +3,9 @@
 
 use std::ffi::{CStr, c_char, c_int};
 
-use dlport_core::backend::Backend;
-use dlport_core::{BackendError, Error};
-
-use crate::plugin::{DlportPlugin, PLUGIN_HOST_NAME, PluginBackend};
+use crate::plugin::{DlportPlugin, PluginBackend};
 
 use super::*;
-
-/// Adds a plugin to the process-wide table, reached from the default registry's `plugins`
-/// backend (the registry dlport_import, dlport_export and the Python package use).
-/// On error the plugin is dropped: `destroy` runs unless `keep_state` (the caller of
-/// `dlport_register_backend` keeps its state).
-fn add(plugin: std::sync::Arc<PluginBackend>, keep_state: bool) -> Result<(), Failure> {
-    let r = registry();
-    if r.get(PLUGIN_HOST_NAME).is_none() {
-        if keep_state {
-            plugin.disarm();
-        }
-        return Err(Error::Backend(BackendError::unsupported(
-            plugin.name(),
-            "registration in the process-wide registry: it was installed by other code without \
-             dlport-native's `plugins` backend (register the plugin in that registry instead)",
-        ))
-        .into());
-    }
-    let names: Vec<&'static str> = r.names().collect();
-    if keep_state {
-        // Disarmed until registered: a refused plugin drops without `destroy`.
-        plugin.disarm();
-        let p = plugin.clone();
-        crate::plugin::register_global(plugin, &names)?;
-        p.arm();
-    } else {
-        crate::plugin::register_global(plugin, &names)?;
-    }
-    Ok(())
-}
 
 fn str_arg<'a>(s: *const c_char, name: &str) -> Result<&'a str, Failure> {
     if s.is_null() {
@@ -73,7 +40,7 @@ pub unsafe extern "C" fn dlport_register_backend(plugin: *const DlportPlugin) ->
     entry(|| {
         // SAFETY: forwarded contract.
         let p = unsafe { PluginBackend::from_raw(plugin, "dlport_register_backend", None) }?;
-        add(p, true)
+        Ok(crate::plugin::add_to_default(p, true)?)
     })
 }
 
@@ -98,9 +65,7 @@ pub unsafe extern "C" fn dlport_load_plugin(
     entry(|| {
         let path = str_arg(path, "path")?;
         // SAFETY: the caller trusts the library (contract).
-        let p = unsafe { PluginBackend::load(path) }?;
-        let name = p.name();
-        add(p, false)?;
+        let name = unsafe { crate::plugin::load_into_default(path) }?;
         if let Some(out) = std::ptr::NonNull::new(name_out) {
             c_string(name.to_owned(), out)?;
         }
@@ -130,15 +95,6 @@ pub unsafe extern "C" fn dlport_unregister_backend(name: *const c_char) -> c_int
     })
 }
 
-#[derive(serde::Serialize)]
-struct Listed {
-    name: &'static str,
-    kind: &'static str,
-    device_types: Vec<i32>,
-    origin: Option<&'static str>,
-    callbacks: Vec<&'static str>,
-}
-
 /// The backends of the process-wide registry as JSON (an array), so that a program can see
 /// what each serves: objects with `"name"`, `"kind"` (`"builtin"` or `"plugin"`),
 /// `"device_types"` (DLPack codes), `"origin"` (a plugin's library path or
@@ -153,30 +109,6 @@ struct Listed {
 pub unsafe extern "C" fn dlport_backends(json_out: *mut *mut c_char) -> c_int {
     entry(|| {
         let out = out_ptr(json_out, "json_out")?;
-        c_string(to_json(&backend_list())?, out)
+        c_string(to_json(&crate::plugin::backends())?, out)
     })
-}
-
-fn backend_list() -> Vec<Listed> {
-    let r = registry();
-    let mut list: Vec<Listed> = r
-        .names()
-        .filter(|n| *n != PLUGIN_HOST_NAME)
-        .filter_map(|n| r.get(n))
-        .map(|b| Listed {
-            name: b.name(),
-            kind: "builtin",
-            device_types: b.device_types().iter().map(|t| t.0).collect(),
-            origin: None,
-            callbacks: Vec::new(),
-        })
-        .collect();
-    list.extend(crate::plugin::plugins().iter().map(|p| Listed {
-        name: p.name(),
-        kind: "plugin",
-        device_types: p.device_types().iter().map(|t| t.0).collect(),
-        origin: Some(p.origin()),
-        callbacks: p.callbacks(),
-    }));
-    list
 }

@@ -6,9 +6,11 @@ use std::sync::Arc;
 use dlport_core::Error;
 
 use super::backend::{PluginBackend, plugin_error};
+#[cfg(unix)]
 use super::interface::{DLPORT_PLUGIN_INIT_SYMBOL, DLPORT_PLUGIN_INTERFACE_VERSION, DlportPlugin};
 
-/// An open plugin library, closed when dropped.
+/// An open plugin library, closed when dropped (after the plugin's `destroy`). Only
+/// [`PluginBackend::load`] makes one.
 pub struct Library {
     #[cfg(unix)]
     handle: *mut std::ffi::c_void,

@@ -24,5 +24,9 @@ mod interface;
 mod load;
 
 pub use backend::PluginBackend;
-pub use host::{PLUGIN_HOST_NAME, PluginHost, plugins, register_global, unregister_global};
+pub use host::{
+    BackendInfo, PLUGIN_HOST_NAME, PluginHost, add_to_default, backends, load_into_default,
+    plugins, register_global, unregister_global,
+};
 pub use interface::*;
+pub use load::Library;
