@@ -1,6 +1,7 @@
+import os
 import socket
 import sys
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ._errors import (
     DLPackBufferError as DLPackBufferError,
@@ -63,6 +64,15 @@ def from_dlpack(
     x: Any, /, *, device: Optional[Device] = None, copy: Optional[bool] = None
 ) -> Tensor:
     """Imports any DLPack producer (or a bare DLPack capsule) as a ``dlport.Tensor``."""
+
+def load_plugin(path: Union[str, "os.PathLike[str]"]) -> str:
+    """Loads a C plugin library (a device backend) by path; returns its name."""
+
+def unload_plugin(name: str) -> None:
+    """Removes a plugin; its tensors stay valid until released."""
+
+def backends() -> List[Dict[str, Any]]:
+    """The registry's backends: name, kind, device_types, origin, callbacks."""
 
 class Shared:
     """A tensor ready for another process on this machine (Linux): a descriptor plus the file

@@ -24,6 +24,7 @@ mod cpython;
 mod errors;
 mod exchange;
 mod import;
+mod plugin;
 mod share;
 mod tensor;
 
@@ -39,6 +40,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(share::share, m)?)?;
     m.add_function(wrap_pyfunction!(share::open_shared, m)?)?;
     m.add_function(wrap_pyfunction!(about::_about, m)?)?;
+    plugin::add(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(
         "__dlpack_version__",
