@@ -7,6 +7,8 @@
  *    the plugin (copy_from_host); an OpenCL kernel reads it and its sum is checked.
  * 2. OpenCL -> host: a cl_mem filled by a kernel (the plugin's producer) is imported as a view
  *    (view_create) and exported to kDLCPU: one copy (copy_to_host), values checked.
+ *    A strided view goes through OpenCL rect copies; a view larger than its cl_mem is refused
+ *    by the plugin's view_create.
  * 3. out and back without a copy: the view is exported on its device (acquire) and imported
  *    again: the same cl_mem.
  * 4. unregister while a tensor lives: the tensor stays valid; the plugin is destroyed when it
@@ -130,6 +132,51 @@ int main(int argc, char **argv) {
     dlport_release(host_out, versioned);
   }
 
+  /* 2b. a strided view of the same cl_mem (rows of 3 out of 6, from element 1): OpenCL rect
+   *     copies (clEnqueueReadBufferRect), byte_offset inside the buffer. */
+  {
+    int64_t sshape[2] = {4, 3}, sstrides[2] = {6, 1};
+    void *strided = NULL;
+    CHECK(dlport_wrap(cl_mem_handle, kDLOpenCL, 0, kDLFloat, 32, 1, 2, sshape, sstrides, 4, 0, 1,
+                      NULL, NULL, &strided) == DLPORT_OK,
+          "wrap a strided view of the cl_mem");
+    DlportTensor *sv = NULL;
+    CHECK(dlport_import(strided, 1, NULL, &sv) == DLPORT_OK, "import the strided view");
+    void *sh = NULL;
+    if (sv) {
+      CHECK(dlport_export(sv, 1, 3, kDLCPU, 0, DLPORT_COPY_IF_NEEDED, &sh, &versioned) ==
+                DLPORT_OK,
+            "export the strided view to kDLCPU (a rect copy)");
+      dlport_tensor_free(sv);
+    }
+    if (sh) {
+      DLManagedTensorVersioned *m = sh;
+      const float *x = (const float *)((char *)m->dl_tensor.data + m->dl_tensor.byte_offset);
+      int ok = 1;
+      for (int r = 0; r < 4; ++r)
+        for (int c = 0; c < 3; ++c) ok = ok && x[r * 3 + c] == 10.0f + 1 + 6 * r + c;
+      CHECK(ok, "the rect copy holds rows of 3 from a row pitch of 6");
+      dlport_release(sh, versioned);
+    }
+  }
+
+  /* 2c. a tensor that claims more than its cl_mem holds: the plugin's view_create refuses it,
+   *     and the error names the plugin and the callback. */
+  {
+    int64_t big[1] = {2 * N};
+    void *lying = NULL;
+    CHECK(dlport_wrap(cl_mem_handle, kDLOpenCL, 0, kDLFloat, 32, 1, 1, big, NULL, 0, 0, 1, NULL,
+                      NULL, &lying) == DLPORT_OK,
+          "wrap an oversized view");
+    DlportTensor *bad = NULL;
+    CHECK(dlport_import(lying, 1, NULL, &bad) == DLPORT_ERR_BACKEND &&
+              strstr(dlport_last_error(), "\"opencl\"") &&
+              strstr(dlport_last_error(), "view_create") &&
+              strstr(dlport_last_error(), "of a cl_mem of 4000 bytes"),
+          "an oversized view is refused by view_create, naming the plugin");
+    if (bad == NULL) printf("refused: %s\n", dlport_last_error());
+  }
+
   /* 3. out on its device and back, without a copy. */
   void *out = NULL;
   CHECK(dlport_export(view, 1, 3, 0, 0, DLPORT_COPY_NEVER, &out, &versioned) == DLPORT_OK,
@@ -166,7 +213,7 @@ int main(int argc, char **argv) {
   DlportOpenclCounts end;
   CHECK(counts(&end) == 0 && end.destroys == 1, "the plugin was destroyed after its last tensor");
   CHECK(end.producer_deleters == 1, "the producer's deleter ran once");
-  CHECK(end.views_created == 2 && end.views_destroyed == 2, "two views, each destroyed once");
+  CHECK(end.views_created == 3 && end.views_destroyed == 3, "three views, each destroyed once");
   CHECK(end.refs_acquired == end.refs_released, "every external reference released once");
   CHECK(end.allocations == 1 && end.deallocations == 1, "one allocation, freed once");
   CHECK(end.buffers_created == 2 && end.buffers_freed == 2,
