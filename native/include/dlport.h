@@ -582,8 +582,9 @@ typedef struct DLManagedTensorVersioned {
 // dlport passes the version it implements and a zeroed struct of `size` bytes; the plugin
 // fills it in (setting `struct_size` and `interface_version`) and returns 0, or a non-zero
 // status (for instance when no device is present) that `dlport_load_plugin` reports with the
-// path. After a non-zero status dlport calls nothing (not even `destroy`) and closes the
-// library.
+// path. A failing init may set `last_error` (and `state`) first: dlport then calls it once,
+// right away, for the message. After a non-zero status dlport calls nothing else (not even
+// `destroy`) and closes the library.
 typedef int (*DlportPluginInit)(uint32_t interface_version, DlportPlugin *plugin, size_t size);
 
 #ifdef __cplusplus

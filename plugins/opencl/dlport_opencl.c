@@ -337,9 +337,9 @@ static int setup(Plugin *p) {
     return fail(CL_DEVICE_NOT_FOUND, "no OpenCL device on %u platform(s)", n);
   clGetDeviceInfo(p->device, CL_DEVICE_NAME, sizeof p->device_name - 1, p->device_name, NULL);
   p->context = clCreateContext(NULL, 1, &p->device, NULL, NULL, &err);
-  if (p->context == NULL) return fail(err, "clCreateContext failed with %d", err);
+  if (p->context == NULL) return fail(err, "no usable OpenCL device: clCreateContext failed with %d", err);
   p->queue = clCreateCommandQueue(p->context, p->device, 0, &err);
-  if (p->queue == NULL) return fail(err, "clCreateCommandQueue failed with %d", err);
+  if (p->queue == NULL) return fail(err, "no usable OpenCL device: clCreateCommandQueue failed with %d", err);
   p->program = clCreateProgramWithSource(p->context, 1, &kSource, NULL, &err);
   if (p->program == NULL) return fail(err, "clCreateProgramWithSource failed with %d", err);
   err = clBuildProgram(p->program, 1, &p->device, "", NULL, NULL);
@@ -351,10 +351,12 @@ static const int32_t kTypes[] = {kDLOpenCL};
 
 int dlport_plugin_init(uint32_t interface_version, DlportPlugin *out, size_t size) {
   if (interface_version != DLPORT_PLUGIN_INTERFACE_VERSION || size < sizeof(DlportPlugin))
-    return fail(-1, "dlport implements plugin interface %u (struct of %zu bytes); this plugin "
+    return fail(  /* dlport cannot read this plugin's struct: no message reaches it */-1, "dlport implements plugin interface %u (struct of %zu bytes); this plugin "
                     "was built for %u (%zu bytes)",
                 interface_version, size, DLPORT_PLUGIN_INTERFACE_VERSION, sizeof(DlportPlugin));
   if (g_plugin != NULL) return fail(-1, "the OpenCL plugin is already initialised");
+  /* dlport asks last_error for the message of a failed init. */
+  out->last_error = last_error;
   Plugin *p = calloc(1, sizeof *p);
   if (p == NULL) return fail(-1, "out of memory");
   int st = setup(p);

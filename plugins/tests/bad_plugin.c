@@ -79,6 +79,7 @@ int INIT(uint32_t version, DlportPlugin *out, size_t size) {
   (void)version;
   (void)size;
 #ifdef BAD_INIT_FAILS
+  out->last_error = last_error;
   return 5;
 #endif
   memset(out, 0, sizeof *out);

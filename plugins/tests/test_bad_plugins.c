@@ -69,8 +69,8 @@ int main(int argc, char **argv) {
             says("struct_size = 8", "libbad_wrong_size.so", NULL),
         "a wrong struct size names the path and the field");
   check(dlport_load_plugin(PATH("init_fails"), NULL) == DLPORT_ERR_BACKEND &&
-            says("dlport_plugin_init", "code 5", "libbad_init_fails.so", NULL),
-        "a failing init names the path, the symbol and its status");
+            says("dlport_plugin_init", "code 5", "simulated failure", "libbad_init_fails.so", NULL),
+        "a failing init names the path, the symbol, its status and its message");
   check(dlport_load_plugin("/nonexistent/libbad.so", NULL) != DLPORT_OK &&
             says("/nonexistent/libbad.so", "dlopen", NULL),
         "a missing library names its path");

@@ -13,7 +13,7 @@ use dlport_core::{
     ExportBuilder, ManagedTensor, Tensor, TensorRef, TensorStorage,
 };
 
-use super::interface::{DLPORT_PLUGIN_INTERFACE_VERSION, DlportPlugin};
+use super::interface::{DLPORT_PLUGIN_INTERFACE_VERSION, DlportPlugin, DlportPluginLastError};
 use super::load::Library;
 
 /// The longest plugin message kept, in bytes.
@@ -36,6 +36,34 @@ pub(crate) fn intern(s: &str) -> &'static str {
     let t: &'static str = Box::leak(s.to_owned().into_boxed_str());
     texts.insert(t);
     t
+}
+
+/// The message a plugin's `last_error` gives for `state`, copied (at most `MESSAGE_CAP` bytes).
+///
+/// # Safety
+/// `last_error` is NULL or a callback following its contract for `state`.
+pub(crate) unsafe fn message_of(last_error: DlportPluginLastError, state: *mut c_void) -> String {
+    let Some(last) = last_error else {
+        return "the plugin gives no message (no last_error callback)".into();
+    };
+    // SAFETY: plugin contract: NULL or a NUL-terminated string valid during this call.
+    let p = unsafe { last(state) };
+    if p.is_null() {
+        return "the plugin gives no message".into();
+    }
+    let mut bytes = Vec::new();
+    for i in 0..MESSAGE_CAP {
+        // SAFETY: NUL-terminated (contract): reads stop at the NUL or the cap.
+        let b = unsafe { p.add(i).cast::<u8>().read() };
+        if b == 0 {
+            break;
+        }
+        bytes.push(b);
+    }
+    if bytes.is_empty() {
+        return "the plugin gives no message".into();
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// A plugin error: `plugin "NAME" (ORIGIN): callback CALLBACK ...`, with the plugin's code.
@@ -336,27 +364,8 @@ impl PluginBackend {
 
     /// The plugin's message for the last failure on this thread, copied.
     fn message(&self) -> String {
-        let Some(last) = self.cb.last_error else {
-            return "the plugin gives no message (no last_error callback)".into();
-        };
-        // SAFETY: plugin contract: NULL or a NUL-terminated string valid during this call.
-        let p = unsafe { last(self.cb.state) };
-        if p.is_null() {
-            return "the plugin gives no message".into();
-        }
-        let mut bytes = Vec::new();
-        for i in 0..MESSAGE_CAP {
-            // SAFETY: NUL-terminated (contract): reads stop at the NUL or the cap.
-            let b = unsafe { p.add(i).cast::<u8>().read() };
-            if b == 0 {
-                break;
-            }
-            bytes.push(b);
-        }
-        if bytes.is_empty() {
-            return "the plugin gives no message".into();
-        }
-        String::from_utf8_lossy(&bytes).into_owned()
+        // SAFETY: the plugin's own callback and state (plugin contract).
+        unsafe { message_of(self.cb.last_error, self.cb.state) }
     }
 
     /// The error for a callback that returned `status` != 0.

@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use dlport_core::Error;
 
+#[cfg(unix)]
+use super::backend::message_of;
 use super::backend::{PluginBackend, plugin_error};
 #[cfg(unix)]
 use super::interface::{DLPORT_PLUGIN_INIT_SYMBOL, DLPORT_PLUGIN_INTERFACE_VERSION, DlportPlugin};
@@ -101,11 +103,9 @@ impl PluginBackend {
             // SAFETY: a writable, zeroed struct of `size` bytes (plugin contract).
             let status = unsafe { init(DLPORT_PLUGIN_INTERFACE_VERSION, &mut plugin, size) };
             if status != 0 {
-                return Err(fail(
-                    DLPORT_PLUGIN_INIT_SYMBOL,
-                    status,
-                    format!("{DLPORT_PLUGIN_INIT_SYMBOL} of {path} failed"),
-                ));
+                // SAFETY: the init's own `last_error` for its `state`, or NULL (contract).
+                let why = unsafe { message_of(plugin.last_error, plugin.state) };
+                return Err(fail(DLPORT_PLUGIN_INIT_SYMBOL, status, why));
             }
             // SAFETY: a struct of the full size, filled in by the plugin (contract).
             unsafe { Self::from_raw(&plugin, path, Some(library)) }
