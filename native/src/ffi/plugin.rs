@@ -46,14 +46,18 @@ pub unsafe extern "C" fn dlport_register_backend(plugin: *const DlportPlugin) ->
 
 /// Loads a plugin library from `path` (`dlopen` with RTLD_NOW | RTLD_LOCAL), calls its
 /// `dlport_plugin_init` (see `DlportPluginInit`) and registers the plugin as
-/// `dlport_register_backend` does. On success `*name_out` (when not NULL) is a new string with
-/// the plugin's name, freed with `dlport_string_free`.
+/// `dlport_register_backend` does, and gives its name in `*name_out` (when not NULL).
 ///
 /// Errors name the path and what failed: `dlopen` (with `dlerror()`'s text), a missing
 /// `dlport_plugin_init` symbol, a non-zero status from it, then the checks of
 /// `dlport_register_backend`. On every error the library is closed again and nothing is
 /// registered; the plugin's `destroy` runs first when its init succeeded with a valid struct
-/// (a refused name), never when init failed or its struct was refused. Loading a library runs its code: load only plugins you trust.
+/// (a refused name), never when init failed or its struct was refused.
+///
+/// Ownership: `path` stays the caller's. The library belongs to dlport, which closes it after
+/// the plugin's `destroy` (after `dlport_unregister_backend` and the last tensor that uses the
+/// plugin). On success `*name_out` is a new string the caller frees with
+/// `dlport_string_free`; on error it is untouched. Loading a library runs its code: load only plugins you trust.
 ///
 /// # Safety
 /// `path` is a NUL-terminated string; `name_out` is NULL or writable.
