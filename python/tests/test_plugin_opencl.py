@@ -232,3 +232,21 @@ def test_unloading_while_tensors_live_keeps_them_valid_until_released(lib):
     assert dlport.load_plugin(PATH) == "opencl"
     t = dlport.from_dlpack(np.arange(4, dtype=np.float32), device=OPENCL)
     assert kernel_sum(lib, t) == 6.0
+
+
+def test_a_plugin_tensor_goes_out_through_the_c_exchange_api(lib, monkeypatch):
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    before = counts(lib)
+    x = ClBuffer(lib, 3.0, 32)
+    view = dlport.from_dlpack(x)
+
+    def no_dunder(self, **kwargs):
+        raise AssertionError("tvm-ffi called __dlpack__ instead of the exchange API")
+
+    monkeypatch.setattr(dlport.Tensor, "__dlpack__", no_dunder)
+    y = tvm_ffi.from_dlpack(view)
+    assert y.data_ptr() == x.cl_mem, "tvm-ffi holds the same cl_mem"
+    assert counts(lib)["refs_acquired"] == before["refs_acquired"] + 1, "through the plugin's acquire"
+    del y, view, x
+    c = assert_all_released(lib, before)
+    assert c["producer_deleters"] == before["producer_deleters"] + 1
