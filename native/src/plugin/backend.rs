@@ -66,7 +66,10 @@ pub(crate) unsafe fn message_of(last_error: DlportPluginLastError, state: *mut c
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// A plugin error: `plugin "NAME" (ORIGIN): callback CALLBACK ...`, with the plugin's code.
+/// A plugin error (`DLPORT_ERR_BACKEND`, code 32), shown as
+/// `backend "NAME": OPERATION failed with code N: DETAIL (plugin "NAME" from ORIGIN)`: the
+/// plugin, the callback or step, the plugin's status and what it or dlport says. The texts are
+/// interned (errors carry `&'static str`s), within the bound of [`intern`].
 pub(crate) fn plugin_error(
     name: &str,
     origin: &str,
