@@ -67,6 +67,9 @@ bash scripts/c-test.sh
 step "C ABI: install into a temporary prefix; the C and C++ examples through pkg-config and CMake"
 bash scripts/c-examples.sh
 
+step "C plugins: the OpenCL plugin on PoCL (Debian) and bad plugins, under ASan and UBSan; the Python OpenCL tests"
+bash scripts/plugin-test.sh
+
 step "the README's C commands as written (install-c.sh into ~/opt/dlport, outside the loader's path; app.c through pkg-config and CMake), in a fresh \$HOME from a copy of the repository"
 # Cold: a release build of dlport-native in target/getting-started (6 minutes here, on 2 cores
 # under a load of about 12); warm: about 40 s (most of it the copy of the repository).

@@ -187,6 +187,17 @@
 #define DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED 4
 #endif
 
+// The plugin interface version this dlport implements. A plugin sets
+// `DlportPlugin.interface_version` to the version it was written for; dlport refuses any
+// other (`DLPORT_ERR_BACKEND`, naming the plugin, the field and both versions). Later
+// versions only append fields, and `struct_size` tells dlport which ones a plugin has.
+#define DLPORT_PLUGIN_INTERFACE_VERSION 1
+
+// The status a plugin callback returns on success. Any other value is the plugin's own error
+// code: dlport turns it into `DLPORT_ERR_BACKEND` with a message naming the plugin, the
+// callback, the code and the plugin's `last_error` text.
+#define DLPORT_PLUGIN_OK 0
+
 // The longest share descriptor, in bytes: what a buffer must hold to receive any descriptor
 // through a transport of the caller's own.
 #define DLPORT_SHARE_DESCRIPTOR_MAX 1144
@@ -380,6 +391,154 @@ typedef struct {
 // may run on any thread and must not unwind.
 typedef void (*DlportReleaseFn)(void *ctx);
 
+// Returns the plugin's message for the last failure of a callback on the calling thread
+// (NULL or "" for none). dlport calls it right after a callback returns a non-zero status, on
+// the same thread, and copies at most 1023 bytes of it (up to its NUL) before returning; the
+// string stays the plugin's.
+typedef const char *(*DlportPluginLastError)(void *state);
+
+// Import: checks that `tensor` (on a device the plugin serves, `data` being the plugin's handle
+// such as a `cl_mem`, `byte_offset` kept apart) is memory the plugin can use, and returns in
+// `*view_out` a non-NULL handle the plugin keeps for the view (a retained reference, say).
+// `tensor` and its arrays are valid only during the call. dlport calls `view_destroy` with
+// the handle exactly once, when the last user of the view is gone and before the producer's
+// DLPack deleter runs. On a non-zero status nothing is held and `view_destroy` is not called;
+// a zero status with a NULL `*view_out` is refused (the import fails, the producer's tensor is
+// released) and `view_destroy` is not called.
+typedef int (*DlportPluginViewCreate)(void *state, const DLTensor *tensor, void **view_out);
+
+// Releases a handle returned by `view_create` (exactly once, on any thread). It cannot fail.
+typedef void (*DlportPluginViewDestroy)(void *state, void *view);
+
+// Export: takes an external reference to the memory of `tensor` before dlport hands it to a
+// DLPack consumer, returning a non-NULL handle in `*ref_out`. dlport calls `release` with it
+// exactly once, when the consumer's deleter runs. Failure and a NULL handle as for
+// `view_create` (the export fails; nothing is handed out).
+typedef int (*DlportPluginAcquire)(void *state, const DLTensor *tensor, void **ref_out);
+
+// Releases a handle returned by `acquire` (exactly once, on any thread, possibly after the
+// plugin was unregistered: the plugin stays loaded until then). It cannot fail.
+typedef void (*DlportPluginRelease)(void *state, void *reference);
+
+// Makes the work queued on `stream` (the plugin's stream or queue, such as a
+// `cl_command_queue`; NULL: the plugin's own default one) on the device
+// `device_type`/`device_id` (the plugin's numbering) complete before the memory is read by
+// someone else. dlport calls it before every export of a plugin tensor, with NULL.
+typedef int (*DlportPluginWait)(void *state, int32_t device_type, int32_t device_id, void *stream);
+
+// Copies the elements of `src` (device memory the plugin serves, any strides it supports) to
+// `dst`, host memory of `dst_bytes` bytes, compact and row-major. `stream` is the stream to
+// order the copy on (NULL: the plugin's default); the copy is complete when the call returns.
+// A plugin that cannot copy a layout returns an error saying so.
+typedef int (*DlportPluginCopyToHost)(void *state,
+                                      const DLTensor *src,
+                                      void *dst,
+                                      size_t dst_bytes,
+                                      void *stream);
+
+// Copies `src_bytes` bytes of compact row-major host memory into the elements of `dst`
+// (device memory the plugin serves; dlport passes its own compact allocations). Complete when
+// the call returns, as for `copy_to_host`.
+typedef int (*DlportPluginCopyFromHost)(void *state,
+                                        const void *src,
+                                        size_t src_bytes,
+                                        const DLTensor *dst,
+                                        void *stream);
+
+// Allocates `bytes` bytes (zeroed where the device can) on `device_type`/`device_id` (the
+// plugin's numbering) and returns a non-NULL handle, the future `DLTensor.data`, in
+// `*handle_out` (also for 0 bytes). dlport calls `deallocate` with it exactly once.
+typedef int (*DlportPluginAllocate)(void *state,
+                                    int32_t device_type,
+                                    int32_t device_id,
+                                    size_t bytes,
+                                    void **handle_out);
+
+// Frees a handle returned by `allocate` (exactly once, on any thread). It cannot fail.
+typedef void (*DlportPluginDeallocate)(void *state,
+                                       int32_t device_type,
+                                       int32_t device_id,
+                                       void *handle);
+
+// Maps a device id between a DLPack producer's numbering and the plugin's (`translate`: the
+// producer's to the plugin's, on import; `export`: back, on export). NULL: the identity.
+typedef int (*DlportPluginDeviceId)(void *state, int32_t id, int32_t *id_out);
+
+// Called exactly once, after the plugin was unregistered (or, for a plugin in a `Registry` of
+// Rust code, dropped) and the last tensor, view and export that uses it is gone; then dlport
+// closes the plugin's library if it loaded it. No callback is called afterwards. When a
+// registration fails: `dlport_register_backend` never calls `destroy` (its caller keeps the
+// state); `dlport_load_plugin` calls it when the plugin's init succeeded and its struct was
+// valid (a name already in use), and never after a failed init or a refused struct (so an
+// init frees what it made when it fails, and fills the struct in correctly).
+typedef void (*DlportPluginDestroy)(void *state);
+
+// A device backend written in C: its name, the DLPack device types it serves, and callbacks.
+//
+// Versioning: `struct_size` is `sizeof(DlportPlugin)` as the plugin was compiled; dlport reads
+// only that many bytes (fields past it are taken as NULL) and refuses a size smaller than
+// version 1's. `interface_version` must be `DLPORT_PLUGIN_INTERFACE_VERSION`.
+//
+// Required: `name`, `device_types`/`num_device_types` (1 to 32 types), and in pairs either both
+// or neither of `view_create`/`view_destroy`, `acquire`/`release`, `allocate`/`deallocate`.
+// Every other callback may be NULL: without `view_create` an import is a view that the plugin
+// is not told about; without `acquire` an export is a reference counted by dlport alone;
+// without `copy_to_host`/`copy_from_host` (or `allocate`) those copies are refused; without
+// `wait` exports do not wait.
+//
+// Threads: dlport may call any callback from any thread, several at once; a plugin makes its
+// callbacks thread-safe. Callbacks must not unwind (C++ exceptions), must not call back into
+// dlport, and must return (dlport cannot time them out).
+//
+// Ownership: dlport copies the struct and the name and device types during registration; the
+// caller's struct may be freed when the call returns. `state` is the plugin's and is passed
+// to every callback; dlport never reads it.
+//
+// What dlport cannot check (a plugin's promise): that handles are the plugin's, that
+// copies move the right bytes, that `destroy` frees what the plugin holds, and that the
+// plugin does not free memory behind a handle dlport still holds.
+typedef struct {
+  // `sizeof(DlportPlugin)` as the plugin was compiled.
+  size_t struct_size;
+  // `DLPORT_PLUGIN_INTERFACE_VERSION` as the plugin was compiled.
+  uint32_t interface_version;
+  // The backend's name, NUL-terminated: 1 to 63 bytes of ASCII letters, digits, `_` and `-`,
+  // unique among the registered backends ("opencl", "xpu").
+  const char *name;
+  // The DLPack device types served (`kDLOpenCL` = 4, `kDLOneAPI` = 14, ...).
+  const int32_t *device_types;
+  // How many `device_types` there are.
+  size_t num_device_types;
+  // The plugin's own state, passed to every callback.
+  void *state;
+  // See `DlportPluginLastError`.
+  DlportPluginLastError last_error;
+  // See `DlportPluginViewCreate`.
+  DlportPluginViewCreate view_create;
+  // See `DlportPluginViewDestroy`.
+  DlportPluginViewDestroy view_destroy;
+  // See `DlportPluginAcquire`.
+  DlportPluginAcquire acquire;
+  // See `DlportPluginRelease`.
+  DlportPluginRelease release;
+  // See `DlportPluginWait`.
+  DlportPluginWait wait;
+  // See `DlportPluginCopyToHost`.
+  DlportPluginCopyToHost copy_to_host;
+  // See `DlportPluginCopyFromHost`.
+  DlportPluginCopyFromHost copy_from_host;
+  // See `DlportPluginAllocate`.
+  DlportPluginAllocate allocate;
+  // See `DlportPluginDeallocate`.
+  DlportPluginDeallocate deallocate;
+  // See `DlportPluginDeviceId` (producer's id to the plugin's).
+  DlportPluginDeviceId translate_device_id;
+  // See `DlportPluginDeviceId` (the plugin's id to the producer's).
+  DlportPluginDeviceId export_device_id;
+  // See `DlportPluginDestroy`.
+  DlportPluginDestroy destroy;
+} DlportPlugin;
+
 #if !defined(DLPACK_DLPACK_H_)
 // The DLPack version of a versioned tensor.
 typedef struct {
@@ -417,6 +576,16 @@ typedef struct DLManagedTensorVersioned {
   DLTensor dl_tensor;
 } DLManagedTensorVersioned;
 #endif
+
+// The plugin library's entry point, exported under the name `dlport_plugin_init`:
+// `int dlport_plugin_init(uint32_t interface_version, DlportPlugin *plugin, size_t size)`.
+// dlport passes the version it implements and a zeroed struct of `size` bytes; the plugin
+// fills it in (setting `struct_size` and `interface_version`) and returns 0, or a non-zero
+// status (for instance when no device is present) that `dlport_load_plugin` reports with the
+// path. A failing init may set `last_error` (and `state`) first: dlport then calls it once,
+// right away, for the message. After a non-zero status dlport calls nothing else (not even
+// `destroy`) and closes the library.
+typedef int (*DlportPluginInit)(uint32_t interface_version, DlportPlugin *plugin, size_t size);
 
 #ifdef __cplusplus
 extern "C" {
@@ -700,6 +869,73 @@ int dlport_wrap(void *data,
 // # Safety
 // Called by CPython with the GIL held, with a capsule object.
 void dlport_capsule_destructor(void *capsule);
+
+// Registers a C plugin (a device backend: see `DlportPlugin` and every callback's contract
+// above) in the process-wide registry, beside dlport's own backends: imports, exports,
+// copies and allocations on the device types it serves go to its callbacks. A plugin takes
+// device types that no built-in backend serves (the built-in CPU, pinned and CUDA backends
+// keep theirs); among plugins the latest registered serving a type wins.
+//
+// Errors (`DLPORT_ERR_BACKEND`, naming the plugin and what is wrong): a NULL `plugin`, a
+// `struct_size` below this version's, another `interface_version`, a bad name or device-type
+// list, half of a callback pair; `DLPORT_ERR_DUPLICATE_BACKEND` for a name in use.
+//
+// Ownership: dlport copies `*plugin`, its name and its device types; the caller may free them
+// when the call returns. `plugin->state` stays the plugin's; on success dlport calls
+// `destroy(state)` once, after `dlport_unregister_backend` and the last use; on error dlport
+// calls nothing of the plugin (not even `destroy`: the caller still owns its state).
+//
+// # Safety
+// `plugin` is NULL or readable for `plugin->struct_size` bytes, with the fields the header
+// documents; its callbacks follow their contracts for as long as dlport holds the plugin.
+int dlport_register_backend(const DlportPlugin *plugin);
+
+// Loads a plugin library from `path` (`dlopen` with RTLD_NOW | RTLD_LOCAL), calls its
+// `dlport_plugin_init` (see `DlportPluginInit`) and registers the plugin as
+// `dlport_register_backend` does, and gives its name in `*name_out` (when not NULL).
+//
+// Errors name the path and what failed: `dlopen` (with `dlerror()`'s text), a missing
+// `dlport_plugin_init` symbol, a non-zero status from it, then the checks of
+// `dlport_register_backend`. On every error the library is closed again and nothing is
+// registered; the plugin's `destroy` runs first when its init succeeded with a valid struct
+// (a refused name), never when init failed or its struct was refused.
+//
+// Ownership: `path` stays the caller's. The library belongs to dlport, which closes it after
+// the plugin's `destroy` (after `dlport_unregister_backend` and the last tensor that uses the
+// plugin). On success `*name_out` is a new string the caller frees with
+// `dlport_string_free`; on error it is untouched. Loading a library runs its code: load only plugins you trust.
+//
+// # Safety
+// `path` is a NUL-terminated string; `name_out` is NULL or writable.
+int dlport_load_plugin(const char *path,
+                       char **name_out);
+
+// Removes a plugin from the process-wide registry by name: new imports, copies and
+// allocations no longer reach it. Tensors, views and exports it made stay valid and keep the
+// plugin (and its library) loaded; its `destroy` runs, and a library dlport loaded is closed,
+// when the last of them is released. Until then such a tensor can be described, viewed and
+// freed, and exports already made stay valid; new exports and copies of it fail with
+// `DLPORT_ERR_NO_BACKEND` (no backend serves its device any more), and no callback of the
+// plugin runs except the releases it is owed (`view_destroy`, `release`, `deallocate`) and
+// `destroy`. An unknown name is `DLPORT_ERR_BACKEND`, listing the registered plugins.
+//
+// Ownership: nothing is transferred.
+//
+// # Safety
+// `name` is a NUL-terminated string.
+int dlport_unregister_backend(const char *name);
+
+// The backends of the process-wide registry as JSON (an array), so that a program can see
+// what each serves: objects with `"name"`, `"kind"` (`"builtin"` or `"plugin"`),
+// `"device_types"` (DLPack codes), `"origin"` (a plugin's library path or
+// `"dlport_register_backend"`; null for built-in backends) and `"callbacks"` (the plugin
+// callbacks given; empty for built-in backends).
+//
+// Ownership: on success `*json_out` is a new string freed with `dlport_string_free`.
+//
+// # Safety
+// `json_out` is writable.
+int dlport_backends(char **json_out);
 
 // Allocates a zeroed, compact host tensor in a new sealed memfd, which `dlport_share` then
 // shares without a copy. `shape` holds `ndim` extents (NULL when `ndim` is 0). The tensor's

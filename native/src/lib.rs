@@ -23,6 +23,7 @@ pub mod cabi;
 pub mod cuda;
 pub mod ffi;
 pub mod pinned;
+pub mod plugin;
 pub mod share;
 
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -120,15 +121,23 @@ pub fn registry_with_report() -> (Registry, Vec<String>) {
     let note = pinned.describe().to_string();
     add(&mut r, Arc::new(pinned), note);
     #[cfg(feature = "cuda")]
-    match cuda::CudaBackend::new() {
+    let cuda_missing = match cuda::CudaBackend::new() {
         Ok(b) => {
             let note = format!("{} device(s)", b.device_count());
             add(&mut r, Arc::new(b), note);
+            None
         }
-        Err(e) => report.push(format!("cuda: not registered: {e}")),
-    }
+        Err(e) => Some(format!("cuda: not registered: {e}")),
+    };
     #[cfg(not(feature = "cuda"))]
-    report.push("cuda: not registered: built without the `cuda` feature".into());
+    let cuda_missing = Some("cuda: not registered: built without the `cuda` feature".to_string());
+    // Last, so that among the backends reaching a device type none serves, a plugin's wins.
+    add(
+        &mut r,
+        Arc::new(plugin::PluginHost),
+        "C plugins: dlport_register_backend, dlport_load_plugin".into(),
+    );
+    report.extend(cuda_missing);
     (r, report)
 }
 

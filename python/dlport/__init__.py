@@ -34,9 +34,12 @@ from ._native import (
     Tensor,
     __dlpack_version__,
     __version__,
+    backends,
     from_dlpack,
+    load_plugin,
     open_shared,
     share,
+    unload_plugin,
 )
 
 __all__ = [
@@ -51,6 +54,9 @@ __all__ = [
     "from_dlpack",
     "open_shared",
     "share",
+    "load_plugin",
+    "unload_plugin",
+    "backends",
     "__version__",
     "__dlpack_version__",
 ]

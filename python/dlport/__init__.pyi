@@ -1,6 +1,7 @@
+import os
 import socket
 import sys
-from typing import Any, List, Literal, Optional, Tuple, Union
+from typing import Any, Dict, List, Literal, Optional, Tuple, Union
 
 from ._errors import (
     DLPackBufferError as DLPackBufferError,
@@ -89,6 +90,15 @@ def explain(
 ) -> str:
     """What ``x`` offers and what ``from_dlpack`` would do with it (view, copy or refusal, and
     why), as text for a bug report."""
+
+def load_plugin(path: Union[str, "os.PathLike[str]"]) -> str:
+    """Loads a C plugin library (a device backend) by path; returns its name."""
+
+def unload_plugin(name: str) -> None:
+    """Removes a plugin; its tensors stay valid until released."""
+
+def backends() -> List[Dict[str, Any]]:
+    """The registry's backends: name, kind, device_types, origin, callbacks."""
 
 class Shared:
     """A tensor ready for another process on this machine (Linux): a descriptor plus the file

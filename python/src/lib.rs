@@ -24,6 +24,7 @@ mod cpython;
 mod errors;
 mod exchange;
 mod import;
+mod plugin;
 mod share;
 mod tensor;
 
@@ -40,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(share::open_shared, m)?)?;
     m.add_function(wrap_pyfunction!(about::_about, m)?)?;
     m.add_function(wrap_pyfunction!(import::_route, m)?)?;
+    plugin::add(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(
         "__dlpack_version__",

@@ -25,8 +25,10 @@ mod library;
 mod exchange;
 mod handle;
 mod wrap;
-// and Python's capsules.
+// Python's capsules,
 mod capsule;
+// and C plugins.
+mod plugin;
 
 pub(crate) use args::*;
 pub(crate) use status::*;
@@ -38,4 +40,5 @@ pub use capsule::*;
 pub use exchange::*;
 pub use handle::*;
 pub use library::*;
+pub use plugin::*;
 pub use wrap::*;

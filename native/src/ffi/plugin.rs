@@ -1,0 +1,118 @@
+//! Plugin entries: register, load, unregister and list C plugins (the `DlportPlugin`
+//! interface, see `dlport_core`'s backend docs and `docs/plugins.md`).
+
+use std::ffi::{CStr, c_char, c_int};
+
+use crate::plugin::{DlportPlugin, PluginBackend};
+
+use super::*;
+
+fn str_arg<'a>(s: *const c_char, name: &str) -> Result<&'a str, Failure> {
+    if s.is_null() {
+        return Err(arg(format!("{name} is NULL: pass a NUL-terminated string")));
+    }
+    // SAFETY: NUL-terminated (caller contract), read during the call only.
+    unsafe { CStr::from_ptr(s) }
+        .to_str()
+        .map_err(|_| arg(format!("{name} is not UTF-8")))
+}
+
+/// Registers a C plugin (a device backend: see `DlportPlugin` and every callback's contract
+/// above) in the process-wide registry, beside dlport's own backends: imports, exports,
+/// copies and allocations on the device types it serves go to its callbacks. A plugin takes
+/// device types that no built-in backend serves (the built-in CPU, pinned and CUDA backends
+/// keep theirs); among plugins the latest registered serving a type wins.
+///
+/// Errors (`DLPORT_ERR_BACKEND`, naming the plugin and what is wrong): a NULL `plugin`, a
+/// `struct_size` below this version's, another `interface_version`, a bad name or device-type
+/// list, half of a callback pair; `DLPORT_ERR_DUPLICATE_BACKEND` for a name in use.
+///
+/// Ownership: dlport copies `*plugin`, its name and its device types; the caller may free them
+/// when the call returns. `plugin->state` stays the plugin's; on success dlport calls
+/// `destroy(state)` once, after `dlport_unregister_backend` and the last use; on error dlport
+/// calls nothing of the plugin (not even `destroy`: the caller still owns its state).
+///
+/// # Safety
+/// `plugin` is NULL or readable for `plugin->struct_size` bytes, with the fields the header
+/// documents; its callbacks follow their contracts for as long as dlport holds the plugin.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_register_backend(plugin: *const DlportPlugin) -> c_int {
+    entry(|| {
+        // SAFETY: forwarded contract.
+        let p = unsafe { PluginBackend::from_raw(plugin, "dlport_register_backend", None) }?;
+        Ok(crate::plugin::add_to_default(p, true)?)
+    })
+}
+
+/// Loads a plugin library from `path` (`dlopen` with RTLD_NOW | RTLD_LOCAL), calls its
+/// `dlport_plugin_init` (see `DlportPluginInit`) and registers the plugin as
+/// `dlport_register_backend` does, and gives its name in `*name_out` (when not NULL).
+///
+/// Errors name the path and what failed: `dlopen` (with `dlerror()`'s text), a missing
+/// `dlport_plugin_init` symbol, a non-zero status from it, then the checks of
+/// `dlport_register_backend`. On every error the library is closed again and nothing is
+/// registered; the plugin's `destroy` runs first when its init succeeded with a valid struct
+/// (a refused name), never when init failed or its struct was refused.
+///
+/// Ownership: `path` stays the caller's. The library belongs to dlport, which closes it after
+/// the plugin's `destroy` (after `dlport_unregister_backend` and the last tensor that uses the
+/// plugin). On success `*name_out` is a new string the caller frees with
+/// `dlport_string_free`; on error it is untouched. Loading a library runs its code: load only plugins you trust.
+///
+/// # Safety
+/// `path` is a NUL-terminated string; `name_out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_load_plugin(
+    path: *const c_char,
+    name_out: *mut *mut c_char,
+) -> c_int {
+    entry(|| {
+        let path = str_arg(path, "path")?;
+        // SAFETY: the caller trusts the library (contract).
+        let name = unsafe { crate::plugin::load_into_default(path) }?;
+        if let Some(out) = std::ptr::NonNull::new(name_out) {
+            c_string(name.to_owned(), out)?;
+        }
+        Ok(())
+    })
+}
+
+/// Removes a plugin from the process-wide registry by name: new imports, copies and
+/// allocations no longer reach it. Tensors, views and exports it made stay valid and keep the
+/// plugin (and its library) loaded; its `destroy` runs, and a library dlport loaded is closed,
+/// when the last of them is released. Until then such a tensor can be described, viewed and
+/// freed, and exports already made stay valid; new exports and copies of it fail with
+/// `DLPORT_ERR_NO_BACKEND` (no backend serves its device any more), and no callback of the
+/// plugin runs except the releases it is owed (`view_destroy`, `release`, `deallocate`) and
+/// `destroy`. An unknown name is `DLPORT_ERR_BACKEND`, listing the registered plugins.
+///
+/// Ownership: nothing is transferred.
+///
+/// # Safety
+/// `name` is a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_unregister_backend(name: *const c_char) -> c_int {
+    entry(|| {
+        let name = str_arg(name, "name")?;
+        drop(crate::plugin::unregister_global(name)?);
+        Ok(())
+    })
+}
+
+/// The backends of the process-wide registry as JSON (an array), so that a program can see
+/// what each serves: objects with `"name"`, `"kind"` (`"builtin"` or `"plugin"`),
+/// `"device_types"` (DLPack codes), `"origin"` (a plugin's library path or
+/// `"dlport_register_backend"`; null for built-in backends) and `"callbacks"` (the plugin
+/// callbacks given; empty for built-in backends).
+///
+/// Ownership: on success `*json_out` is a new string freed with `dlport_string_free`.
+///
+/// # Safety
+/// `json_out` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_backends(json_out: *mut *mut c_char) -> c_int {
+    entry(|| {
+        let out = out_ptr(json_out, "json_out")?;
+        c_string(to_json(&crate::plugin::backends())?, out)
+    })
+}

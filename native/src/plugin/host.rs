@@ -1,0 +1,242 @@
+//! [`PluginHost`]: the backend of dlport-native's default registry through which the C ABI and
+//! the Python package reach the plugins of the process-wide plugin table.
+
+use std::sync::{Arc, PoisonError, RwLock};
+
+use dlport_core::backend::Backend;
+use dlport_core::{
+    DataType, Device, DeviceType, DispatchError, Error, ManagedTensor, Tensor, TensorRef,
+};
+
+use super::backend::{PluginBackend, plugin_error};
+
+/// The name of [`PluginHost`] in the default registry.
+pub const PLUGIN_HOST_NAME: &str = "plugins";
+
+/// The process-wide plugin table, in registration order (the latest serving a type wins).
+static TABLE: RwLock<Vec<Arc<PluginBackend>>> = RwLock::new(Vec::new());
+
+/// The registered plugins, in registration order.
+pub fn plugins() -> Vec<Arc<PluginBackend>> {
+    TABLE.read().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+fn serving(t: DeviceType) -> Option<Arc<PluginBackend>> {
+    TABLE
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .rev()
+        .find(|p| p.device_types().contains(&t))
+        .cloned()
+}
+
+fn named(name: &str) -> Option<Arc<PluginBackend>> {
+    TABLE
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .find(|p| p.name() == name)
+        .cloned()
+}
+
+/// Adds a plugin to the process-wide table. Its name must differ from every plugin's and from
+/// the default registry's backends (`taken`).
+pub fn register_global(plugin: Arc<PluginBackend>, taken: &[&'static str]) -> Result<(), Error> {
+    let mut table = TABLE.write().unwrap_or_else(PoisonError::into_inner);
+    let name = plugin.name();
+    if taken.contains(&name) || table.iter().any(|p| p.name() == name) {
+        return Err(Error::Dispatch(DispatchError::DuplicateBackend { name }));
+    }
+    table.push(plugin);
+    Ok(())
+}
+
+/// Removes a plugin from the process-wide table by name, returning it. Its tensors stay
+/// valid; the plugin is destroyed (and its library closed) when the last of them is gone.
+pub fn unregister_global(name: &str) -> Result<Arc<PluginBackend>, Error> {
+    let mut table = TABLE.write().unwrap_or_else(PoisonError::into_inner);
+    match table.iter().position(|p| p.name() == name) {
+        Some(at) => Ok(table.remove(at)),
+        None => {
+            let names: Vec<&str> = table.iter().map(|p| p.name()).collect();
+            Err(plugin_error(
+                name,
+                "the plugin table",
+                "unregister",
+                -1,
+                &format!(
+                    "no plugin of this name is registered (registered plugins: [{}])",
+                    names.join(", ")
+                ),
+            ))
+        }
+    }
+}
+
+/// A backend serving, at any moment, the device types of the plugins in the process-wide
+/// table. It declares no device types of its own: the registry reaches it through
+/// `can_access` (true for memory a registered plugin serves) after the backends that serve a
+/// type, so a plugin takes device types no built-in backend serves. Each call goes to the
+/// plugin serving the device (the latest registered), or for exports to the plugin that made
+/// the tensor.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PluginHost;
+
+impl PluginHost {
+    fn for_device(device: Device) -> Result<Arc<PluginBackend>, Error> {
+        serving(device.device_type).ok_or_else(|| {
+            plugin_error(
+                PLUGIN_HOST_NAME,
+                "the plugin table",
+                "dispatch",
+                -1,
+                &format!(
+                    "no registered plugin serves device type {} (it was unregistered)",
+                    device.device_type.0
+                ),
+            )
+        })
+    }
+
+    fn for_tensor(tensor: &Tensor) -> Option<Arc<PluginBackend>> {
+        named(tensor.backend()).or_else(|| serving(tensor.device().device_type))
+    }
+}
+
+impl Backend for PluginHost {
+    fn name(&self) -> &'static str {
+        PLUGIN_HOST_NAME
+    }
+
+    fn device_types(&self) -> &[DeviceType] {
+        &[]
+    }
+
+    fn can_access(&self, memory: Device) -> bool {
+        serving(memory.device_type).is_some_and(|p| p.can_access(memory))
+    }
+
+    fn view_external(&self, tensor: ManagedTensor, memory: Device) -> Result<Tensor, Error> {
+        Self::for_device(memory)?.view_external(tensor, memory)
+    }
+
+    fn acquire_external(
+        &self,
+        tensor: &Tensor,
+        versioned: bool,
+        as_device: Device,
+    ) -> Result<ManagedTensor, Error> {
+        match Self::for_tensor(tensor) {
+            Some(p) => p.acquire_external(tensor, versioned, as_device),
+            // Its plugin was unregistered: the tensor still holds it, and dlport's own counted
+            // reference keeps the memory alive.
+            None => dlport_core::backend::acquire_external(tensor, versioned, as_device),
+        }
+    }
+
+    fn release_ownership(
+        &self,
+        tensor: &Tensor,
+        versioned: bool,
+        as_device: Device,
+    ) -> Result<ManagedTensor, Error> {
+        match Self::for_tensor(tensor) {
+            Some(p) => p.release_ownership(tensor, versioned, as_device),
+            None => dlport_core::backend::release_ownership(tensor, versioned, as_device),
+        }
+    }
+
+    fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
+        Self::for_device(device)?.allocate(device, dtype, shape)
+    }
+
+    fn copy(&self, src: &TensorRef<'_>, target: Device) -> Result<Option<Tensor>, Error> {
+        if let Some(p) = serving(target.device_type) {
+            if let Some(t) = p.copy(src, target)? {
+                return Ok(Some(t));
+            }
+        }
+        match serving(src.device().device_type) {
+            Some(p) => p.copy(src, target),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Adds a plugin to the process-wide table of dlport-native's default registry (installed
+/// first if no default is in force). If `keep_state`, a refused plugin drops without
+/// `destroy` (its registrant keeps the state); otherwise it is destroyed.
+pub fn add_to_default(plugin: Arc<PluginBackend>, keep_state: bool) -> Result<(), Error> {
+    let r = crate::install_or_default();
+    if keep_state {
+        // Disarmed until registered: a refused plugin drops without `destroy`.
+        plugin.disarm();
+    }
+    if r.get(PLUGIN_HOST_NAME).is_none() {
+        return Err(Error::Backend(dlport_core::BackendError::unsupported(
+            plugin.name(),
+            "registration in the process-wide registry: it was installed by other code without \
+             dlport-native's `plugins` backend (register the plugin in that registry instead)",
+        )));
+    }
+    let names: Vec<&'static str> = r.names().collect();
+    let p = plugin.clone();
+    register_global(plugin, &names)?;
+    p.arm();
+    Ok(())
+}
+
+/// Loads a plugin library from `path` and adds it to the default registry's plugin table
+/// ([`PluginBackend::load`], then [`add_to_default`]); returns its name.
+///
+/// # Safety
+/// As for [`PluginBackend::load`]: the library's code runs, and its callbacks are trusted.
+pub unsafe fn load_into_default(path: &str) -> Result<&'static str, Error> {
+    // SAFETY: forwarded contract.
+    let p = unsafe { PluginBackend::load(path) }?;
+    let name = p.name();
+    add_to_default(p, false)?;
+    Ok(name)
+}
+
+/// A backend of the default registry as listed by `dlport_backends` and `dlport.backends()`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BackendInfo {
+    /// Its name.
+    pub name: &'static str,
+    /// `"builtin"` or `"plugin"`.
+    pub kind: &'static str,
+    /// The DLPack device types it serves.
+    pub device_types: Vec<i32>,
+    /// A plugin's library path or `"dlport_register_backend"`; `None` for built-in backends.
+    pub origin: Option<&'static str>,
+    /// The plugin callbacks given (empty for built-in backends).
+    pub callbacks: Vec<&'static str>,
+}
+
+/// The backends of the default registry (without the `plugins` host itself) and the plugins
+/// of its table, in registration order.
+pub fn backends() -> Vec<BackendInfo> {
+    let r = crate::install_or_default();
+    let mut list: Vec<BackendInfo> = r
+        .names()
+        .filter(|n| *n != PLUGIN_HOST_NAME)
+        .filter_map(|n| r.get(n))
+        .map(|b| BackendInfo {
+            name: b.name(),
+            kind: "builtin",
+            device_types: b.device_types().iter().map(|t| t.0).collect(),
+            origin: None,
+            callbacks: Vec::new(),
+        })
+        .collect();
+    list.extend(plugins().iter().map(|p| BackendInfo {
+        name: p.name(),
+        kind: "plugin",
+        device_types: p.device_types().iter().map(|t| t.0).collect(),
+        origin: Some(p.origin()),
+        callbacks: p.callbacks(),
+    }));
+    list
+}
