@@ -2,7 +2,7 @@
 
 import sys
 
-from . import __dlpack_version__, __version__
+from . import __dlpack_version__, __version__, backends
 from ._native import _about
 
 
@@ -12,7 +12,14 @@ def report() -> str:
     major, minor = __dlpack_version__
     lines = [f"dlport {__version__}", f"DLPack {major}.{minor}", "backends:"]
     for name, types in about["backends"]:
+        if name == "plugins":  # the door to the plugin table, listed below
+            continue
         lines.append(f"  {name}: {', '.join(types) or '(no device type of its own)'}")
+    plugins = [b for b in backends() if b["kind"] == "plugin"]
+    lines.append("plugins:" + ("" if plugins else " none loaded (dlport.load_plugin(path) loads one)"))
+    for b in plugins:
+        types = ", ".join(str(t) for t in b["device_types"])
+        lines.append(f"  {b['name']}: device types {types}, from {b['origin']}")
     found, detail = about["cuda"]
     lines.append(f"CUDA driver: {'found, ' if found else 'not found: '}{detail}")
     abi3 = about["abi3"]

@@ -14,6 +14,7 @@ def test_python_m_dlport_reports_what_it_found() -> None:
     assert out[1] == "DLPack {}.{}".format(*dlport.__dlpack_version__)
     assert out[2] == "backends:"
     assert any(line.startswith("  cpu: ") and "kDLCPU" in line for line in out)
+    assert "plugins: none loaded (dlport.load_plugin(path) loads one)" in out
     cuda = [line for line in out if line.startswith("CUDA driver: ")]
     assert len(cuda) == 1
     # Found with a device count, or not found with the loader's reason (never a bare "no").

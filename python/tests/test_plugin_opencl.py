@@ -141,6 +141,13 @@ def test_the_plugin_is_listed_with_what_it_serves(lib):
     (opencl,) = [b for b in dlport.backends() if b["name"] == "opencl"]
     assert opencl["kind"] == "plugin" and opencl["device_types"] == [4]
     assert opencl["origin"] == PATH
+    from dlport.__main__ import report
+
+    assert f"  opencl: device types 4, from {PATH}" in report().splitlines()
+    buffer = ClBuffer(lib, 1.0, 4)
+    assert "memory opencl:0; presented as opencl:0" in dlport.explain(buffer)
+    del buffer
+    gc.collect()
     assert {"view_create", "copy_to_host", "copy_from_host", "acquire", "wait"} <= set(opencl["callbacks"])
     assert [b["kind"] for b in dlport.backends() if b["name"] == "cpu"] == ["builtin"]
 
