@@ -22,8 +22,8 @@ use crate::storage::{ImportStorage, TensorStorage};
 /// A buffer lives behind [`SharedBuffer`] handles (what a [`Tensor`](crate::Tensor) holds) and is read
 /// through counted *uses* (a [`TensorView`](crate::TensorView), or a DLPack reference exported from a tensor).
 /// Both are counted in one word, so taking a use (an export) and giving it back (the consumer's
-/// deleter) are one atomic operation each, where a separate reference count (an `Arc`) beside
-/// the users' count took two.
+/// deleter) are one atomic operation each, not one on the users' count and one on a reference
+/// count beside it.
 pub struct Buffer {
     ptr: *mut c_void,
     len: usize,

@@ -193,8 +193,7 @@ impl Registry {
     }
 
     /// [`decide`](Self::decide), and the target's backend. Always inlined: in an import, the
-    /// view it reads is built only for it, and in line most of that view is never computed
-    /// (about 45 instructions of an import).
+    /// view it reads is built only for it, and in line most of that view is never computed.
     #[inline(always)]
     fn plan(
         &self,

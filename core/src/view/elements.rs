@@ -4,7 +4,6 @@
 use super::TensorRef;
 use crate::dtype::Element;
 use crate::error::{AccessError, Error};
-use crate::layout;
 
 impl<'a> TensorRef<'a> {
     /// Checks everything typed access needs and returns the first element's address.
@@ -159,7 +158,7 @@ impl<'a> TensorRef<'a> {
         let count = usize::try_from(self.layout.numel).map_err(|_| fail.clone())?;
         let mut out = alloc::vec::Vec::new();
         out.try_reserve_exact(count).map_err(|_| fail)?;
-        let mut index = [0usize; layout::MAX_NDIM];
+        let mut index = [0usize; crate::layout::MAX_NDIM];
         let index = &mut index[..self.shape.len()];
         for _ in 0..self.layout.numel {
             out.push(self.get::<T>(index)?.unwrap_or_else(T::zeroed));
