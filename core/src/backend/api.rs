@@ -109,11 +109,7 @@ pub trait Backend: Send + Sync + 'static {
         versioned: bool,
         as_device: Device,
     ) -> Result<ManagedTensor, Error> {
-        let dev = Device::new(
-            as_device.device_type,
-            self.export_device_id(as_device.device_id),
-        );
-        tensor.acquire_external(versioned, dev)
+        tensor.acquire_external(versioned, exported_device(self, as_device))
     }
 
     /// Export that hands the buffer over: afterwards the backend's handles get
@@ -124,11 +120,7 @@ pub trait Backend: Send + Sync + 'static {
         versioned: bool,
         as_device: Device,
     ) -> Result<ManagedTensor, Error> {
-        let dev = Device::new(
-            as_device.device_type,
-            self.export_device_id(as_device.device_id),
-        );
-        tensor.release_ownership(versioned, dev)
+        tensor.release_ownership(versioned, exported_device(self, as_device))
     }
 
     /// Allocates a compact tensor (zeroed where the backend can) on `device`.
@@ -146,6 +138,15 @@ pub trait Backend: Send + Sync + 'static {
         let _ = (src, target);
         Ok(None)
     }
+}
+
+/// The device an export of `backend` writes for `as_device`: its id translated back to the
+/// producers' numbering ([`Backend::export_device_id`]).
+fn exported_device<B: Backend + ?Sized>(backend: &B, as_device: Device) -> Device {
+    Device::new(
+        as_device.device_type,
+        backend.export_device_id(as_device.device_id),
+    )
 }
 
 impl core::fmt::Debug for dyn Backend {

@@ -6,19 +6,32 @@ use crate::dtype::Element;
 use crate::error::{AccessError, Error};
 
 impl<'a> TensorRef<'a> {
-    /// Checks everything typed access needs and returns the first element's address.
-    fn check_typed<T: Element>(&self) -> Result<(), Error> {
+    /// The host can read the memory through a pointer.
+    fn check_host(&self) -> Result<(), Error> {
         if !self.device.is_host_accessible() {
             return Err(Error::Access(AccessError::NotHostAccessible {
                 device: self.device,
             }));
         }
+        Ok(())
+    }
+
+    /// The host can read the memory, and its elements are `T`s: what any element read needs.
+    fn check_elements<T: Element>(&self) -> Result<(), Error> {
+        self.check_host()?;
         if self.dtype != T::DTYPE {
             return Err(Error::Access(AccessError::DtypeMismatch {
                 requested: T::DTYPE,
                 actual: self.dtype,
             }));
         }
+        Ok(())
+    }
+
+    /// Checks everything a typed slice needs: [`check_elements`](Self::check_elements), a
+    /// row-major layout and an aligned first element.
+    fn check_typed<T: Element>(&self) -> Result<(), Error> {
+        self.check_elements::<T>()?;
         if !self.layout.contiguity.is_row_major() {
             return Err(Error::Access(AccessError::NotContiguous {
                 contiguity: self.layout.contiguity,
@@ -59,11 +72,7 @@ impl<'a> TensorRef<'a> {
     /// The raw bytes of a row-major contiguous host tensor (any dtype, sub-byte packed ones
     /// included).
     pub fn as_bytes(&self) -> Result<&'a [u8], Error> {
-        if !self.device.is_host_accessible() {
-            return Err(Error::Access(AccessError::NotHostAccessible {
-                device: self.device,
-            }));
-        }
+        self.check_host()?;
         if !self.layout.contiguity.is_row_major() {
             return Err(Error::Access(AccessError::NotContiguous {
                 contiguity: self.layout.contiguity,
@@ -84,17 +93,7 @@ impl<'a> TensorRef<'a> {
     ///
     /// Returns `Ok(None)` if `index` has the wrong length or is out of bounds.
     pub fn get<T: Element>(&self, index: &[usize]) -> Result<Option<T>, Error> {
-        if !self.device.is_host_accessible() {
-            return Err(Error::Access(AccessError::NotHostAccessible {
-                device: self.device,
-            }));
-        }
-        if self.dtype != T::DTYPE {
-            return Err(Error::Access(AccessError::DtypeMismatch {
-                requested: T::DTYPE,
-                actual: self.dtype,
-            }));
-        }
+        self.check_elements::<T>()?;
         if index.len() != self.shape.len() {
             return Ok(None);
         }
@@ -134,17 +133,7 @@ impl<'a> TensorRef<'a> {
             out.extend_from_slice(slice);
             return Ok(out);
         }
-        if !self.device.is_host_accessible() {
-            return Err(Error::Access(AccessError::NotHostAccessible {
-                device: self.device,
-            }));
-        }
-        if self.dtype != T::DTYPE {
-            return Err(Error::Access(AccessError::DtypeMismatch {
-                requested: T::DTYPE,
-                actual: self.dtype,
-            }));
-        }
+        self.check_elements::<T>()?;
         // A broadcast (zero-stride) tensor can have far more elements than bytes behind it:
         // refuse what cannot be allocated instead of aborting.
         let bytes = self

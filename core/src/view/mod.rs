@@ -168,18 +168,9 @@ impl<'a> TensorRef<'a> {
             version,
             flags,
         })?;
-        Ok(Self {
-            data: tensor.data,
-            device: tensor.device,
-            dtype: tensor.dtype,
-            byte_offset: tensor.byte_offset,
-            shape,
-            strides,
-            version,
-            flags,
-            layout,
-            _data: PhantomData,
-        })
+        // SAFETY: the tensor just passed validation with these `version` and `flags`, giving
+        // `layout`, and the caller's contract holds for 'a.
+        Ok(unsafe { Self::from_raw_prevalidated(tensor, version, flags, layout) })
     }
 
     /// Builds a view of a tensor that already passed [`TensorRef::from_raw`] with the same
