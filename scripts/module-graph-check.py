@@ -34,7 +34,7 @@ ITEM = re.compile(
 MACRO = re.compile(r"^\s*macro_rules!\s*([A-Za-z_]\w*)", re.M)
 USE = re.compile(r"(?:^|[;{}\s])(pub(?:\([^)]*\))?\s+)?use\s+([^;]*);", re.S)
 # `#[cfg(test)]` or `#[cfg(all(test, …))]`, other attributes, then `mod name`.
-TEST_MOD = r"#\[cfg\((?:test|all\(test\b[^\]]*\))\)\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*"
+TEST_MOD = r"#\[cfg\((?:test|all\(\s*test\b[^\]]*\))\)\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*"
 PATH = re.compile(r"\b((?:crate|super|self)(?:\s*::\s*[A-Za-z_]\w*)+)")
 
 
