@@ -15,6 +15,10 @@ step "format"
 cargo fmt --all --check
 cargo fmt --manifest-path python/Cargo.toml --check
 
+step "rooms: dlport-core's module graph has no cycle; no source file over 500 lines without a reason in DESIGN.md"
+python3 scripts/module-graph-check.py core/src
+bash scripts/file-size-check.sh
+
 step "C ABI: native/include/dlport.h is what cbindgen generates from the Rust source"
 bash scripts/header.sh --check
 

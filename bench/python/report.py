@@ -45,6 +45,45 @@ def machine():
 
 PY_HEADING = "## The Python package: exchange costs"
 
+# The measurements behind the copy kernels' constants (core/src/copy/arch/), kept with the
+# benchmarks rather than in the code's comments; written at the end of every report.
+TUNING = """
+## How the copy kernels' constants are chosen
+The measurements behind the constants and choices of `core/src/copy/arch/` (the code says what
+each does and why; the numbers are kept here). Transposes at 64 MiB unless said otherwise.
+- `STRIP_BYTES` = 128: 256, 512 and 1024 measure the same within the noise; 128 is better than
+  256 for every element size (by about 0.05 × memcpy for 1-, 2- and 4-byte elements, three
+  back-to-back rounds of both builds on an Intel Xeon); 64 is no better than 128.
+- `BAND_TILES` = 4: better than 1 by about 0.1 × memcpy; 8 and 16 are no better.
+- Panels against strips, back to back in one process: on an AMD EPYC (1 MiB of L2 per core,
+  32 MiB of L3 per die) panels run 1.1–1.3 × the strips' speed (2- and 4-byte elements about
+  1.3 ×, 1-byte 1.1–1.25 ×; 8-byte elements 0.85–0.95 ×, so they stay in strips); on an Intel
+  Xeon (Sapphire Rapids, 2 MiB of L2) the strips run 1.2–1.8 × the panels' speed (1-byte
+  elements 0.54–0.59 × memcpy against 0.44–0.46, 2-byte 0.70–0.72 against 0.44–0.45, 4-byte
+  0.80–0.90 against 0.46–0.52), whatever the panel's size (256 KiB to 2 MiB). Hence panels on
+  AMD's CPUs only (`panels_pay`).
+- `PANEL_BYTES` = 2 MiB, against 1 MiB on the EPYC, the sizes' rounds rotating: 512 KiB
+  0.87–0.89 ×, 2 MiB 1.03–1.05 × for 4-byte elements (1-byte 1.00–1.03 ×), 4 MiB the same as
+  2 MiB, 8 MiB and up slower. Overlapping a panel's copy with the previous panel's transpose
+  (every few micro-tiles a column) is 15–20 % slower for every size, as is prefetching it.
+  Staging columns shorter than `PANEL_RUN` (32 KiB) is slower.
+- 1-byte panels staged line-major (a micro-tile's 64 lines in one page): 1.15–1.25 × faster on
+  the EPYC; slower for 4- and 8-byte elements. A staged column copied line by line is about
+  10 % faster than one `memcpy` per column (2-byte elements); a software prefetch 2 KiB ahead
+  changes nothing beyond the noise.
+- 1- and 2-byte micro-tiles transposed into an L1 buffer and copied out line by line are
+  faster than transposing into the destination (their 16 or 32 vectors per row group spill).
+- Reversed rows read downwards run at about 0.7 × memcpy on rows of 16 KiB (Intel Xeon);
+  spreading the reads over four streams: 1.0 × memcpy with one stream, 1.15 with four (a C
+  model on that Xeon).
+- wasm32 (Node 20, V8 11.3, AMD EPYC; the kernels built at opt-level "s" as the npm package
+  is; 16 MiB, against staged micro-tiles): in-place micro-tiles are 2.4 × faster for 4-byte
+  elements (each staged line is a `memory.copy` call at "s", slower than the portable kernel),
+  1.5 × for 8-byte, 1.6 × for the in-cache 256 × 256 byte transpose; panels are no faster than
+  in-place strips for 1- and 2-byte elements and add 12 KB of wasm.
+- The portable transposes' `TILE` = 32: 8 and 64 are slower.
+"""
+
 
 def python_section(w):
     """BENCHMARKS.md's section for the Python package, from target/bench/python_exchange.json."""
@@ -512,6 +551,7 @@ def main():
     from share_section import section as share_section  # this directory
 
     out.extend(share_section())
+    w(TUNING)
     (ROOT / "BENCHMARKS.md").write_text("\n".join(out) + "\n")
 
     plot_copies(copies, numpy)

@@ -1,563 +1,456 @@
-//! [`TensorRef`]: a validated, borrowed view of a `DLTensor`.
+//! [`Tensor`]: a backend's tensor, a cheap handle (a [`SharedBuffer`] plus shape, strides,
+//! dtype and offset) onto a [`Buffer`], and the views and DLPack references taken from it.
+//! [`Tensor::acquire_external`] exports a DLPack tensor that holds a counted use of the buffer
+//! (XLA's *external reference*); [`Tensor::release_ownership`] hands the memory itself to a
+//! consumer, after which every handle's access returns
+//! [`AccessError::BufferReleased`](crate::AccessError::BufferReleased).
 
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::ffi::c_void;
-use core::marker::PhantomData;
 
-use crate::abi::{
-    DLPackVersion, DLTensor, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
-};
+use crate::abi::{FLAG_IS_COPIED, FLAG_READ_ONLY};
+use crate::access::Access;
+use crate::buffer::{Buffer, SharedBuffer, Use};
 use crate::device::Device;
 use crate::dtype::{DataType, Element};
-use crate::error::{AccessError, Error, LayoutError};
-use crate::layout::{self, ByteSpan, Contiguity, Layout, RawFields};
+use crate::error::Error;
+use crate::export::{self, Form};
+use crate::layout::{Contiguity, Layout};
+use crate::managed::ManagedTensor;
+use crate::storage::{ImportStorage, TensorStorage};
+use crate::view::TensorRef;
 
-/// `shape` and `strides` of a tensor as slices (`None` strides when NULL).
-///
-/// # Safety
-/// `ndim` is `tensor.ndim`, already bounded by `MAX_NDIM`; non-NULL `shape` and `strides`
-/// point to `ndim` readable `i64` values that nobody mutates while `tensor` is borrowed.
-#[inline]
-unsafe fn raw_dims(tensor: &DLTensor, ndim: usize) -> Result<(&[i64], Option<&[i64]>), Error> {
-    if ndim == 0 {
-        return Ok((&[], Some(&[])));
-    }
-    if tensor.shape.is_null() {
-        return Err(Error::Layout(LayoutError::NullShape { ndim: tensor.ndim }));
-    }
-    // SAFETY: non-NULL, ndim values, per the contract.
-    let shape = unsafe { core::slice::from_raw_parts(tensor.shape, ndim) };
-    let strides = if tensor.strides.is_null() {
-        None
-    } else {
-        // SAFETY: as for `shape`.
-        Some(unsafe { core::slice::from_raw_parts(tensor.strides, ndim) })
-    };
-    Ok((shape, strides))
+/// A tensor's `shape` followed by its `strides`: inline up to [`Dims::INLINE`] dimensions, so
+/// that an import allocates nothing for them; shared beyond (a clone stays cheap). Not
+/// `export::Dims`, the export builder's scratch (8 inline, boxed beyond): these travel with
+/// every handle and every clone, so they stay small inline and are shared, not copied, beyond.
+#[derive(Clone)]
+enum Dims {
+    Inline {
+        ndim: u8,
+        buf: [i64; 2 * Dims::INLINE],
+    },
+    Shared(Arc<[i64]>),
 }
 
-/// A validated, borrowed view of a `DLTensor`.
+impl Dims {
+    /// Dimensions kept inline: the tensors most programs exchange (up to 4-d, NCHW) fit.
+    const INLINE: usize = 4;
+
+    /// From a checked shape and its strides (as many).
+    fn new(shape: &[i64], strides: impl ExactSizeIterator<Item = i64>) -> Self {
+        let ndim = shape.len();
+        if ndim <= Self::INLINE {
+            let mut buf = [0; 2 * Self::INLINE];
+            // A fixed number of guarded stores: a copy of a length known only at run time is a
+            // call to `memcpy`, dearer than the one to four stores it makes here.
+            for (i, to) in buf[..Self::INLINE].iter_mut().enumerate() {
+                if let Some(&extent) = shape.get(i) {
+                    *to = extent;
+                }
+            }
+            for (to, from) in buf[ndim..2 * ndim].iter_mut().zip(strides) {
+                *to = from;
+            }
+            Self::Inline {
+                ndim: ndim as u8,
+                buf,
+            }
+        } else {
+            Self::Shared(shape.iter().copied().chain(strides).collect())
+        }
+    }
+
+    /// `shape` then `strides`.
+    fn all(&self) -> &[i64] {
+        match self {
+            Self::Inline { ndim, buf } => &buf[..2 * usize::from(*ndim)],
+            Self::Shared(all) => all,
+        }
+    }
+
+    fn shape(&self) -> &[i64] {
+        let all = self.all();
+        &all[..all.len() / 2]
+    }
+
+    fn strides(&self) -> &[i64] {
+        let all = self.all();
+        &all[all.len() / 2..]
+    }
+}
+
+/// A backend's tensor: a handle onto a [`Buffer`] plus shape, strides, dtype and offset.
 ///
-/// Built once by [`TensorRef::from_raw`] (or handed out by
-/// [`ManagedTensor::view`](crate::ManagedTensor::view)); afterwards every accessor is safe and
-/// does no further validation. Typed access ([`as_slice`](Self::as_slice)) is allowed only where
-/// the memory is host-accessible, the dtype matches, the layout is row-major contiguous and the
-/// first element is aligned; otherwise the error says which of these failed.
-#[derive(Clone, Copy, Debug)]
-pub struct TensorRef<'a> {
-    data: *mut c_void,
-    device: Device,
+/// Cloning is cheap and shares the buffer. The memory is freed (or the DLPack deleter of an
+/// imported tensor called) when the last handle and the last DLPack reference are gone.
+#[derive(Clone)]
+pub struct Tensor {
+    buffer: SharedBuffer,
+    backend: &'static str,
     dtype: DataType,
+    dims: Dims,
     byte_offset: u64,
-    shape: &'a [i64],
-    strides: Option<&'a [i64]>,
-    version: Option<DLPackVersion>,
     flags: u64,
     layout: Layout,
-    _data: PhantomData<&'a [u8]>,
+    device: Device,
 }
 
-// SAFETY: a TensorRef only reads the tensor's memory, through shared references whose validity
-// the constructor's caller guaranteed for 'a; DLPack allows any thread to read an imported
-// tensor, so sharing or sending the view is as safe as sharing `&[u8]`.
-unsafe impl Send for TensorRef<'_> {}
-// SAFETY: as above: only shared, read-only access.
-unsafe impl Sync for TensorRef<'_> {}
+impl core::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Tensor")
+            .field("backend", &self.backend)
+            .field("device", &self.device)
+            .field("dtype", &self.dtype)
+            .field("shape", &self.shape())
+            .field("strides", &self.strides())
+            .field("byte_offset", &self.byte_offset)
+            .field("flags", &self.flags)
+            .finish()
+    }
+}
 
-impl<'a> TensorRef<'a> {
-    /// Validates `tensor` and returns a view of it.
-    ///
-    /// `version` is the DLPack version the tensor came with (`None` for a legacy
-    /// `DLManagedTensor` or a bare `DLTensor`); `flags` the versioned flags (0 for legacy).
-    ///
-    /// # Safety
-    /// For the lifetime `'a`:
-    /// - when `tensor.ndim > 0` and `tensor.shape` (resp. `tensor.strides`) is not NULL, it must
-    ///   point to `ndim` readable `i64` values (the count is checked against
-    ///   [`MAX_NDIM`](crate::layout::MAX_NDIM) before any is read), which nobody mutates;
-    /// - when the device is host-accessible and the tensor is not empty, every byte of
-    ///   `data + byte_offset + [lo, hi)` (the span this function computes) must be readable and
-    ///   not mutated by anyone else. Device memory is never dereferenced.
-    #[inline]
-    pub unsafe fn from_raw(
-        tensor: &'a DLTensor,
-        version: Option<DLPackVersion>,
+impl Tensor {
+    /// A tensor over `buffer`, checked against the buffer's size: `byte_offset + span` must lie
+    /// inside it. `device` is the device as the backend numbers it (usually the buffer's).
+    pub fn new(
+        buffer: SharedBuffer,
+        backend: &'static str,
+        dtype: DataType,
+        shape: &[i64],
+        strides: Option<&[i64]>,
+        byte_offset: u64,
         flags: u64,
     ) -> Result<Self, Error> {
-        // SAFETY: forwarded contract.
-        match unsafe { Self::layout_fast(tensor, version, flags) } {
-            Some(layout) => {
-                // SAFETY: the fast path is `validate` for the fields it answers, so the tensor
-                // just passed `from_raw`'s checks with this layout.
-                Ok(unsafe { Self::from_raw_prevalidated(tensor, version, flags, layout) })
-            }
-            // SAFETY: forwarded contract.
-            None => unsafe { Self::from_raw_slow(tensor, version, flags) },
-        }
-    }
-
-    /// The layout of a tensor that passes every check of [`from_raw`](Self::from_raw) in the
-    /// common case ([`layout::validate_fast`]: no `Result`, no error built), or `None`, where
-    /// [`from_raw`](Self::from_raw)'s full rules decide (and name the error).
-    ///
-    /// # Safety
-    /// As [`from_raw`](Self::from_raw).
-    #[inline(always)]
-    pub(crate) unsafe fn layout_fast(
-        tensor: &DLTensor,
-        version: Option<DLPackVersion>,
-        flags: u64,
-    ) -> Option<Layout> {
-        // A negative ndim becomes a huge unsigned one.
-        if tensor.ndim as u32 > layout::MAX_NDIM as u32 {
-            return None;
-        }
-        let ndim = tensor.ndim as usize;
-        let (shape, strides): (&[i64], Option<&[i64]>) = if ndim == 0 {
-            (&[], Some(&[]))
-        } else if tensor.shape.is_null() {
-            return None;
-        } else {
-            // SAFETY: non-NULL, ndim ≤ MAX_NDIM values, per the caller's contract.
-            let shape = unsafe { core::slice::from_raw_parts(tensor.shape, ndim) };
-            let strides = if tensor.strides.is_null() {
-                None
-            } else {
-                // SAFETY: as for `shape`.
-                Some(unsafe { core::slice::from_raw_parts(tensor.strides, ndim) })
-            };
-            (shape, strides)
-        };
-        // `layout::validate_fast` in two steps, so that `data`, `device` and `byte_offset` are
-        // read only after the loop over the axes.
-        let layout = layout::metadata_fast(tensor.dtype, shape, strides, version, flags)?;
-        layout::placement_fast(
-            tensor.data as usize,
-            tensor.device,
-            tensor.byte_offset,
-            layout,
-        )
-    }
-
-    /// [`from_raw`](Self::from_raw) rule by rule: the path of errors and rare layouts.
-    ///
-    /// # Safety
-    /// As [`from_raw`](Self::from_raw).
-    #[cold]
-    #[inline(never)]
-    unsafe fn from_raw_slow(
-        tensor: &'a DLTensor,
-        version: Option<DLPackVersion>,
-        flags: u64,
-    ) -> Result<Self, Error> {
-        if let Some(version) = version {
-            layout::check_version(version)?;
-        }
-        let ndim = layout::check_ndim(i64::from(tensor.ndim))?;
-        // SAFETY: ndim is bounded; the caller guarantees the arrays for 'a.
-        let (shape, strides) = unsafe { raw_dims(tensor, ndim) }?;
-        let layout = layout::validate(&RawFields {
-            data: tensor.data as usize,
-            device: tensor.device,
-            dtype: tensor.dtype,
+        let (dims, layout) = export::checked_dims(
+            dtype,
             shape,
             strides,
-            byte_offset: tensor.byte_offset,
-            version,
+            byte_offset,
             flags,
-        })?;
+            buffer.len() as u64,
+        )?;
+        let device = buffer.device();
         Ok(Self {
-            data: tensor.data,
-            device: tensor.device,
-            dtype: tensor.dtype,
-            byte_offset: tensor.byte_offset,
-            shape,
-            strides,
-            version,
+            buffer,
+            backend,
+            dtype,
+            dims: Dims::new(dims.shape(), dims.strides().iter().copied()),
+            byte_offset,
             flags,
             layout,
-            _data: PhantomData,
+            device,
         })
     }
 
-    /// Builds a view of a tensor that already passed [`TensorRef::from_raw`] with the same
-    /// `version` and `flags`, reusing its `layout`.
-    ///
-    /// # Safety
-    /// `tensor` passed `from_raw(tensor, version, flags)` yielding `layout`, has not changed
-    /// since, and still satisfies `from_raw`'s contract for `'a`.
-    #[inline]
-    pub(crate) unsafe fn from_raw_prevalidated(
-        tensor: &'a DLTensor,
-        version: Option<DLPackVersion>,
-        flags: u64,
-        layout: Layout,
-    ) -> Self {
-        // Validation read these very arrays: ndim is in 0..=64 and `shape` is non-NULL when
-        // ndim > 0 (NULL strides stay `None`; a 0-d tensor has empty slices).
-        let ndim = tensor.ndim as usize;
-        let (shape, strides): (&[i64], Option<&[i64]>) = if ndim == 0 {
-            (&[], Some(&[]))
-        } else {
-            // SAFETY: validated non-NULL with ndim values, readable for 'a (contract).
-            let shape = unsafe { core::slice::from_raw_parts(tensor.shape, ndim) };
-            let strides = if tensor.strides.is_null() {
-                None
-            } else {
-                // SAFETY: as for `shape`.
-                Some(unsafe { core::slice::from_raw_parts(tensor.strides, ndim) })
-            };
-            (shape, strides)
-        };
-        Self {
-            data: tensor.data,
-            device: tensor.device,
-            dtype: tensor.dtype,
-            byte_offset: tensor.byte_offset,
+    /// A compact row-major CPU tensor over `data`, without a copy (the CPU backend's tensor;
+    /// the vector is freed when the last handle and the last DLPack reference are gone).
+    /// `shape` must fit in `data`
+    /// ([`LayoutError::DataTooShort`](crate::LayoutError::DataTooShort) otherwise, counted in
+    /// elements).
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[i64]) -> Result<Self, Error> {
+        Self::new(
+            Buffer::new(Box::new(data)),
+            "cpu",
+            T::DTYPE,
             shape,
-            strides,
-            version,
-            flags,
-            layout,
-            _data: PhantomData,
-        }
+            None,
+            0,
+            0,
+        )
+        .map_err(|e| export::in_elements(e, size_of::<T>()))
     }
 
-    /// Builds a view from fields already validated together (a backend tensor's).
+    /// Imports a DLPack tensor as a view of its memory (no copy). The DLPack deleter runs when
+    /// the last handle onto the view, and the last reference re-exported from it, are dropped.
     ///
-    /// # Safety
-    /// `layout` is what [`layout::validate`] returned for exactly these fields (with
-    /// `strides = Some(strides)`), and they satisfy [`TensorRef::from_raw`]'s contract for `'a`.
-    #[allow(clippy::too_many_arguments)]
-    #[cfg(feature = "alloc")]
-    pub(crate) unsafe fn from_parts(
-        data: *mut c_void,
+    /// `memory` is where the memory really is: the capsule's device, or the more specific
+    /// host-accessible class the producer advertised (see
+    /// [`reconcile_device`](crate::reconcile_device)); anything that contradicts the
+    /// capsule is refused with [`DispatchError::DeviceMismatch`] (and the tensor released). It
+    /// becomes the buffer's device, the one source of truth for describe, device queries and
+    /// export. `device` is the tensor's device as the holding backend numbers it (usually
+    /// `memory`; a backend with its own device ids translates it).
+    pub(crate) fn from_external(
+        managed: ManagedTensor,
+        backend: &'static str,
+        memory: Device,
         device: Device,
-        dtype: DataType,
-        byte_offset: u64,
-        shape: &'a [i64],
-        strides: &'a [i64],
-        flags: u64,
-        layout: Layout,
-    ) -> Self {
-        Self {
-            data,
-            device,
+    ) -> Result<Self, Error> {
+        // Everything is read from one view: the tensor was validated when `managed` was made.
+        let view = managed.view();
+        // The registry decided `memory` once (its import plan); a device other than the
+        // capsule's is only verified here, for a caller of the backend API that passes its own.
+        let memory = if memory == view.device() {
+            memory
+        } else {
+            crate::device::reconcile_device(view.device(), Some(memory))?
+        };
+        // Read-only memory stays read-only in every later export, also when the import's own
+        // form could not say so (a legacy wrapper of read-only storage).
+        let read_only = if managed.is_read_only() {
+            FLAG_READ_ONLY
+        } else {
+            0
+        };
+        let (dtype, byte_offset, flags, layout) = (
+            view.dtype(),
+            view.byte_offset(),
+            view.flags() | read_only,
+            view.layout(),
+        );
+        let dims = Dims::new(view.shape(), view.strides());
+        let (ptr, len) = (view.data(), ImportStorage::byte_len_of(&view));
+        let buffer = Buffer::imported(ImportStorage::new(managed), ptr, len, memory);
+        Ok(Self {
+            buffer,
+            backend,
             dtype,
+            dims,
             byte_offset,
-            shape,
-            strides: Some(strides),
-            version: Some(DLPackVersion::CURRENT),
             flags,
             layout,
-            _data: PhantomData,
-        }
+            device,
+        })
     }
 
-    /// The raw `data` field: a pointer on host-accessible devices, possibly an opaque handle
-    /// elsewhere (never do arithmetic on it there).
-    #[inline]
-    pub fn data(&self) -> *mut c_void {
-        self.data
+    /// The name of the backend that holds it.
+    pub fn backend(&self) -> &'static str {
+        self.backend
     }
 
-    /// `byte_offset`: bytes from `data` to the first element.
-    #[inline]
-    pub fn byte_offset(&self) -> u64 {
-        self.byte_offset
+    /// The buffer.
+    pub fn buffer(&self) -> &SharedBuffer {
+        &self.buffer
     }
 
-    /// The address of the first element (`data + byte_offset`) for host-accessible memory, or
-    /// `None` where `data` may be an opaque handle.
-    pub fn first_element_address(&self) -> Option<usize> {
-        if !self.device.is_host_accessible() {
-            return None;
-        }
-        // Validation checked that this sum fits for non-empty host tensors; empty ones may
-        // carry anything, hence the wrapping.
-        Some((self.data as usize).wrapping_add(self.byte_offset as usize))
-    }
-
-    /// `data + byte_offset` as a pointer that keeps `data`'s provenance (host memory only;
-    /// meaningful only for non-empty tensors).
-    pub(crate) fn first_element_ptr(&self) -> *mut u8 {
-        (self.data as *mut u8).wrapping_add(self.byte_offset as usize)
-    }
-
-    /// The device.
-    #[inline]
+    /// The device, as the holding backend numbers it.
     pub fn device(&self) -> Device {
         self.device
     }
 
-    /// The element type.
-    #[inline]
+    /// The same tensor with its device renumbered (after a device-id translation).
+    pub fn with_device(mut self, device: Device) -> Self {
+        self.device = device;
+        self
+    }
+
+    /// Element type.
     pub fn dtype(&self) -> DataType {
         self.dtype
     }
 
-    /// Number of dimensions.
-    #[inline]
-    pub fn ndim(&self) -> usize {
-        self.shape.len()
+    /// Extents.
+    pub fn shape(&self) -> &[i64] {
+        self.dims.shape()
     }
 
-    /// The extents.
-    #[inline]
-    pub fn shape(&self) -> &'a [i64] {
-        self.shape
+    /// Strides in elements.
+    pub fn strides(&self) -> &[i64] {
+        self.dims.strides()
     }
 
-    /// The strides as the producer sent them: `None` when it sent NULL (legacy compact).
-    #[inline]
-    pub fn raw_strides(&self) -> Option<&'a [i64]> {
-        self.strides
+    /// Bytes from the buffer's start to the first element.
+    pub fn byte_offset(&self) -> u64 {
+        self.byte_offset
     }
 
-    /// The stride of `axis` in elements (computed for NULL strides). `None` if out of range.
-    pub fn stride(&self, axis: usize) -> Option<i64> {
-        if axis >= self.shape.len() {
-            return None;
+    /// Flags (READ_ONLY, IS_COPIED, IS_SUBBYTE_TYPE_PADDED).
+    pub fn flags(&self) -> u64 {
+        self.flags
+    }
+
+    /// The tensor is a copy made for this import or export.
+    pub fn is_copied(&self) -> bool {
+        self.flags & FLAG_IS_COPIED != 0
+    }
+
+    /// The producer forbade writes.
+    pub fn is_read_only(&self) -> bool {
+        self.flags & FLAG_READ_ONLY != 0
+    }
+
+    /// The same tensor with IS_COPIED set or cleared.
+    pub fn with_copied(mut self, copied: bool) -> Self {
+        if copied {
+            self.flags |= FLAG_IS_COPIED
+        } else {
+            self.flags &= !FLAG_IS_COPIED
         }
-        Some(match self.strides {
-            Some(s) => s[axis],
-            // Compact row-major: products of later extents. They fit: the element count of a
-            // validated tensor fits in i64 (or an extent is 0, where max(1) keeps them small).
-            None => self.shape[axis + 1..]
-                .iter()
-                .fold(1i64, |acc, &e| acc.saturating_mul(e.max(1))),
-        })
+        self
     }
 
-    /// Every stride in elements, explicit or computed.
-    pub fn strides(&self) -> impl ExactSizeIterator<Item = i64> + '_ {
-        (0..self.shape.len()).map(|axis| self.stride(axis).unwrap_or(0))
-    }
-
-    /// Number of elements.
-    #[inline]
-    pub fn numel(&self) -> u64 {
-        self.layout.numel
-    }
-
-    /// The validated layout summary.
-    #[inline]
+    /// Layout summary.
     pub fn layout(&self) -> Layout {
         self.layout
     }
 
     /// C / F / permuted / strided.
-    #[inline]
     pub fn contiguity(&self) -> Contiguity {
         self.layout.contiguity
     }
 
-    /// Bytes touched, `[lo, hi)` relative to `data + byte_offset`.
-    #[inline]
-    pub fn byte_span(&self) -> ByteSpan {
-        self.layout.span
-    }
-
-    /// The DLPack version it came with (`None` for legacy).
-    #[inline]
-    pub fn version(&self) -> Option<DLPackVersion> {
-        self.version
-    }
-
-    /// The versioned flags (0 for legacy).
-    #[inline]
-    pub fn flags(&self) -> u64 {
-        self.flags
-    }
-
-    /// `READ_ONLY` is set.
-    #[inline]
-    pub fn is_read_only(&self) -> bool {
-        self.flags & FLAG_READ_ONLY != 0
-    }
-
-    /// `IS_COPIED` is set: the consumer owns the data alone until it calls the deleter.
-    #[inline]
-    pub fn is_copied(&self) -> bool {
-        self.flags & FLAG_IS_COPIED != 0
-    }
-
-    /// `IS_SUBBYTE_TYPE_PADDED` is set.
-    #[inline]
-    pub fn is_subbyte_padded(&self) -> bool {
-        self.flags & FLAG_IS_SUBBYTE_TYPE_PADDED != 0
-    }
-
-    /// The largest power of two (up to 4096) that divides the first element's address, or
-    /// `None` for memory the host cannot address.
-    pub fn alignment(&self) -> Option<usize> {
-        self.first_element_address().map(layout::address_alignment)
-    }
-
-    /// Checks everything typed access needs and returns the first element's address.
-    fn check_typed<T: Element>(&self) -> Result<(), Error> {
-        if !self.device.is_host_accessible() {
-            return Err(Error::Access(AccessError::NotHostAccessible {
-                device: self.device,
-            }));
+    /// Address of the first element for host-accessible memory (`None` for device memory or a
+    /// released buffer).
+    pub fn first_element_address(&self) -> Option<usize> {
+        if !self.buffer.device().is_host_accessible() || self.buffer.is_released() {
+            return None;
         }
-        if self.dtype != T::DTYPE {
-            return Err(Error::Access(AccessError::DtypeMismatch {
-                requested: T::DTYPE,
-                actual: self.dtype,
-            }));
-        }
-        if !self.layout.contiguity.is_row_major() {
-            return Err(Error::Access(AccessError::NotContiguous {
-                contiguity: self.layout.contiguity,
-            }));
-        }
-        let address = self.first_element_address().unwrap_or(0);
-        if self.layout.numel != 0 && address % core::mem::align_of::<T>() != 0 {
-            return Err(Error::Access(AccessError::Misaligned {
-                address,
-                required: core::mem::align_of::<T>(),
-            }));
-        }
-        Ok(())
+        Some((self.buffer.ptr() as usize).wrapping_add(self.byte_offset as usize))
     }
 
-    /// The elements as a slice, in row-major order.
-    ///
-    /// Errors: [`AccessError::NotHostAccessible`], [`AccessError::DtypeMismatch`],
-    /// [`AccessError::NotContiguous`], [`AccessError::Misaligned`].
-    pub fn as_slice<T: Element>(&self) -> Result<&'a [T], Error> {
-        self.check_typed::<T>()?;
-        if self.layout.numel == 0 {
-            return Ok(&[]);
-        }
-        // SAFETY: the memory is host-accessible; validation proved address + [0, numel *
-        // size_of::<T>()) is the span (row-major, dtype = T, so the span is exactly that),
-        // inside the address space and non-NULL; the alignment was checked; the constructor's
-        // caller guarantees the bytes are readable and unmutated for 'a; T is Pod, so any bit
-        // pattern is a valid T.
-        Ok(unsafe {
-            core::slice::from_raw_parts(
-                self.first_element_ptr().cast::<T>(),
-                self.layout.numel as usize,
+    /// A validated view of the tensor, like [`ManagedTensor::view`]: shape, strides, dtype,
+    /// and typed access (`as_slice`, `to_vec`) where the host can read the memory. The view
+    /// holds a counted use of the buffer, so the memory cannot be released to a consumer while
+    /// it lives. Fails with
+    /// [`AccessError::BufferReleased`](crate::AccessError::BufferReleased) once it was.
+    pub fn view(&self) -> Result<TensorView<'_>, Error> {
+        let guard = self.buffer.try_use()?;
+        // SAFETY: the tensor's layout was validated against the buffer (or came from a
+        // validated import), and the counted use held by the returned value keeps the buffer
+        // unreleased and alive for as long as the view (which borrows `self`) lives.
+        let view = unsafe {
+            TensorRef::from_parts(
+                self.buffer.ptr(),
+                self.buffer.device(),
+                self.dtype,
+                self.byte_offset,
+                self.dims.shape(),
+                self.dims.strides(),
+                self.flags,
+                self.layout,
             )
-        })
+        };
+        Ok(TensorView { view, _use: guard })
     }
 
-    /// The raw bytes of a row-major contiguous host tensor (any dtype, sub-byte packed ones
-    /// included).
-    pub fn as_bytes(&self) -> Result<&'a [u8], Error> {
-        if !self.device.is_host_accessible() {
-            return Err(Error::Access(AccessError::NotHostAccessible {
-                device: self.device,
-            }));
-        }
-        if !self.layout.contiguity.is_row_major() {
-            return Err(Error::Access(AccessError::NotContiguous {
-                contiguity: self.layout.contiguity,
-            }));
-        }
-        if self.layout.numel == 0 {
-            return Ok(&[]);
-        }
-        // SAFETY: host-accessible, row-major, so the span is [0, hi) from the first element, which
-        // validation kept inside the address space; readable for 'a by the constructor's
-        // contract; u8 has no alignment or validity requirement.
-        Ok(unsafe {
-            core::slice::from_raw_parts(self.first_element_ptr(), self.layout.span.hi as usize)
-        })
+    /// Copies the elements out in row-major order (host-accessible memory only).
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, Error> {
+        self.view()?.to_vec()
     }
 
-    /// Reads the element at a multi-index, for any layout (strided, negative, broadcast).
-    ///
-    /// Returns `Ok(None)` if `index` has the wrong length or is out of bounds.
-    pub fn get<T: Element>(&self, index: &[usize]) -> Result<Option<T>, Error> {
-        if !self.device.is_host_accessible() {
-            return Err(Error::Access(AccessError::NotHostAccessible {
-                device: self.device,
-            }));
-        }
-        if self.dtype != T::DTYPE {
-            return Err(Error::Access(AccessError::DtypeMismatch {
-                requested: T::DTYPE,
-                actual: self.dtype,
-            }));
-        }
-        if index.len() != self.shape.len() {
-            return Ok(None);
-        }
-        let mut offset: i64 = 0;
-        for (axis, (&i, &extent)) in index.iter().zip(self.shape).enumerate() {
-            if i as u64 >= extent as u64 {
-                return Ok(None);
-            }
-            // Within the validated span, so no overflow: |i * stride| ≤ |(extent-1) * stride|.
-            offset += i as i64 * self.stride(axis).unwrap_or(0);
-        }
-        let address = self
-            .first_element_ptr()
-            .wrapping_offset((offset * core::mem::size_of::<T>() as i64) as isize);
-        // SAFETY: the index is in bounds, so the element lies inside the validated span, which
-        // is readable for 'a (constructor contract); read_unaligned has no alignment demand and
-        // T is Pod, so any bytes make a valid T.
-        Ok(Some(unsafe {
-            core::ptr::read_unaligned(address.cast::<T>())
-        }))
+    /// Exports a DLPack tensor that keeps the buffer alive by a counted reference (XLA's
+    /// external reference). The buffer cannot be released while it exists. `form` picks a
+    /// versioned (1.3) or legacy struct. `device` is the DLPack device to write (after any
+    /// device-id translation by the backend).
+    pub(crate) fn acquire_external(
+        &self,
+        versioned: bool,
+        device: Device,
+    ) -> Result<ManagedTensor, Error> {
+        let guard = self.buffer.try_use()?;
+        self.export(ExternalRef { guard }, versioned, device)
     }
 
-    /// Copies the elements out in row-major order, whatever the layout. The size is checked
-    /// against the process-wide [`alloc_limit`](crate::alloc_limit) and allocated fallibly.
-    #[cfg(feature = "alloc")]
-    pub fn to_vec<T: Element>(&self) -> Result<alloc::vec::Vec<T>, Error> {
-        let bytes = u128::from(self.layout.numel) * core::mem::size_of::<T>() as u128;
-        crate::check_alloc(bytes, None)?;
-        if let Ok(slice) = self.as_slice::<T>() {
-            let mut out = alloc::vec::Vec::new();
-            out.try_reserve_exact(slice.len()).map_err(|_| {
-                Error::Backend(crate::error::BackendError::AllocationFailed {
-                    bytes: bytes as u64,
-                    align: core::mem::align_of::<T>(),
-                })
-            })?;
-            out.extend_from_slice(slice);
-            return Ok(out);
+    /// Hands the memory itself to a DLPack consumer. Afterwards every handle onto this buffer
+    /// gets [`AccessError::BufferReleased`](crate::AccessError::BufferReleased). Fails with
+    /// [`AccessError::BufferInUse`](crate::AccessError::BufferInUse) while views or
+    /// external references exist.
+    pub(crate) fn release_ownership(
+        &self,
+        versioned: bool,
+        device: Device,
+    ) -> Result<ManagedTensor, Error> {
+        let owner = self.buffer.release()?;
+        self.export(owner, versioned, device)
+    }
+
+    /// Wraps `storage` (which keeps the memory alive) in a DLPack tensor with this metadata.
+    fn export(
+        &self,
+        storage: impl TensorStorage,
+        versioned: bool,
+        device: Device,
+    ) -> Result<ManagedTensor, Error> {
+        let form = if versioned {
+            Form::Versioned
+        } else {
+            Form::Legacy
+        };
+        if form == Form::Legacy {
+            export::legacy_representable(self.flags)?;
         }
-        if !self.device.is_host_accessible() {
-            return Err(Error::Access(AccessError::NotHostAccessible {
-                device: self.device,
-            }));
+        let access = storage.access();
+        let raw = export::assemble(storage, self.parts(device), form);
+        #[cfg(debug_assertions)]
+        {
+            // SAFETY: a fresh, owned export; ownership is given back below (a failure would
+            // have released it, and the assertion then stops here).
+            let checked = unsafe { ManagedTensor::from_raw(raw) };
+            let same = checked
+                .as_ref()
+                .ok()
+                .map(|m| m.view().layout() == self.layout);
+            let _ = checked.map(ManagedTensor::into_raw);
+            debug_assert_eq!(
+                same,
+                Some(true),
+                "a held tensor's export validates to its layout"
+            );
         }
-        if self.dtype != T::DTYPE {
-            return Err(Error::Access(AccessError::DtypeMismatch {
-                requested: T::DTYPE,
-                actual: self.dtype,
-            }));
+        // SAFETY: a fresh, owned block built by `export::assemble` from this tensor's metadata,
+        // which was validated against its buffer (or came from a validated import) with this
+        // layout: the same fields validate to the same layout as DLPack 1.3 (versioned, with
+        // these flags) or legacy (`legacy_representable` refused the flags legacy cannot
+        // carry, the only ones that change a layout); the data pointer and offset are the
+        // buffer's, already checked. Nobody else holds it.
+        Ok(unsafe { ManagedTensor::from_raw_validated(raw, self.layout, access) })
+    }
+
+    fn parts(&self, device: Device) -> export::Parts<'_> {
+        export::Parts {
+            device,
+            dtype: self.dtype,
+            byte_offset: self.byte_offset,
+            flags: self.flags,
+            dims: self.dims.all(),
         }
-        // A broadcast (zero-stride) tensor can have far more elements than bytes behind it:
-        // refuse what cannot be allocated instead of aborting.
-        let bytes = self
-            .layout
-            .numel
-            .saturating_mul(core::mem::size_of::<T>() as u64);
-        let fail = Error::Backend(crate::error::BackendError::AllocationFailed {
-            bytes,
-            align: core::mem::align_of::<T>(),
-        });
-        let count = usize::try_from(self.layout.numel).map_err(|_| fail.clone())?;
-        let mut out = alloc::vec::Vec::new();
-        out.try_reserve_exact(count).map_err(|_| fail)?;
-        let mut index = [0usize; layout::MAX_NDIM];
-        let index = &mut index[..self.shape.len()];
-        for _ in 0..self.layout.numel {
-            out.push(self.get::<T>(index)?.unwrap_or_else(T::zeroed));
-            // Odometer increment, last axis fastest.
-            for axis in (0..index.len()).rev() {
-                index[axis] += 1;
-                if (index[axis] as i64) < self.shape[axis] {
-                    break;
-                }
-                index[axis] = 0;
-            }
-        }
-        Ok(out)
+    }
+}
+
+/// A validated view of a [`Tensor`] that keeps its memory from being released while it lives;
+/// it dereferences to [`TensorRef`].
+pub struct TensorView<'a> {
+    view: TensorRef<'a>,
+    _use: Use,
+}
+
+impl<'a> core::ops::Deref for TensorView<'a> {
+    type Target = TensorRef<'a>;
+
+    fn deref(&self) -> &TensorRef<'a> {
+        &self.view
+    }
+}
+
+impl core::fmt::Debug for TensorView<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(&self.view, f)
+    }
+}
+
+/// The storage of an external reference: holds a counted use of the buffer.
+struct ExternalRef {
+    guard: Use,
+}
+
+// SAFETY: the counted use keeps the buffer alive and unreleased for as long as this value
+// lives; the pointer and length are the buffer's, fixed at its creation.
+unsafe impl TensorStorage for ExternalRef {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.guard.buffer().ptr()
+    }
+    fn byte_len(&self) -> usize {
+        self.guard.buffer().len()
+    }
+    fn device(&self) -> Device {
+        self.guard.buffer().device()
+    }
+    fn access(&self) -> Access {
+        // The tensor's other handles, and other external references, keep reading (and their
+        // consumers writing) the same bytes: never exclusive.
+        Access::Shared
     }
 }

@@ -12,8 +12,8 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::{CudaContext, DriverError, result, sys};
 use dlport_core::backend::{Backend, Buffer, CpuBackend, compact_bytes};
 use dlport_core::{
-    BackendError, BackendReport, DataType, Device, DeviceType, DispatchError, Driver, Error,
-    ManagedTensor, TensorRef, TensorStorage,
+    Access, BackendError, BackendReport, DataType, Device, DeviceType, DispatchError, Driver,
+    Error, ManagedTensor, TensorRef, TensorStorage,
 };
 use dlport_core::{StreamRequest, Tensor};
 
@@ -151,17 +151,57 @@ unsafe impl TensorStorage for HostPinned {
     }
 }
 
-/// Device memory from `cuMemAlloc`.
+/// A range of CUDA device memory at a fixed device address in one context: the one
+/// [`TensorStorage`] of device memory. When dropped it is given back exactly once by its
+/// `release` (with the context bound: `cuMemFree` for an allocation, `cuIpcCloseMemHandle` for
+/// a mapping of another process's memory); `keep` is dropped after that (a CUDA IPC consumer's
+/// liveness fd, which tells the producer this consumer let go).
 #[derive(Debug)]
-pub struct DeviceMemory {
+pub struct DeviceRange<K: Send + 'static = ()> {
     ctx: Arc<CudaContext>,
     ptr: sys::CUdeviceptr,
     len: usize,
     ordinal: i32,
+    access: Access,
+    release: unsafe fn(sys::CUdeviceptr),
+    /// Held, never read: dropped after the release.
+    _keep: K,
 }
 
-// SAFETY: the allocation is owned alone and freed once; the context handle is thread-safe.
-unsafe impl Send for DeviceMemory {}
+/// Device memory from `cuMemAlloc`, owned alone.
+pub type DeviceMemory = DeviceRange<()>;
+
+// SAFETY: the range is owned alone and given back once; the context handle is thread-safe, and
+// `keep` is `Send`.
+unsafe impl<K: Send + 'static> Send for DeviceRange<K> {}
+
+impl<K: Send + 'static> DeviceRange<K> {
+    /// Takes `len` bytes at `ptr` on device `ordinal` (in `ctx`), to be given back by
+    /// `release` once, and `keep` until then.
+    ///
+    /// # Safety
+    /// `ptr` addresses at least `len` bytes of device memory in `ctx` that stay at that address
+    /// until `release(ptr)`, which nobody else calls; `access` is what other handles may do.
+    pub(crate) unsafe fn from_raw(
+        ctx: Arc<CudaContext>,
+        ptr: sys::CUdeviceptr,
+        len: usize,
+        ordinal: i32,
+        access: Access,
+        release: unsafe fn(sys::CUdeviceptr),
+        keep: K,
+    ) -> Self {
+        Self {
+            ctx,
+            ptr,
+            len,
+            ordinal,
+            access,
+            release,
+            _keep: keep,
+        }
+    }
+}
 
 impl DeviceMemory {
     /// Allocates `len` zeroed bytes on device `ordinal`.
@@ -171,29 +211,37 @@ impl DeviceMemory {
         // SAFETY: a plain allocation call in the bound context.
         let ptr = unsafe { result::malloc_sync(len.max(1)) }
             .map_err(|e| driver_error("cuMemAlloc", e))?;
+        /// `cuMemFree`, the release of an allocation.
+        ///
+        /// # Safety
+        /// `ptr` came from `cuMemAlloc` and is freed once, with its context bound.
+        unsafe fn free(ptr: sys::CUdeviceptr) {
+            // SAFETY: the contract.
+            let _ = unsafe { result::free_sync(ptr) };
+        }
+        // SAFETY: a fresh allocation of at least `len` bytes in `ctx`, freed only by `free`,
+        // owned alone; from here dropping the range frees it.
+        let range =
+            unsafe { Self::from_raw(ctx, ptr, len, ordinal as i32, Access::Exclusive, free, ()) };
         // SAFETY: `ptr` is a fresh device allocation of at least `len` bytes.
         unsafe { result::memset_d8_sync(ptr, 0, len) }
             .map_err(|e| driver_error("cuMemsetD8", e))?;
-        Ok(Self {
-            ctx,
-            ptr,
-            len,
-            ordinal: ordinal as i32,
-        })
+        Ok(range)
     }
 }
 
-impl Drop for DeviceMemory {
+impl<K: Send + 'static> Drop for DeviceRange<K> {
     fn drop(&mut self) {
         let _ = self.ctx.bind_to_thread();
-        // SAFETY: allocated by cuMemAlloc in `new`, freed once here.
-        let _ = unsafe { result::free_sync(self.ptr) };
+        // SAFETY: the range's own release, called once, here (`from_raw`'s contract); `_keep`
+        // drops after this body.
+        unsafe { (self.release)(self.ptr) };
     }
 }
 
-// SAFETY: a stable device allocation of `len` bytes, owned alone; the pointer is a device
-// address, never dereferenced on the host.
-unsafe impl TensorStorage for DeviceMemory {
+// SAFETY: `len` bytes at a fixed device address until drop (`from_raw`'s contract); the pointer
+// is a device address, never dereferenced on the host; `access` is what `from_raw` was told.
+unsafe impl<K: Send + 'static> TensorStorage for DeviceRange<K> {
     fn data_ptr(&mut self) -> *mut c_void {
         std::ptr::without_provenance_mut(self.ptr as usize)
     }
@@ -202,6 +250,9 @@ unsafe impl TensorStorage for DeviceMemory {
     }
     fn device(&self) -> Device {
         Device::cuda(self.ordinal)
+    }
+    fn access(&self) -> Access {
+        self.access
     }
 }
 

@@ -4,12 +4,12 @@ use alloc::sync::Arc;
 
 use crate::abi::DeviceType;
 use crate::device::Device;
-use crate::dispatch::Tensor;
 use crate::dtype::DataType;
 use crate::error::{BackendError, CopyReason, DispatchError, Error};
-use crate::layout::Contiguity;
 use crate::managed::ManagedTensor;
-use crate::tensor::TensorRef;
+use crate::options::ViewRequirements;
+use crate::tensor::Tensor;
+use crate::view::TensorRef;
 
 /// The stable platform id of a backend name: 64-bit FNV-1a over the name's UTF-8 bytes
 /// (offset basis `0xcbf29ce484222325`, prime `0x100000001b3`).
@@ -33,72 +33,6 @@ pub const fn platform_id(name: &str) -> u64 {
         i += 1;
     }
     hash
-}
-
-/// What a backend needs before it can view foreign memory without a copy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ViewRequirements {
-    /// The layouts it can view.
-    pub layout: LayoutNeed,
-    /// The alignment it needs for the first element (1 = none). JAX/XLA needs 64 on the CPU.
-    pub alignment: usize,
-}
-
-impl ViewRequirements {
-    /// Any layout, any alignment.
-    pub const ANY: Self = Self {
-        layout: LayoutNeed::Any,
-        alignment: 1,
-    };
-
-    /// The first reason (layout, then alignment) why `view` does not meet these requirements.
-    pub fn unmet(&self, view: &TensorRef<'_>) -> Option<CopyReason> {
-        let contiguity = view.contiguity();
-        let layout_ok = match self.layout {
-            LayoutNeed::Any => true,
-            LayoutNeed::Dense => contiguity.is_dense(),
-            LayoutNeed::RowMajor => contiguity.is_row_major(),
-        };
-        if !layout_ok {
-            return Some(CopyReason::Layout { contiguity });
-        }
-        if self.alignment <= 1 {
-            return None;
-        }
-        match view.first_element_address() {
-            Some(address) if view.numel() != 0 && address % self.alignment != 0 => {
-                Some(CopyReason::Alignment {
-                    address: address.into(),
-                    required: u32::try_from(self.alignment).unwrap_or(u32::MAX),
-                })
-            }
-            _ => None,
-        }
-    }
-}
-
-/// Which layouts a backend can view without a copy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LayoutNeed {
-    /// Any strides, negative and zero included.
-    Any,
-    /// Dense in some axis order ([`Contiguity::is_dense`]).
-    Dense,
-    /// Row-major contiguous ([`Contiguity::is_row_major`]).
-    RowMajor,
-}
-
-impl From<Contiguity> for LayoutNeed {
-    fn from(c: Contiguity) -> Self {
-        if c.is_row_major() {
-            Self::RowMajor
-        } else if c.is_dense() {
-            Self::Dense
-        } else {
-            Self::Any
-        }
-    }
 }
 
 /// A device backend or plugin, as the registry sees it.
@@ -175,11 +109,7 @@ pub trait Backend: Send + Sync + 'static {
         versioned: bool,
         as_device: Device,
     ) -> Result<ManagedTensor, Error> {
-        let dev = Device::new(
-            as_device.device_type,
-            self.export_device_id(as_device.device_id),
-        );
-        tensor.acquire_external(versioned, dev)
+        tensor.acquire_external(versioned, exported_device(self, as_device))
     }
 
     /// Export that hands the buffer over: afterwards the backend's handles get
@@ -190,11 +120,7 @@ pub trait Backend: Send + Sync + 'static {
         versioned: bool,
         as_device: Device,
     ) -> Result<ManagedTensor, Error> {
-        let dev = Device::new(
-            as_device.device_type,
-            self.export_device_id(as_device.device_id),
-        );
-        tensor.release_ownership(versioned, dev)
+        tensor.release_ownership(versioned, exported_device(self, as_device))
     }
 
     /// Allocates a compact tensor (zeroed where the backend can) on `device`.
@@ -212,6 +138,15 @@ pub trait Backend: Send + Sync + 'static {
         let _ = (src, target);
         Ok(None)
     }
+}
+
+/// The device an export of `backend` writes for `as_device`: its id translated back to the
+/// producers' numbering ([`Backend::export_device_id`]).
+fn exported_device<B: Backend + ?Sized>(backend: &B, as_device: Device) -> Device {
+    Device::new(
+        as_device.device_type,
+        backend.export_device_id(as_device.device_id),
+    )
 }
 
 impl core::fmt::Debug for dyn Backend {

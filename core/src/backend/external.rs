@@ -2,9 +2,9 @@
 //! memory* (import) and an *external reference* (export), plus the hand-over of ownership.
 
 use crate::device::Device;
-use crate::dispatch::Tensor;
 use crate::error::Error;
 use crate::managed::ManagedTensor;
+use crate::tensor::Tensor;
 
 /// Imports a DLPack tensor as a view of its memory (no copy), held by the backend `backend`.
 /// The DLPack deleter runs when the last handle onto the view, and the last reference

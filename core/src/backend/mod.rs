@@ -44,12 +44,13 @@ mod api;
 mod cpu;
 mod external;
 
-pub use crate::dispatch::{Buffer, SharedBuffer};
+pub use crate::buffer::{Buffer, SharedBuffer};
+pub use crate::copy::{
+    AlignedBuffer, CPU_ALIGN, compact_bytes, compact_copy, compact_copy_aligned, copy_to_compact,
+};
 /// How an export writes `data` and `byte_offset` (for a binding that lends a bare `DLTensor`).
 pub use crate::export::host_address;
-pub use api::{Backend, BackendRef, LayoutNeed, ViewRequirements, platform_id};
-pub use cpu::{
-    AlignedBuffer, CPU_ALIGN, CpuBackend, compact_bytes, compact_copy, compact_copy_aligned,
-    copy_to_compact,
-};
+pub use crate::options::{LayoutNeed, ViewRequirements};
+pub use api::{Backend, BackendRef, platform_id};
+pub use cpu::CpuBackend;
 pub use external::{acquire_external, release_ownership, view_external};

@@ -64,8 +64,8 @@ pub(crate) unsafe fn copy_row(src: *const u8, stride: isize, n: usize, elem: usi
     }
 }
 
-/// Side of the square tiles of the portable transposes (in elements): 32 measured best for
-/// the scalar kernel (see BENCHMARKS.md); 8 and 64 were slower at 64 MiB.
+/// Side of the square tiles of the portable transposes (in elements): a 32 × 32 tile of up to
+/// 8-byte elements (8 KiB) fits in L1 with its destination.
 const TILE: usize = 32;
 
 /// The portable transpose: `outer × rows × inner` where the source walks `rows` contiguously

@@ -13,12 +13,15 @@
 //! Sub-byte elements (packed or padded) go through a bit gather and always come out packed.
 
 mod arch;
+mod host;
 mod kernels;
 mod subbyte;
 
+pub use host::{AlignedBuffer, CPU_ALIGN, compact_bytes, compact_copy, compact_copy_aligned};
+
 use crate::error::{AccessError, DispatchError, Error};
 use crate::layout::MAX_NDIM;
-use crate::tensor::TensorRef;
+use crate::view::TensorRef;
 
 /// One axis of a copy plan: extent and source stride in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! reads it the same way.
 
 use crate::layout::MAX_NDIM;
-use crate::tensor::TensorRef;
+use crate::view::TensorRef;
 
 /// Calls `f` with the offset (in `strides`' unit) of every index of `shape`, in row-major
 /// order. `shape` has no zero extent.

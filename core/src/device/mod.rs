@@ -5,15 +5,15 @@
 //! [`MemoryClass`] says whether the host can read a device's memory without a copy. Plain
 //! data: dispatch (registry, backends, buffers) lives elsewhere.
 
+mod check;
 mod stream;
 
+pub use check::reconcile_device;
 pub use stream::StreamRequest;
 
 use core::fmt;
-use core::str::FromStr;
 
 use crate::abi::DeviceType;
-use crate::error::{DispatchError, Error, NameKind, ShortStr};
 
 /// `DLDevice`: a device type and an id. Same layout as the C struct.
 ///
@@ -31,9 +31,9 @@ use crate::error::{DispatchError, Error, NameKind, ShortStr};
 ///   GPU's ordinal for pinned memory and CuPy for managed memory (the accelerator the memory is
 ///   registered with), and NumPy reads both: refusing those ids would refuse real producers.
 /// - Other types take any non-negative id; whether that device exists is the backend's
-///   question ([`DispatchError::InvalidDeviceId`]).
+///   question ([`DispatchError::InvalidDeviceId`](crate::DispatchError::InvalidDeviceId)).
 ///
-/// Everything else is [`DispatchError::InvalidDevice`], naming the field and the device given.
+/// Everything else is [`DispatchError::InvalidDevice`](crate::DispatchError::InvalidDevice), naming the field and the device given.
 #[repr(C)]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, bytemuck::Zeroable, bytemuck::Pod)]
 pub struct Device {
@@ -109,43 +109,6 @@ impl Device {
         self.device_id == 0 || (self.device_id > 0 && self.device_type.0 != DeviceType::CPU.0)
     }
 
-    /// Applies [the rule of device ids](Device#the-rule-of-device-ids) to the device given as
-    /// `field`: the device itself, or [`DispatchError::InvalidDevice`] naming the field and the
-    /// device.
-    ///
-    /// ```
-    /// use dlport_core::{Device, DeviceField, Error};
-    /// use dlport_core::abi::DeviceType;
-    ///
-    /// assert!(Device::cuda(3).check(DeviceField::Requested).is_ok());
-    /// let err = Device::new(DeviceType::CPU, 5).check(DeviceField::DlDevice).unwrap_err();
-    /// assert!(err.to_string().starts_with("dl_device = (1, 5) is invalid"), "{err}");
-    /// assert!(Device::cuda(-1).check(DeviceField::Tensor).is_err());
-    /// ```
-    #[inline]
-    pub const fn check(self, field: DeviceField) -> Result<Self, Error> {
-        if self.has_valid_id() {
-            Ok(self)
-        } else {
-            Err(Error::Dispatch(DispatchError::InvalidDevice {
-                field,
-                device: self,
-            }))
-        }
-    }
-
-    /// [`check`](Self::check) for an optional device (`None` is always valid).
-    #[inline]
-    pub const fn check_option(device: Option<Self>, field: DeviceField) -> Result<(), Error> {
-        match device {
-            Some(d) if !d.has_valid_id() => Err(Error::Dispatch(DispatchError::InvalidDevice {
-                field,
-                device: d,
-            })),
-            _ => Ok(()),
-        }
-    }
-
     /// The memory class of this device's type.
     pub const fn memory_class(self) -> MemoryClass {
         MemoryClass::of(self.device_type)
@@ -180,35 +143,7 @@ impl fmt::Debug for Device {
     }
 }
 
-impl FromStr for Device {
-    type Err = Error;
-
-    /// Parses what [`Display`](fmt::Display) writes: `cpu`, `cuda:1`, `device_type(99):0`.
-    /// A missing `:id` means id 0.
-    fn from_str(s: &str) -> Result<Self, Error> {
-        let bad = || {
-            Error::Dispatch(DispatchError::InvalidName {
-                what: NameKind::Device,
-                name: ShortStr::new(s),
-            })
-        };
-        let (kind, id) = match s.rsplit_once(':') {
-            Some((kind, id)) => (kind, id.parse::<i32>().map_err(|_| bad())?),
-            None => (s, 0),
-        };
-        let device_type = if let Some(num) = kind
-            .strip_prefix("device_type(")
-            .and_then(|rest| rest.strip_suffix(')'))
-        {
-            DeviceType(num.parse::<i32>().map_err(|_| bad())?)
-        } else {
-            DeviceType::from_short_name(kind).ok_or_else(bad)?
-        };
-        Ok(Self::new(device_type, id))
-    }
-}
-
-/// Which device a [`DispatchError::InvalidDevice`] refuses: where the device came from.
+/// Which device a [`DispatchError::InvalidDevice`](crate::DispatchError::InvalidDevice) refuses: where the device came from.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DeviceField {

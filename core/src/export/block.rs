@@ -13,7 +13,7 @@ use crate::device::Device;
 use crate::dtype::DataType;
 use crate::managed::RawManaged;
 
-use super::*;
+use crate::storage::TensorStorage;
 
 /// Shape followed by strides: inline up to [`Dims::INLINE`] dimensions (no allocation), on the
 /// heap beyond.

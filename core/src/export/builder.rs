@@ -8,12 +8,14 @@ use crate::abi::{
     DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, FLAG_IS_COPIED,
     FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
 };
+use crate::access::Access;
 use crate::dtype::{DataType, Element, Fp4Convention};
 use crate::error::{AccessError, Error, Flag, LayoutError};
 use crate::layout;
-use crate::managed::{Access, ManagedTensor};
+use crate::managed::ManagedTensor;
 
-use super::*;
+use super::block::{Dims, Header, NewBlock, tensor_at};
+use crate::storage::TensorStorage;
 
 /// Builds an exported tensor from owned storage.
 ///
@@ -262,7 +264,7 @@ impl<S: TensorStorage> ExportBuilder<S> {
                 (Some(DLPackVersion::CURRENT), flags)
             };
             // SAFETY: the tensor's arrays and storage live in the block, not yet released.
-            let revalidated = unsafe { crate::TensorRef::from_raw(&tensor, version, flags) };
+            let revalidated = unsafe { crate::view::TensorRef::from_raw(&tensor, version, flags) };
             debug_assert_eq!(revalidated.map(|t| t.layout()), Ok(layout));
         }
         let raw = block.finish(tensor, flags);

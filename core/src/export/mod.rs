@@ -26,15 +26,11 @@
 
 mod block;
 mod builder;
-mod reexport;
-mod storage;
 #[cfg(test)]
 mod tests;
 
 pub use block::host_address;
 pub use builder::ExportBuilder;
-pub use storage::TensorStorage;
 
 pub(crate) use block::*;
 pub(crate) use builder::*;
-pub(crate) use reexport::*;

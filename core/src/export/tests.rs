@@ -8,11 +8,13 @@ use core::ffi::c_void;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::abi::{DLManagedTensor, DLPackVersion, DLTensor};
+use crate::access::Access;
 use crate::error::{Error, LayoutError};
-use crate::managed::{Access, ManagedTensor, RawManaged};
+use crate::managed::{ManagedTensor, RawManaged};
 use crate::{CopyPolicy, DataType, Device};
 
 use super::*;
+use crate::storage::TensorStorage;
 
 /// A vector that counts its drops, with a pointer it can be told to lie about.
 struct Counted {

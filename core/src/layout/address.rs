@@ -1,8 +1,7 @@
 //! The address rule: where a host tensor may lie (user space), named once per platform.
 
+use super::summary::ByteSpan;
 use crate::error::{AddressRange, Error, LayoutError};
-
-use super::*;
 
 /// One past the highest user-space address of this platform: the first and last byte of a
 /// host tensor must lie below it (and above 0). The platform conditions are named once, here:

@@ -5,7 +5,9 @@ use crate::abi::{DLPackVersion, FLAG_IS_SUBBYTE_TYPE_PADDED, KNOWN_FLAGS};
 use crate::dtype::DataType;
 
 use super::address::address_fits;
-use super::*;
+use super::rules::contiguity;
+use super::summary::{ByteSpan, Contiguity, Layout, MAX_NDIM, RawFields};
+use crate::device::Device;
 
 /// Every rule of [`validate`] for the common case, in one pass and without building a
 /// `Result`: DLPack 1.x (or legacy), known flags, a valid scalar dtype of 1, 2, 4, 8 or 16

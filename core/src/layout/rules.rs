@@ -5,7 +5,7 @@ use crate::abi::{DLPackVersion, FLAG_IS_SUBBYTE_TYPE_PADDED, KNOWN_FLAGS};
 use crate::dtype::DataType;
 use crate::error::{Error, LayoutError};
 
-use super::*;
+use super::summary::{ByteSpan, Contiguity, Layout, MAX_NDIM};
 
 /// Every rule of [`validate_metadata`], checked one by one to report the exact error.
 #[cold]
@@ -311,4 +311,20 @@ pub fn contiguity(shape: &[i64], strides: &[i64]) -> Contiguity {
         expected = expected.saturating_mul(extent);
     }
     Contiguity::Permuted
+}
+
+/// Checks the version rule: major must be 1.
+pub const fn check_version(version: DLPackVersion) -> Result<(), Error> {
+    if version.major != crate::abi::DLPACK_MAJOR_VERSION {
+        return Err(Error::Layout(LayoutError::UnsupportedVersion { version }));
+    }
+    Ok(())
+}
+
+/// Checks `ndim` before any array is read.
+pub const fn check_ndim(ndim: i64) -> Result<usize, Error> {
+    if ndim < 0 || ndim > MAX_NDIM as i64 {
+        return Err(Error::Layout(LayoutError::NdimOutOfRange { ndim }));
+    }
+    Ok(ndim as usize)
 }

@@ -1,7 +1,8 @@
 //! The C entries of [`share`](super): tensors shared with another process (`dlport_share_*`,
 //! `dlport_shared_*`), with the conventions of every other entry (`ffi`): a status code, the
-//! message in `dlport_last_error()`, no unwinding. On platforms other than Linux every entry
-//! returns `DLPORT_ERR_UNSUPPORTED`.
+//! message in `dlport_last_error()`, no unwinding. The work with fds is in `sys`: below for
+//! Linux, the stub room's `cabi` elsewhere, where every entry that would share, send, receive
+//! or open returns `DLPORT_ERR_UNSUPPORTED`.
 
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
@@ -9,9 +10,9 @@ use std::ptr::NonNull;
 use dlport_core::{DataType, Error, TypeCode};
 
 use super::descriptor::DESCRIPTOR_MAX;
-#[cfg(unix)]
-use crate::ffi::give;
-use crate::ffi::{Failure, arg, copy_arg, entry, out_ptr, take};
+#[cfg(not(memfd_share))]
+use super::noop::cabi as sys;
+use crate::ffi::{Failure, arg, copy_arg, entry, give, out_ptr, take};
 
 /// The longest share descriptor, in bytes: what a buffer must hold to receive any descriptor
 /// through a transport of the caller's own.
@@ -25,26 +26,7 @@ const _: () = assert!(DLPORT_SHARE_DESCRIPTOR_MAX == DESCRIPTOR_MAX);
 pub struct DlportShared {
     bytes: Vec<u8>,
     raw_fds: Vec<c_int>,
-    #[cfg(unix)]
-    _fds: Vec<std::os::fd::OwnedFd>,
-}
-
-#[cfg(unix)]
-impl DlportShared {
-    fn new(shared: super::Shared) -> Result<Box<Self>, Error> {
-        use std::os::fd::AsRawFd;
-        let (descriptor, fds) = shared.into_parts();
-        Ok(Box::new(Self {
-            bytes: descriptor.to_bytes()?,
-            raw_fds: fds.iter().map(AsRawFd::as_raw_fd).collect(),
-            _fds: fds,
-        }))
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn unsupported() -> Failure {
-    Failure::from(super::unsupported(super::PLATFORM))
+    _fds: Vec<sys::Fd>,
 }
 
 fn shared_ref<'a>(shared: *const DlportShared) -> Result<&'a DlportShared, Failure> {
@@ -84,13 +66,7 @@ pub unsafe extern "C" fn dlport_share_alloc(
             unsafe { std::slice::from_raw_parts(shape, n) }
         };
         let dtype = DataType::new(TypeCode(code), bits, lanes);
-        #[cfg(unix)]
-        return give(super::alloc(dtype, shape)?, to_versioned != 0, out);
-        #[cfg(not(unix))]
-        {
-            let _ = (dtype, shape, to_versioned, out);
-            Err(unsupported())
-        }
+        give(sys::alloc(dtype, shape)?, to_versioned != 0, out)
     })
 }
 
@@ -135,18 +111,10 @@ pub unsafe extern "C" fn dlport_share(
             read_only: read_only != 0,
             max_alloc: crate::ffi::alloc_limit(0),
         };
-        #[cfg(unix)]
-        {
-            let shared = DlportShared::new(super::share_managed(m, &options)?)?;
-            // SAFETY: writable (contract).
-            unsafe { out.as_ptr().write(Box::into_raw(shared)) };
-            Ok(())
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = (m, options, out);
-            Err(unsupported())
-        }
+        let shared = sys::share(m, &options)?;
+        // SAFETY: writable (contract).
+        unsafe { out.as_ptr().write(Box::into_raw(shared)) };
+        Ok(())
     })
 }
 
@@ -221,25 +189,6 @@ pub unsafe extern "C" fn dlport_shared_free(shared: *mut DlportShared) {
     });
 }
 
-/// Checks a C fd argument: not negative, and open in this process.
-#[cfg(target_os = "linux")]
-fn fd_arg<'a>(fd: c_int, name: &str) -> Result<std::os::fd::BorrowedFd<'a>, Failure> {
-    if fd < 0 {
-        return Err(arg(format!(
-            "{name} = {fd} is not a file descriptor: pass an open one"
-        )));
-    }
-    // SAFETY: F_GETFD only reads the descriptor's flags.
-    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
-        return Err(arg(format!(
-            "{name} = {fd} is not open in this process (EBADF): pass the fd received with \
-             the descriptor, before closing it"
-        )));
-    }
-    // SAFETY: checked open just above; the caller keeps it open for the call (contract).
-    Ok(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) })
-}
-
 /// Sends the descriptor and its fds over a connected Unix stream socket (`SCM_RIGHTS`): one
 /// frame, a 4-byte little-endian length and the descriptor, with the fds attached.
 ///
@@ -251,21 +200,7 @@ fn fd_arg<'a>(fd: c_int, name: &str) -> Result<std::os::fd::BorrowedFd<'a>, Fail
 pub unsafe extern "C" fn dlport_share_send(shared: *const DlportShared, socket: c_int) -> c_int {
     entry(|| {
         let s = shared_ref(shared)?;
-        #[cfg(target_os = "linux")]
-        {
-            let socket = fd_arg(socket, "socket")?;
-            let fds = s
-                .raw_fds
-                .iter()
-                .map(|&fd| fd_arg(fd, "a shared fd"))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(super::socket::send(socket, &s.bytes, &fds)?)
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = (s, socket);
-            Err(unsupported())
-        }
+        sys::send(s, socket)
     })
 }
 
@@ -282,19 +217,10 @@ pub unsafe extern "C" fn dlport_share_send(shared: *const DlportShared, socket: 
 pub unsafe extern "C" fn dlport_share_recv(socket: c_int, out: *mut *mut DlportShared) -> c_int {
     entry(|| {
         let out = out_ptr(out, "out")?;
-        #[cfg(target_os = "linux")]
-        {
-            let shared = super::Shared::recv(&fd_arg(socket, "socket")?)?;
-            let boxed = DlportShared::new(shared)?;
-            // SAFETY: writable (contract).
-            unsafe { out.as_ptr().write(Box::into_raw(boxed)) };
-            Ok(())
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = (socket, out);
-            Err(unsupported())
-        }
+        let boxed = sys::recv(socket)?;
+        // SAFETY: writable (contract).
+        unsafe { out.as_ptr().write(Box::into_raw(boxed)) };
+        Ok(())
     })
 }
 
@@ -343,21 +269,7 @@ pub unsafe extern "C" fn dlport_share_open(
             // SAFETY: `nfds` readable values (contract), at most 4.
             unsafe { std::slice::from_raw_parts(fds, nfds) }
         };
-        #[cfg(target_os = "linux")]
-        {
-            let borrowed = raw
-                .iter()
-                .enumerate()
-                .map(|(i, &fd)| fd_arg(fd, &format!("fds[{i}]")))
-                .collect::<Result<Vec<_>, _>>()?;
-            let t = super::open(&descriptor, &borrowed)?;
-            give(t, to_versioned != 0, out)
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = (descriptor, raw, to_versioned, out);
-            Err(unsupported())
-        }
+        give(sys::open(&descriptor, raw)?, to_versioned != 0, out)
     })
 }
 
@@ -377,5 +289,86 @@ pub unsafe extern "C" fn dlport_share_mapping_counts(mapped: *mut u64, unmapped:
             // SAFETY: non-NULL and writable (contract).
             unsafe { p.as_ptr().write(v) };
         }
+    }
+}
+
+/// The entries' work with fds on Linux: C fd arguments checked and borrowed, the Rust API of
+/// [`share`](super) called with them, and a shared tensor's fds kept in its handle.
+#[cfg(memfd_share)]
+mod sys {
+    use std::ffi::c_int;
+    use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+
+    use dlport_core::{DataType, Error, ManagedTensor};
+
+    use super::DlportShared;
+    use crate::ffi::{Failure, arg};
+    use crate::share::{Descriptor, ShareOptions, Shared};
+
+    /// A file descriptor a shared tensor's handle keeps open.
+    pub(super) type Fd = OwnedFd;
+
+    impl DlportShared {
+        fn new(shared: Shared) -> Result<Box<Self>, Error> {
+            let (descriptor, fds) = shared.into_parts();
+            Ok(Box::new(Self {
+                bytes: descriptor.to_bytes()?,
+                raw_fds: fds.iter().map(AsRawFd::as_raw_fd).collect(),
+                _fds: fds,
+            }))
+        }
+    }
+
+    /// Checks a C fd argument: not negative, and open in this process.
+    fn fd_arg<'a>(fd: c_int, name: &str) -> Result<BorrowedFd<'a>, Failure> {
+        if fd < 0 {
+            return Err(arg(format!(
+                "{name} = {fd} is not a file descriptor: pass an open one"
+            )));
+        }
+        // SAFETY: F_GETFD only reads the descriptor's flags.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+            return Err(arg(format!(
+                "{name} = {fd} is not open in this process (EBADF): pass the fd received with \
+                 the descriptor, before closing it"
+            )));
+        }
+        // SAFETY: checked open just above; the caller keeps it open for the call (contract).
+        Ok(unsafe { BorrowedFd::borrow_raw(fd) })
+    }
+
+    pub(super) fn alloc(dtype: DataType, shape: &[i64]) -> Result<ManagedTensor, Error> {
+        crate::share::alloc(dtype, shape)
+    }
+
+    pub(super) fn share(
+        m: ManagedTensor,
+        options: &ShareOptions,
+    ) -> Result<Box<DlportShared>, Error> {
+        DlportShared::new(crate::share::share_managed(m, options)?)
+    }
+
+    pub(super) fn send(s: &DlportShared, socket: c_int) -> Result<(), Failure> {
+        let socket = fd_arg(socket, "socket")?;
+        let fds = s
+            .raw_fds
+            .iter()
+            .map(|&fd| fd_arg(fd, "a shared fd"))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(crate::share::socket::send(socket, &s.bytes, &fds)?)
+    }
+
+    pub(super) fn recv(socket: c_int) -> Result<Box<DlportShared>, Failure> {
+        let shared = Shared::recv(&fd_arg(socket, "socket")?)?;
+        Ok(DlportShared::new(shared)?)
+    }
+
+    pub(super) fn open(descriptor: &Descriptor, raw: &[c_int]) -> Result<ManagedTensor, Failure> {
+        let borrowed = raw
+            .iter()
+            .enumerate()
+            .map(|(i, &fd)| fd_arg(fd, &format!("fds[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(crate::share::open(descriptor, &borrowed)?)
     }
 }

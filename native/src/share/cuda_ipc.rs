@@ -19,11 +19,11 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, sys};
 use dlport_core::abi::{FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
-use dlport_core::{Access, CopyPolicy, Device, Error, ExportBuilder, ManagedTensor, TensorStorage};
+use dlport_core::{Access, CopyPolicy, Device, Error, ExportBuilder, ManagedTensor};
 
 use super::descriptor::{CUDA_IPC_HANDLE_LEN, Descriptor, HandleKind};
 use super::{NAME, ShareOptions, errno, os_error};
-use crate::cuda::{self, driver_error};
+use crate::cuda::{self, DeviceRange, driver_error};
 
 fn context(device: Device) -> Result<Arc<CudaContext>, Error> {
     let ordinal = usize::try_from(device.device_id).map_err(|_| {
@@ -144,49 +144,6 @@ pub(super) fn share(
     Ok((descriptor, write_end))
 }
 
-/// An opened CUDA IPC handle: closed once, then the write end that kept the producer's tensor.
-struct IpcStorage {
-    ctx: Arc<CudaContext>,
-    ptr: sys::CUdeviceptr,
-    len: usize,
-    ordinal: i32,
-    read_only: bool,
-    _alive: OwnedFd,
-}
-
-// SAFETY: the mapping is owned alone and closed once; the context handle is thread-safe.
-unsafe impl Send for IpcStorage {}
-
-impl Drop for IpcStorage {
-    fn drop(&mut self) {
-        let _ = self.ctx.bind_to_thread();
-        // SAFETY: opened by cuIpcOpenMemHandle in `open`, closed once here; `_alive` closes
-        // after this body, telling the producer this consumer let go.
-        let _ = unsafe { sys::cuIpcCloseMemHandle(self.ptr) };
-    }
-}
-
-// SAFETY: a device mapping of `len` bytes at a fixed address until drop; the pointer is a device
-// address, never dereferenced on the host. Other processes may write the memory (Shared).
-unsafe impl TensorStorage for IpcStorage {
-    fn data_ptr(&mut self) -> *mut c_void {
-        std::ptr::without_provenance_mut(self.ptr as usize)
-    }
-    fn byte_len(&self) -> usize {
-        self.len
-    }
-    fn device(&self) -> Device {
-        Device::cuda(self.ordinal)
-    }
-    fn access(&self) -> Access {
-        if self.read_only {
-            Access::ReadOnly
-        } else {
-            Access::Shared
-        }
-    }
-}
-
 /// Opens a CUDA IPC descriptor (validated by the caller); `fd` is its liveness pipe.
 pub(super) fn open(d: &Descriptor, fd: BorrowedFd<'_>) -> Result<ManagedTensor, Error> {
     // SAFETY: all-zero is a valid `stat`; fstat writes it.
@@ -224,15 +181,35 @@ pub(super) fn open(d: &Descriptor, fd: BorrowedFd<'_>) -> Result<ManagedTensor, 
     unsafe { sys::cuIpcOpenMemHandle_v2(&mut ptr, handle, lazy) }
         .result()
         .map_err(|e| driver_error("cuIpcOpenMemHandle", e))?;
-    let storage = IpcStorage {
-        ctx,
-        ptr,
-        len: d.byte_len as usize,
-        ordinal: d.device.device_id,
-        read_only: d.flags & FLAG_READ_ONLY != 0,
-        _alive: alive,
+    /// `cuIpcCloseMemHandle`, the release of a mapping of another process's memory.
+    ///
+    /// # Safety
+    /// `ptr` came from `cuIpcOpenMemHandle` and is closed once, with its context bound.
+    unsafe fn close(ptr: sys::CUdeviceptr) {
+        // SAFETY: the contract.
+        let _ = unsafe { sys::cuIpcCloseMemHandle(ptr) };
+    }
+    // Other processes may write the memory: Shared, or ReadOnly when the descriptor says so.
+    let access = if d.flags & FLAG_READ_ONLY != 0 {
+        Access::ReadOnly
+    } else {
+        Access::Shared
     };
-    // From here dropping `storage` closes the handle.
+    // SAFETY: a mapping of `byte_len` bytes (checked against the allocation's size below) at a
+    // fixed address until `close`, which only the range calls; the liveness fd is dropped after
+    // the handle is closed.
+    let storage = unsafe {
+        DeviceRange::from_raw(
+            ctx,
+            ptr,
+            d.byte_len as usize,
+            d.device.device_id,
+            access,
+            close,
+            alive,
+        )
+    };
+    // From here dropping `storage` closes the handle, then the liveness fd.
     let (_, size) = address_range(ptr)?;
     if (size as u64) < d.byte_len {
         return Err(Error::Layout(dlport_core::LayoutError::StorageTooSmall {

@@ -75,27 +75,39 @@
 // Only `cabi` holds C declarations: cbindgen skips the other modules.
 pub mod cabi;
 /// cbindgen:ignore
-#[cfg(all(target_os = "linux", feature = "cuda"))]
+#[cfg(cuda_ipc)]
 mod cuda_ipc;
 /// cbindgen:ignore
 mod descriptor;
 /// cbindgen:ignore
-#[cfg(target_os = "linux")]
+#[cfg(memfd_share)]
 mod memfd;
 /// cbindgen:ignore
-#[cfg(target_os = "linux")]
+#[cfg(any(not(memfd_share), not(cuda_ipc)))]
+mod noop;
+/// cbindgen:ignore
+#[cfg(memfd_share)]
 mod socket;
+
+// Where this platform or build cannot share, the stub room stands in (build.rs names the
+// conditions: `memfd_share`, `cuda_ipc`, `fds`).
+#[cfg(all(fds, not(cuda_ipc)))]
+use noop::cuda_ipc;
+#[cfg(not(memfd_share))]
+use noop::memfd;
+#[cfg(all(fds, not(memfd_share)))]
+use noop::socket;
 
 pub use descriptor::{
     CUDA_IPC_HANDLE_LEN, DESCRIPTOR_HEADER, DESCRIPTOR_MAX, Descriptor, FORMAT_VERSION, HandleKind,
     MAGIC,
 };
 
-#[cfg(unix)]
+#[cfg(fds)]
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use dlport_core::{BackendError, CopyPolicy, DispatchError, Error, ValueRule};
-#[cfg(unix)]
+#[cfg(fds)]
 use dlport_core::{DataType, ManagedTensor, TensorRef};
 
 /// The most fds one descriptor frame may carry (format 1 uses one).
@@ -123,7 +135,7 @@ pub struct ShareOptions {
 /// A descriptor and the fds that travel with it: what a producer sends ([`share`]) and what a
 /// consumer receives ([`Shared::recv`]). Dropping it closes its fds; the memory stays while any
 /// process maps it (and, for CUDA IPC, while any consumer holds the handle open).
-#[cfg(unix)]
+#[cfg(fds)]
 #[derive(Debug)]
 pub struct Shared {
     descriptor: Descriptor,
@@ -131,7 +143,7 @@ pub struct Shared {
     copied: bool,
 }
 
-#[cfg(unix)]
+#[cfg(fds)]
 impl Shared {
     /// A descriptor with its fds (as many as [`Descriptor::fd_count`]), e.g. received through a
     /// transport of the caller's own.
@@ -177,32 +189,16 @@ impl Shared {
     /// Sends the descriptor and its fds over a connected Unix stream socket (`SCM_RIGHTS`).
     /// The fds stay open here too: drop `self` when no other peer needs them.
     pub fn send(&self, socket: &impl AsFd) -> Result<(), Error> {
-        #[cfg(target_os = "linux")]
-        {
-            let bytes = self.descriptor.to_bytes()?;
-            let fds: Vec<BorrowedFd<'_>> = self.fds.iter().map(AsFd::as_fd).collect();
-            socket::send(socket.as_fd(), &bytes, &fds)
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = socket;
-            Err(unsupported(PLATFORM))
-        }
+        let bytes = self.descriptor.to_bytes()?;
+        let fds: Vec<BorrowedFd<'_>> = self.fds.iter().map(AsFd::as_fd).collect();
+        socket::send(socket.as_fd(), &bytes, &fds)
     }
 
     /// Receives one descriptor and its fds from a connected Unix stream socket. Fails (closing
     /// whatever fds arrived) on a bad descriptor or a wrong number of fds.
     pub fn recv(socket: &impl AsFd) -> Result<Self, Error> {
-        #[cfg(target_os = "linux")]
-        {
-            let (bytes, fds) = socket::recv(socket.as_fd())?;
-            Self::from_parts(Descriptor::from_bytes(&bytes)?, fds)
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = socket;
-            Err(unsupported(PLATFORM))
-        }
+        let (bytes, fds) = socket::recv(socket.as_fd())?;
+        Self::from_parts(Descriptor::from_bytes(&bytes)?, fds)
     }
 }
 
@@ -210,15 +206,9 @@ impl Shared {
 /// access is [`Access::Shared`](dlport_core::Access): once shared, other processes may write
 /// it, so `as_mut_slice` needs `unsafe assume_exclusive` (true until the first share, or while
 /// the peers are known to be idle).
-#[cfg(unix)]
+#[cfg(fds)]
 pub fn alloc(dtype: DataType, shape: &[i64]) -> Result<ManagedTensor, Error> {
-    #[cfg(target_os = "linux")]
-    return memfd::alloc(dtype, shape, None);
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (dtype, shape);
-        Err(unsupported(PLATFORM))
-    }
+    memfd::alloc(dtype, shape, None)
 }
 
 /// Shares host memory: a view of one of dlport's memfds ([`alloc`], or a tensor opened from a
@@ -228,7 +218,7 @@ pub fn alloc(dtype: DataType, shape: &[i64]) -> Result<ManagedTensor, Error> {
 /// `options.copy` allows. The view's owner may be dropped at any time after: the memfd lives
 /// while the returned value or any mapping holds it. Device memory needs the owner
 /// ([`share_managed`]).
-#[cfg(unix)]
+#[cfg(fds)]
 pub fn share(view: &TensorRef<'_>, options: &ShareOptions) -> Result<Shared, Error> {
     if !view.device().is_host_accessible() {
         return Err(unsupported(
@@ -236,47 +226,39 @@ pub fn share(view: &TensorRef<'_>, options: &ShareOptions) -> Result<Shared, Err
                         share_managed, which keeps it alive until every peer let go",
         ));
     }
-    #[cfg(target_os = "linux")]
-    {
-        let (descriptor, fd, copied) = memfd::share(view, options)?;
-        Ok(Shared {
-            descriptor,
-            fds: vec![fd],
-            copied,
-        })
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = options;
-        Err(unsupported(PLATFORM))
-    }
+    let (descriptor, fd, copied) = memfd::share(view, options)?;
+    Ok(Shared {
+        descriptor,
+        fds: vec![fd],
+        copied,
+    })
 }
 
 /// Shares an owned tensor: host memory as [`share`] does (the tensor is released on return;
 /// the memfd keeps the bytes), CUDA device memory through CUDA IPC (feature `cuda`): the
 /// tensor is kept until the returned value and every consumer's handle are gone (or the
 /// consumers died), then released exactly once.
-#[cfg(unix)]
+#[cfg(fds)]
 pub fn share_managed(tensor: ManagedTensor, options: &ShareOptions) -> Result<Shared, Error> {
     let device = tensor.view().device();
     if device.is_host_accessible() {
         return share(&tensor.view(), options);
     }
-    #[cfg(all(target_os = "linux", feature = "cuda"))]
-    if device.device_type == dlport_core::DeviceType::CUDA {
-        let (descriptor, fd) = cuda_ipc::share(tensor, options)?;
-        return Ok(Shared {
-            descriptor,
-            fds: vec![fd],
-            copied: false,
-        });
+    if device.device_type != dlport_core::DeviceType::CUDA {
+        return Err(unsupported(DEVICE_NOT_SHAREABLE));
     }
-    let _ = tensor;
-    Err(unsupported(
-        "sharing this device's memory: host memory and CUDA device memory (with \
-                    the `cuda` feature, on Linux) can be shared",
-    ))
+    let (descriptor, fd) = cuda_ipc::share(tensor, options)?;
+    Ok(Shared {
+        descriptor,
+        fds: vec![fd],
+        copied: false,
+    })
 }
+
+/// Why device memory other than CUDA's (or CUDA's, without CUDA IPC) is not shared.
+#[cfg(fds)]
+const DEVICE_NOT_SHAREABLE: &str = "sharing this device's memory: host memory and CUDA device \
+                                    memory (with the `cuda` feature, on Linux) can be shared";
 
 /// Opens a descriptor in this process: a zero-copy DLPack tensor over the shared memory, whose
 /// deleter unmaps it (or closes the CUDA IPC handle). The descriptor is validated again and
@@ -287,34 +269,23 @@ pub fn share_managed(tensor: ManagedTensor, options: &ShareOptions) -> Result<Sh
 ///
 /// The tensor is Shared (other processes may write the memory) or READ_ONLY; IS_COPIED is
 /// never set.
-#[cfg(unix)]
+#[cfg(fds)]
 pub fn open(descriptor: &Descriptor, fds: &[BorrowedFd<'_>]) -> Result<ManagedTensor, Error> {
     descriptor.validate()?;
     check_fd_count(descriptor, fds.len())?;
     match descriptor.kind {
-        #[cfg(target_os = "linux")]
         HandleKind::Memfd => memfd::open(descriptor, fds[0]),
-        #[cfg(all(target_os = "linux", feature = "cuda"))]
         HandleKind::CudaIpc => cuda_ipc::open(descriptor, fds[0]),
-        #[cfg(all(target_os = "linux", not(feature = "cuda")))]
-        HandleKind::CudaIpc => Err(unsupported(
-            "opening a CUDA IPC descriptor in a build without the `cuda` feature",
-        )),
-        #[cfg(not(target_os = "linux"))]
-        _ => Err(unsupported(PLATFORM)),
     }
 }
 
 /// How many shared-memory mappings this process made (allocations and opened descriptors) and
 /// how many it has unmapped. Equal when every tensor over shared memory was released.
 pub fn mapping_counts() -> (u64, u64) {
-    #[cfg(target_os = "linux")]
-    return memfd::counts();
-    #[cfg(not(target_os = "linux"))]
-    (0, 0)
+    memfd::counts()
 }
 
-#[cfg(unix)]
+#[cfg(fds)]
 fn check_fd_count(descriptor: &Descriptor, fds: usize) -> Result<(), Error> {
     if fds != descriptor.fd_count() {
         return Err(invalid(
@@ -343,20 +314,20 @@ fn unsupported(operation: &'static str) -> Error {
 }
 
 /// An operating-system or driver call failed (`code`: errno, or the value named in `detail`).
-#[cfg(target_os = "linux")]
+#[cfg(memfd_share)]
 fn os_error(operation: &'static str, code: i64, detail: &'static str) -> Error {
     BackendError::failed(NAME, operation, code as i32, detail).into()
 }
 
 /// This thread's `errno`.
-#[cfg(target_os = "linux")]
+#[cfg(memfd_share)]
 fn errno() -> i64 {
     i64::from(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
 }
 
 /// Memory another process cannot map as it is (not one of dlport's memfds), under
 /// `CopyPolicy::Never`.
-#[cfg(target_os = "linux")]
+#[cfg(memfd_share)]
 fn copy_needed(device: dlport_core::Device) -> Error {
     DispatchError::CopyRequired {
         reason: dlport_core::CopyReason::NotShareable { device },
@@ -364,7 +335,7 @@ fn copy_needed(device: dlport_core::Device) -> Error {
     .into()
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(memfd_share)]
 fn descriptor_too_long(len: usize) -> Error {
     invalid(
         &ValueRule {
@@ -375,12 +346,7 @@ fn descriptor_too_long(len: usize) -> Error {
     )
 }
 
-/// What sharing is on a platform without memfd seals.
-#[cfg(not(target_os = "linux"))]
-const PLATFORM: &str = "sharing tensors between processes on this platform (memfd seals and \
-                        SCM_RIGHTS as Linux has them; Linux only in this release)";
-
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(all(test, memfd_share))]
 mod tests {
     use super::*;
     use dlport_core::{DataType, ExportBuilder};

@@ -104,12 +104,10 @@ unsafe fn reverse_rows<V: Reverse, const W: usize>(
 /// `(last, out)`, streamed if `STREAM`.
 ///
 /// Each destination is written from its end, so the source is read upwards: a rising stream
-/// the prefetchers follow (read downwards, the kernel ran at about 0.7 × memcpy on rows of
-/// 16 KiB on the Intel Xeon of the benchmarks). Whole destination lines go one per step, their
-/// vectors unrolled, the source prefetched [`PREFETCH_BYTES`] above. Reads are spread over
-/// [`STREAMS`] places at once, more than one stream's prefetch keeps in flight: `R` rows side
-/// by side, or one long row in `STREAMS` chunks (in a C model on that Xeon, 1.0 × memcpy with
-/// one stream, 1.15 with four).
+/// the prefetchers follow better than a falling one. Whole destination lines go one per step,
+/// their vectors unrolled, the source prefetched [`PREFETCH_BYTES`] above. Reads are spread
+/// over [`STREAMS`] places at once, more than one stream's prefetch keeps in flight: `R` rows
+/// side by side, or one long row in `STREAMS` chunks.
 ///
 /// # Safety
 /// For each row, the `n` source elements ending at `last` are readable, the `n × W` bytes at

@@ -18,12 +18,10 @@
 //! first copied into a buffer of about 2 MiB, column after column (long sequential reads
 //! that the hardware prefetchers follow, where the strips read 16 to 128 columns side by side,
 //! more streams than they track), then its micro-tiles are transposed out of the buffer, each
-//! destination row receiving its run of the panel in order (64 MiB, back to back on an AMD
-//! EPYC: 2- and 4-byte elements about 1.3 × faster than the strips, 1-byte 1.1–1.25 ×; 8-byte
-//! elements, slower in panels, stay in strips). The two phases of a panel run one after the
-//! other: copying the next panel while transposing this one (every few micro-tiles a column)
-//! measured 15–20 % slower for every size, as did prefetching it. Ragged edges run the portable
-//! tiles.
+//! destination row receiving its run of the panel in order. 8-byte elements stay in strips
+//! (a micro-tile reads only 8 columns). The two phases of a panel run one after the other, not
+//! interleaved. Ragged edges run the portable tiles. BENCHMARKS.md ("How the copy kernels'
+//! constants are chosen") holds the measurements behind these choices and the constants below.
 //!
 //! Reversed rows are in [`super::reverse`].
 
@@ -35,16 +33,12 @@ use crate::copy::kernels::transpose_region;
 /// them (they would only evict the source from the caches).
 pub(super) const STREAM_BYTES: usize = 8 << 20;
 
-/// Bytes of each destination row a strip of micro-tiles covers (the strip's width). 256, 512
-/// and 1024 measured the same within the noise of the bench machine at 64 MiB; 128 measured
-/// better than 256 for every element size (by about 0.05 × memcpy for 1-, 2- and 4-byte
-/// elements, in three back-to-back rounds of both builds on an Intel Xeon), and 64 no better
-/// than 128: fewer source rows in flight at once (a strip reads `strip` source rows).
+/// Bytes of each destination row a strip of micro-tiles covers (the strip's width): narrow
+/// enough that few source rows are in flight at once (a strip reads `strip` source rows).
 const STRIP_BYTES: usize = 128;
 
 /// Micro-tiles per band: a strip is walked in bands of this many micro-tiles down, column of
 /// micro-tiles by column, so that each source column is read 4 lines (256 bytes) at a time.
-/// Better than 1 by about 0.1 × memcpy at 64 MiB; 8 and 16 were no better.
 const BAND_TILES: usize = 4;
 
 /// How many micro-tiles ahead (down the band) the source lines are prefetched, into L2:
@@ -52,15 +46,13 @@ const BAND_TILES: usize = 4;
 const PREFETCH_TILES: usize = 2;
 
 /// Bytes of source staged per panel (see [`panels`]): about two L2 caches, the rest staying in
-/// L3. Against 1 MiB, in one process with the sizes' rounds rotating (64 MiB, an AMD EPYC with
-/// 1 MiB of L2 and 32 MiB of L3): 512 KiB 0.87–0.89 ×, 2 MiB 1.03–1.05 × for 4-byte
-/// elements (1-byte 1.00–1.03 ×), 4 MiB the same as 2 MiB, 8 MiB and up slower.
+/// L3.
 #[cfg(feature = "alloc")]
 const PANEL_BYTES: usize = 2 << 20;
 
 /// Bytes of each source column a panel stages at most (longer columns are staged in pieces):
-/// 32 KiB keeps the columns of the 64 MiB cases whole (at most 16 KiB for 4-byte elements);
-/// pieces shorter than the columns measured slower.
+/// 32 KiB keeps the columns of the 64 MiB cases whole (at most 16 KiB for 4-byte elements),
+/// since a column staged in pieces is read as several shorter streams.
 #[cfg(feature = "alloc")]
 const PANEL_RUN: usize = 32 << 10;
 
@@ -417,7 +409,7 @@ unsafe fn tile_out<V: Vector, const W: usize, const N: usize>(
         return;
     }
     // 1- and 2-byte elements: 16 or 32 vectors per row group would spill, so the tile is
-    // transposed into `b` (L1) and copied out line by line (measured faster).
+    // transposed into `b` (L1) and copied out line by line.
     // SAFETY: `b` holds 64 lines of 64 writable bytes; the instruction set is present
     // (contract).
     unsafe { micro::<V, W, N>(a, b.as_mut_ptr().cast(), 64, false) };
@@ -477,7 +469,7 @@ unsafe fn transpose<V: Vector, const W: usize, const N: usize>(
         b: [Line([0; 64]); 64],
     };
     // 8-byte elements stay in strips: a micro-tile reads only 8 columns, few enough streams for
-    // the prefetchers, and panels measured 0.85–0.95 × the strips' speed (16 to 64 MiB).
+    // the prefetchers, so staging them only adds a pass.
     #[cfg(feature = "alloc")]
     if stream && large.panels && W <= 4 {
         let blocks = Blocks {
@@ -612,8 +604,8 @@ unsafe fn panels<V: Vector, const W: usize, const N: usize>(
     // Where a staged line goes: line k of column j at `j × col_step + k × line_step`. With
     // 1-byte elements a micro-tile reads 64 columns: staged line-major, its 64 lines are one
     // contiguous 4 KiB (one page: with a page per column, its 64 pages and its 64 destination
-    // rows' pages overflow the first-level TLB; 1.15-1.25 × faster at 64 MiB on an AMD EPYC,
-    // and slower for 4- and 8-byte elements, whose columns are long runs). Otherwise column by
+    // rows' pages overflow the first-level TLB; wider elements, whose columns are long runs,
+    // keep the column-major staging). Otherwise column by
     // column, a column's lines one line more than whole lines apart from the next column's, so
     // that the lines a micro-tile reads fall in different cache sets. `run × W` is whole lines.
     let lines = run * W / 64;
@@ -643,10 +635,8 @@ unsafe fn panels<V: Vector, const W: usize, const N: usize>(
                         .wrapping_add(r_lo * W)
                         .wrapping_offset((c_lo + j) as isize * cs);
                     let to = panel.wrapping_add(j * col_step);
-                    // Line by line, also where the staged column is contiguous: measured
-                    // faster than one `memcpy` call per column (2-byte elements by about 10 %
-                    // at 64 MiB on an AMD EPYC; a software prefetch 2 KiB ahead changed
-                    // nothing beyond the noise).
+                    // Line by line, also where the staged column is contiguous: the loop of
+                    // 64-byte lines is inlined, where a `memcpy` call per column is not.
                     for k in 0..r_n * W / 64 {
                         // SAFETY: line k of rows r_lo .. r_lo + r_n of source column c_lo + j
                         // is readable (contract: k < r_n × W / 64); staged line k of column j

@@ -3,13 +3,9 @@
 //!
 //! Transposes take micro-tiles in place ([`Large::in_place`]: each 16-byte block loaded from the
 //! source columns and stored into the destination rows, no staging), in strips, never panels,
-//! for 1-, 2-, 4- and 8-byte elements. Measured in Node 20 (V8 11.3) on an AMD EPYC, the kernels
-//! built as the npm package is (opt-level "s"), 16 MiB against the staged micro-tiles: 4-byte
-//! elements 2.4 × faster (the staged copies of every line in and out, one `memory.copy` call
-//! each at "s", had made them slower than the portable kernel), 8-byte 1.5 ×, the in-cache
-//! 256 × 256 byte transpose 1.6 ×; panels, which stage whole source columns, measured no faster
-//! than in-place strips for 1- and 2-byte elements, and add 12 KB of wasm. The rows are in
-//! BENCHMARKS.md ("The npm package's wasm", `bench/js/wasm_copies.mjs`).
+//! for 1-, 2-, 4- and 8-byte elements: the npm package is built at opt-level "s", where each
+//! staged 64-byte line would be a `memory.copy` call, and panels would add wasm for nothing
+//! (BENCHMARKS.md, "The npm package's wasm" and "How the copy kernels' constants are chosen").
 // The shuffles are safe to call since Rust 1.86 where simd128 is enabled, but not on the MSRV.
 #![allow(unused_unsafe)]
 

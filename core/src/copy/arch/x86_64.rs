@@ -312,11 +312,8 @@ unsafe fn transpose_avx2(
 
 /// Whether large streamed transposes of 1- to 4-byte elements go through panels (see
 /// [`super::simd`]) on this CPU: on AMD's, not elsewhere. The two orders favour different
-/// cache hierarchies, measured at 64 MiB, back to back in one process: on an AMD EPYC (1 MiB
-/// of L2 per core, 32 MiB of L3 per die) panels ran 1.1–1.3 × the strips' speed; on an Intel
-/// Xeon (Sapphire Rapids, 2 MiB of L2) the strips ran 1.2–1.8 × the panels' speed (1-byte
-/// elements 0.54–0.59 × memcpy against 0.44–0.46, 2-byte 0.70–0.72 against 0.44–0.45, 4-byte
-/// 0.80–0.90 against 0.46–0.52), whatever the panel's size (256 KiB to 2 MiB). Other CPUs take
+/// cache hierarchies (AMD's smaller L2 and large L3 per die favour panels, Intel's larger L2
+/// the strips; BENCHMARKS.md, "How the copy kernels' constants are chosen"). Other CPUs take
 /// the strips, which need no heap. Asked once (`cpuid` traps to the hypervisor in a virtual
 /// machine), then one relaxed load per transpose.
 fn panels_pay() -> bool {

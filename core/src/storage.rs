@@ -1,14 +1,16 @@
-//! [`TensorStorage`]: the memory behind an export, and its implementations for Rust's owned
-//! buffers.
+//! [`TensorStorage`]: the memory behind a buffer or an export, its implementations for Rust's
+//! owned buffers, and [`ImportStorage`], an imported tensor held as storage.
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::ffi::c_void;
 
+use crate::access::Access;
 use crate::device::Device;
 use crate::dtype::Element;
-use crate::managed::Access;
+use crate::managed::ManagedTensor;
+use crate::view::TensorRef;
 
 /// Memory that can back an exported tensor: a host buffer or a backend allocation.
 ///
@@ -90,5 +92,45 @@ unsafe impl TensorStorage for Box<dyn TensorStorage> {
     }
     fn access(&self) -> Access {
         (**self).access()
+    }
+}
+
+/// An imported tensor held as storage: what keeps a foreign tensor's memory alive under a
+/// buffer (a backend's view of external memory) or a re-export (legacy ↔ versioned, or with a
+/// guard). Its producer's deleter runs when it drops.
+pub(crate) struct ImportStorage(pub(crate) ManagedTensor);
+
+impl ImportStorage {
+    pub(crate) fn new(managed: ManagedTensor) -> Self {
+        Self(managed)
+    }
+
+    /// Bytes from `data` to the end of the validated span of `view` (informational:
+    /// re-exports reuse the validated layout).
+    pub(crate) fn byte_len_of(view: &TensorRef<'_>) -> usize {
+        let end = i128::from(view.byte_offset()) + i128::from(view.byte_span().hi);
+        usize::try_from(end.max(0)).unwrap_or(usize::MAX)
+    }
+}
+
+// SAFETY: `data_ptr` returns the imported tensor's own `data`, which its producer keeps valid
+// until the inner deleter runs, i.e. until this value drops. The access is the import's own
+// (read-only, shared or exclusive), so a re-export never promises more than its source.
+unsafe impl TensorStorage for ImportStorage {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.0.view().data()
+    }
+    fn byte_len(&self) -> usize {
+        Self::byte_len_of(&self.0.view())
+    }
+    fn device(&self) -> Device {
+        self.0.view().device()
+    }
+    fn access(&self) -> Access {
+        if self.0.is_read_only() {
+            Access::ReadOnly
+        } else {
+            self.0.access()
+        }
     }
 }

@@ -35,84 +35,24 @@ pub struct PinnedBackend {
 /// The function that locks pages (replaceable in tests to exercise the failure paths).
 pub type Locker = fn(*const c_void, usize) -> Result<(), i32>;
 
-/// Locks the pages of `[ptr, ptr + len)`: `mlock` on Unix, `VirtualLock` on Windows. The error
-/// is `errno` on Unix, `GetLastError()` on Windows.
-fn mlock(ptr: *const c_void, len: usize) -> Result<(), i32> {
-    #[cfg(unix)]
-    // SAFETY: mlock only changes the residency of the pages of [ptr, ptr + len), which the
-    // caller owns; it reads and writes no memory.
-    let locked = unsafe { libc::mlock(ptr, len) } == 0;
-    #[cfg(windows)]
-    // SAFETY: VirtualLock only changes the residency of the pages of [ptr, ptr + len), which
-    // the caller owns; it reads and writes no memory.
-    let locked = unsafe { windows_sys::Win32::System::Memory::VirtualLock(ptr, len) } != 0;
-    #[cfg(not(any(unix, windows)))]
-    let locked = {
-        let _ = (ptr, len);
-        false
-    };
-    if locked { Ok(()) } else { Err(errno()) }
-}
-
-/// Unlocks what [`mlock`] locked (best effort: the pages are freed right after).
-fn munlock(ptr: *const c_void, len: usize) {
-    #[cfg(unix)]
-    // SAFETY: unlocks exactly a range locked by `mlock`, still owned by the caller.
-    unsafe {
-        libc::munlock(ptr, len);
-    }
-    #[cfg(windows)]
-    // SAFETY: as above, with VirtualUnlock.
-    unsafe {
-        windows_sys::Win32::System::Memory::VirtualUnlock(ptr, len);
-    }
-    #[cfg(not(any(unix, windows)))]
-    let _ = (ptr, len);
-}
-
-fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-}
-
-/// The error for a failed `VirtualLock` (`code` from `GetLastError`).
+// Page locking, one room per platform, chosen here once: each has `mlock`, `munlock` and
+// `lock_error` with the same signatures.
+#[cfg(not(any(unix, windows)))]
+#[path = "lock_none.rs"]
+mod lock;
+#[cfg(unix)]
+#[path = "lock_unix.rs"]
+mod lock;
 #[cfg(windows)]
-pub fn lock_error(code: i32) -> Error {
-    // ERROR_WORKING_SET_QUOTA (1453) and ERROR_NO_SYSTEM_RESOURCES (1450).
-    let detail = match code {
-        1453 => {
-            "ERROR_WORKING_SET_QUOTA: the process's minimum working set is too small to lock \
-             this much; raise it with SetProcessWorkingSetSize or lock less"
-        }
-        1450 => "ERROR_NO_SYSTEM_RESOURCES: the system could not lock the pages; lock less",
-        _ => "the operating system refused to lock the pages",
-    };
-    Error::Backend(BackendError::failed(
-        PinnedBackend::NAME,
-        "VirtualLock",
-        code,
-        detail,
-    ))
-}
+#[path = "lock_windows.rs"]
+mod lock;
 
-/// The error for a failed `mlock` (`errno`).
-#[cfg(not(windows))]
-pub fn lock_error(errno: i32) -> Error {
-    let detail = match errno {
-        libc::ENOMEM => {
-            "ENOMEM: the locked-memory limit (RLIMIT_MEMLOCK) is too low; raise it with `ulimit -l` or lock less"
-        }
-        libc::EPERM => {
-            "EPERM: this process may not lock memory; grant CAP_IPC_LOCK or raise RLIMIT_MEMLOCK"
-        }
-        libc::EAGAIN => "EAGAIN: some pages could not be locked; retry with less memory",
-        _ => "the operating system refused to lock the pages",
-    };
-    Error::Backend(BackendError::failed(
-        PinnedBackend::NAME,
-        "mlock",
-        errno,
-        detail,
-    ))
+pub use lock::lock_error;
+use lock::{mlock, munlock};
+
+/// The last OS error of this thread (`errno`, or `GetLastError()` on Windows).
+fn last_os_error() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
 impl Default for PinnedBackend {

@@ -1,128 +1,24 @@
-//! The [`Registry`] of backends, device reconciliation, and the two entry points
-//! [`Registry::from_dlpack`] and [`Registry::to_dlpack`].
+//! The [`Registry`] of backends: resolution of a device to its backend, the [`Decision`] of
+//! an import (view or copy, made once), and the two entry points [`Registry::from_dlpack`] and
+//! [`Registry::to_dlpack`]. The process-wide default registry is in [`default`].
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use super::buffer::Tensor;
-use crate::abi::{DLPackVersion, DeviceType};
-use crate::backend::CpuBackend;
-use crate::backend::{BackendRef, ViewRequirements};
-use crate::device::{Device, DeviceField, MemoryClass};
+mod default;
+
+pub use default::{default_registry, from_dlpack, to_dlpack};
+
+use crate::abi::DeviceType;
+use crate::backend::{BackendRef, CpuBackend};
+use crate::device::{Device, DeviceField, reconcile_device};
 use crate::error::{
     AccessError, BackendError, BackendNames, CopyReason, DispatchError, Error, OptionRule,
 };
 use crate::managed::ManagedTensor;
-use crate::tensor::TensorRef;
-
-/// The array-API `copy` argument.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum CopyPolicy {
-    /// `copy=False`: never copy; fail with [`DispatchError::CopyRequired`] if a copy would be
-    /// needed.
-    Never,
-    /// `copy=None`: copy only if needed.
-    #[default]
-    IfNeeded,
-    /// `copy=True`: always copy (the result has IS_COPIED).
-    Always,
-}
-
-impl CopyPolicy {
-    /// From the array-API argument: `None` → IfNeeded, `Some(true)` → Always,
-    /// `Some(false)` → Never.
-    pub const fn from_copy(copy: Option<bool>) -> Self {
-        match copy {
-            None => Self::IfNeeded,
-            Some(true) => Self::Always,
-            Some(false) => Self::Never,
-        }
-    }
-}
-
-/// Reconciles the device written in the DLTensor (the capsule's) with the one the producer
-/// advertises through `__dlpack_device__`.
-///
-/// Both devices obey [the rule of device ids](crate::Device#the-rule-of-device-ids) first (the
-/// capsule's is checked by validation, the advertised one here): `(1, 3)` advertised is
-/// [`DispatchError::InvalidDevice`] naming `__dlpack_device__()`, whatever the capsule says.
-///
-/// - Nothing advertised, or both equal: that device.
-/// - One says plain `cpu` and the other a host-accessible class (pinned, managed): the more
-///   specific one. PyTorch's pinned tensors advertise `kDLCUDAHost` while their capsule says
-///   `kDLCPU`; that is pinned host memory.
-/// - Anything else (a `cuda` capsule advertised as `cpu`, two GPU ids):
-///   [`DispatchError::DeviceMismatch`].
-pub fn reconcile_device(capsule: Device, advertised: Option<Device>) -> Result<Device, Error> {
-    let Some(advertised) = advertised else {
-        return Ok(capsule);
-    };
-    let advertised = advertised.check(DeviceField::Advertised)?;
-    if capsule == advertised {
-        return Ok(capsule);
-    }
-    let is_plain_cpu = |d: Device| d.memory_class() == MemoryClass::Host;
-    match (is_plain_cpu(capsule), is_plain_cpu(advertised)) {
-        (true, false) if advertised.is_host_accessible() => Ok(advertised),
-        (false, true) if capsule.is_host_accessible() => Ok(capsule),
-        _ => Err(Error::Dispatch(DispatchError::DeviceMismatch {
-            capsule,
-            advertised,
-        })),
-    }
-}
-
-/// How to import: the array-API `from_dlpack(x, device=, copy=)` plus the producer's
-/// advertised device and the consumer's own layout needs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ImportOptions {
-    /// The target device; `None` means the data's own device. It obeys [the rule of device
-    /// ids](crate::Device#the-rule-of-device-ids) ([`DispatchError::InvalidDevice`] otherwise).
-    pub device: Option<Device>,
-    /// What the producer's `__dlpack_device__` said, if known (checked by the same rule).
-    pub advertised: Option<Device>,
-    /// The copy policy.
-    pub copy: CopyPolicy,
-    /// Extra needs of the consumer (layout, alignment), on top of the backend's own. A copy
-    /// made for the import meets them too (an alignment above what the backend allocates is
-    /// honoured by re-aligning host copies, refused with [`DispatchError::InvalidOption`]
-    /// elsewhere).
-    pub requirements: Option<ViewRequirements>,
-    /// The most bytes a copy made for this call may allocate (`None`: the registry's limit).
-    pub max_alloc: Option<u64>,
-}
-
-/// How to export: the array-API `__dlpack__(max_version=, dl_device=, copy=)`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ExportOptions {
-    /// The highest version the consumer understands: `None` or major 0 → legacy
-    /// `DLManagedTensor`; major ≥ 1 → `DLManagedTensorVersioned` 1.3.
-    pub max_version: Option<DLPackVersion>,
-    /// The device the consumer wants; `None` means the tensor's own. It obeys [the rule of
-    /// device ids](crate::Device#the-rule-of-device-ids) ([`DispatchError::InvalidDevice`]
-    /// otherwise).
-    pub dl_device: Option<Device>,
-    /// The copy policy.
-    pub copy: CopyPolicy,
-    /// The most bytes a copy made for this call may allocate (`None`: the registry's limit).
-    pub max_alloc: Option<u64>,
-}
-
-impl ExportOptions {
-    /// What a DLPack 1.x consumer asks for: a versioned (1.3) tensor on its own device, copied
-    /// only if needed.
-    pub const fn versioned() -> Self {
-        Self {
-            max_version: Some(DLPackVersion::CURRENT),
-            dl_device: None,
-            copy: CopyPolicy::IfNeeded,
-            max_alloc: None,
-        }
-    }
-}
-
-/// The largest alignment an import may ask for (1 GiB).
-pub const MAX_ALIGNMENT: usize = 1 << 30;
+use crate::options::{CopyPolicy, ExportOptions, ImportOptions, MAX_ALIGNMENT};
+use crate::tensor::Tensor;
+use crate::view::TensorRef;
 
 /// What the registry decided for an import, before doing it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,16 +33,6 @@ pub struct Decision {
     pub copy_reason: Option<CopyReason>,
     /// Whether a copy will be made.
     pub copies: bool,
-}
-
-/// A [`Decision`] less the backend's name, which an import does not need (asking it is a call
-/// through the backend's vtable).
-#[derive(Clone, Copy, Debug)]
-struct Plan {
-    memory: Device,
-    target: Device,
-    copy_reason: Option<CopyReason>,
-    copies: bool,
 }
 
 /// A run-time registry of backends. Resolution prefers the most recently registered backend
@@ -204,7 +90,7 @@ impl Registry {
     pub fn alloc_limit(&self, per_call: Option<u64>) -> u64 {
         per_call
             .or(self.alloc_limit)
-            .unwrap_or_else(crate::alloc_limit)
+            .unwrap_or_else(crate::limit::alloc_limit)
     }
 
     /// A registry holding the core CPU backend.
@@ -303,25 +189,17 @@ impl Registry {
 
     /// Decides how an import would go, without doing it.
     pub fn decide(&self, view: &TensorRef<'_>, options: &ImportOptions) -> Result<Decision, Error> {
-        let (plan, backend) = self.plan(view, options)?;
-        Ok(Decision {
-            memory: plan.memory,
-            target: plan.target,
-            backend: backend.name(),
-            copy_reason: plan.copy_reason,
-            copies: plan.copies,
-        })
+        self.plan(view, options).map(|(decision, _)| decision)
     }
 
     /// [`decide`](Self::decide), and the target's backend. Always inlined: in an import, the
-    /// view it reads is built only for it, and in line most of that view is never computed
-    /// (about 45 instructions of an import).
+    /// view it reads is built only for it, and in line most of that view is never computed.
     #[inline(always)]
     fn plan(
         &self,
         view: &TensorRef<'_>,
         options: &ImportOptions,
-    ) -> Result<(Plan, &BackendRef), Error> {
+    ) -> Result<(Decision, &BackendRef), Error> {
         if let Some(r) = options.requirements {
             if !r.alignment.is_power_of_two() || r.alignment > MAX_ALIGNMENT {
                 return Err(Error::Dispatch(DispatchError::InvalidOption {
@@ -354,13 +232,14 @@ impl Registry {
                 return Err(Error::Dispatch(DispatchError::CopyRequired { reason }));
             }
         };
-        let plan = Plan {
+        let decision = Decision {
             memory,
             target,
+            backend: backend.name(),
             copy_reason,
             copies,
         };
-        Ok((plan, backend))
+        Ok((decision, backend))
     }
 
     /// Imports a DLPack tensor onto a backend: a zero-copy view when the target backend reaches
@@ -401,7 +280,7 @@ impl Registry {
     ) -> Result<Tensor, Error> {
         let limit = self.alloc_limit(max_alloc);
         let bytes = crate::backend::compact_bytes(view.dtype(), view.shape())?;
-        crate::check_alloc(bytes as u128, Some(limit))?;
+        crate::limit::check_alloc(bytes as u128, Some(limit))?;
         let to = self.resolve(target)?;
         let copied = match to.copy(view, target)? {
             Some(t) => t,
@@ -428,7 +307,7 @@ impl Registry {
                 }));
             }
         }
-        crate::check_alloc(2 * bytes as u128, Some(limit))?;
+        crate::limit::check_alloc(2 * bytes as u128, Some(limit))?;
         let view = copied.view()?;
         let buf = crate::backend::compact_copy_aligned(&view, alignment, Some(u64::MAX))?;
         let realigned = Tensor::new(

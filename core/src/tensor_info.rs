@@ -6,7 +6,7 @@ use crate::abi::DLPackVersion;
 use crate::device::Device;
 use crate::dtype::DataType;
 use crate::layout::{ByteSpan, Contiguity};
-use crate::tensor::TensorRef;
+use crate::view::TensorRef;
 
 /// Everything about a tensor except its data, owned. With the `serde` feature it serialises
 /// (the data type and device as their names: `"float32"`, `"cuda:0"`) and deserialises back.

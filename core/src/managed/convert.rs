@@ -1,17 +1,25 @@
-//! Re-exports of an imported tensor: legacy ↔ versioned, and with a guard attached.
+//! [`ManagedTensor`]'s conversions: legacy ↔ versioned, and a re-export with a guard attached.
+//! Each wraps the owner in a new DLPack block (see `export::block`) without a copy, except a
+//! legacy conversion of flags the legacy form cannot carry, which copies.
 
 use core::ffi::c_void;
 
+use super::{ManagedTensor, RawManaged};
 use crate::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
+use crate::access::Access;
+use crate::copy::compact_copy;
 use crate::device::Device;
 use crate::error::{AccessError, Error, Flag};
-use crate::managed::{Access, ManagedTensor, RawManaged};
-
-use super::*;
+use crate::export::{
+    ExportBuilder, Form, Header, NewBlock, convert_in_place, host_address, legacy_representable,
+};
+use crate::options::CopyPolicy;
+use crate::storage::{ImportStorage, TensorStorage};
+use crate::view::TensorRef;
 
 /// A re-export with a guard value dropped along with it.
 pub(crate) struct Guarded<G> {
-    inner: Reexport,
+    inner: ImportStorage,
     _guard: G,
 }
 
@@ -28,45 +36,6 @@ unsafe impl<G: Send + 'static> TensorStorage for Guarded<G> {
     }
     fn access(&self) -> Access {
         self.inner.access()
-    }
-}
-
-/// An imported tensor kept alive as the storage of a re-export (legacy ↔ versioned, or a
-/// backend's view of external memory).
-pub(crate) struct Reexport(ManagedTensor);
-
-impl Reexport {
-    pub(crate) fn new(managed: ManagedTensor) -> Self {
-        Self(managed)
-    }
-
-    /// Bytes from `data` to the end of the validated span of `view` (informational:
-    /// re-exports reuse the validated layout).
-    pub(crate) fn byte_len_of(view: &crate::TensorRef<'_>) -> usize {
-        let end = i128::from(view.byte_offset()) + i128::from(view.byte_span().hi);
-        usize::try_from(end.max(0)).unwrap_or(usize::MAX)
-    }
-}
-
-// SAFETY: `data_ptr` returns the imported tensor's own `data`, which its producer keeps valid
-// until the inner deleter runs, i.e. until this value drops. The access is the import's own
-// (read-only, shared or exclusive), so a re-export never promises more than its source.
-unsafe impl TensorStorage for Reexport {
-    fn data_ptr(&mut self) -> *mut c_void {
-        self.0.view().data()
-    }
-    fn byte_len(&self) -> usize {
-        Self::byte_len_of(&self.0.view())
-    }
-    fn device(&self) -> Device {
-        self.0.view().device()
-    }
-    fn access(&self) -> Access {
-        if self.0.is_read_only() {
-            Access::ReadOnly
-        } else {
-            self.0.access()
-        }
     }
 }
 
@@ -89,7 +58,7 @@ impl ManagedTensor {
                     };
                     // SAFETY: the converted tensor is live and owned by `converted`.
                     let revalidated = unsafe {
-                        crate::TensorRef::from_raw(&(*p.as_ptr()).dl_tensor, converted.version(), 0)
+                        TensorRef::from_raw(&(*p.as_ptr()).dl_tensor, converted.version(), 0)
                     };
                     debug_assert_eq!(
                         revalidated.map(|t| t.layout()),
@@ -113,8 +82,7 @@ impl ManagedTensor {
     /// [`CopyPolicy::IfNeeded`]: crate::CopyPolicy::IfNeeded
     /// [`CopyPolicy::Always`]: crate::CopyPolicy::Always
     /// [`CopyPolicy::Never`]: crate::CopyPolicy::Never
-    pub fn into_legacy(self, copy: crate::CopyPolicy) -> Result<ManagedTensor, Error> {
-        use crate::CopyPolicy;
+    pub fn into_legacy(self, copy: CopyPolicy) -> Result<ManagedTensor, Error> {
         let carried = legacy_representable(self.flags()).and_then(|()| {
             if self.is_read_only() {
                 Err(Error::Access(AccessError::FlagNotRepresentable {
@@ -131,7 +99,7 @@ impl ManagedTensor {
             }
             (Err(e), CopyPolicy::Never) => Err(e),
             (_, _) => {
-                let copied = crate::backend::compact_copy(&self.view(), None)?;
+                let copied = compact_copy(&self.view(), None)?;
                 ExportBuilder::new(copied, self.view().dtype(), self.view().shape()).build_legacy()
             }
         }
@@ -169,7 +137,7 @@ impl ManagedTensor {
     /// block with the header and the storage `wrap` makes of the tensor, pointing at this
     /// tensor's own data and arrays, which live until the block's deleter drops it. Only NULL
     /// strides (legacy, < 1.2) are written out, into the block, and host memory's
-    /// `byte_offset` is folded into `data` ([`host_address`](super::host_address)). The
+    /// `byte_offset` is folded into `data` ([`host_address`](crate::backend::host_address)). The
     /// fields are otherwise this tensor's,
     /// which passed validation with the same layout: a versioned 1.3 header adds only the
     /// explicit strides (the compact ones the NULL stood for), a legacy one drops only flags
@@ -177,7 +145,7 @@ impl ManagedTensor {
     fn rewrap<S: TensorStorage>(
         self,
         form: Form,
-        wrap: impl FnOnce(Reexport) -> S,
+        wrap: impl FnOnce(ImportStorage) -> S,
     ) -> ManagedTensor {
         match form {
             Form::Versioned => self.rewrap_as::<DLManagedTensorVersioned, S>(wrap),
@@ -188,7 +156,7 @@ impl ManagedTensor {
     #[inline]
     fn rewrap_as<H: Header, S: TensorStorage>(
         self,
-        wrap: impl FnOnce(Reexport) -> S,
+        wrap: impl FnOnce(ImportStorage) -> S,
     ) -> ManagedTensor {
         let access = self.access();
         let flags = self.flags();
@@ -212,11 +180,10 @@ impl ManagedTensor {
         } else {
             source.strides
         };
-        let (block, _) = block.put_storage(wrap(Reexport(self)));
+        let (block, _) = block.put_storage(wrap(ImportStorage(self)));
         // The fields every export fills alike (see the module `export`): a 0-d tensor's arrays
         // point at the block's (no) values, never NULL; host memory's offset is in `data`.
-        let (data, byte_offset) =
-            super::host_address(source.data, source.device, source.byte_offset);
+        let (data, byte_offset) = host_address(source.data, source.device, source.byte_offset);
         let tensor = if ndim == 0 {
             DLTensor {
                 data,
@@ -242,7 +209,7 @@ impl ManagedTensor {
             };
             // SAFETY: the arrays belong to the wrapped tensor (alive in the block) or to the
             // block itself.
-            let revalidated = unsafe { crate::TensorRef::from_raw(&tensor, version, flags) };
+            let revalidated = unsafe { TensorRef::from_raw(&tensor, version, flags) };
             debug_assert_eq!(revalidated.map(|t| t.layout()), Ok(layout));
         }
         let raw = block.finish(tensor, flags);

@@ -1,4 +1,4 @@
-//! The front door: [`from_dlpack`] and [`to_dlpack`] over the process-wide default
+//! The default registry: [`from_dlpack`] and [`to_dlpack`] over the process-wide default
 //! [`Registry`], installed once (as rustls installs its default crypto provider).
 //!
 //! Core's default holds the CPU backend, which also reads pinned and managed host memory.
@@ -12,9 +12,11 @@ use alloc::boxed::Box;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
 
-use crate::dispatch::{ExportOptions, ImportOptions, Registry, Tensor};
+use super::Registry;
 use crate::error::{BackendNames, DispatchError, Error};
 use crate::managed::ManagedTensor;
+use crate::options::{ExportOptions, ImportOptions};
+use crate::tensor::Tensor;
 
 /// The installed default: null until the first install, then a leaked `Box<Registry>` that is
 /// never replaced or freed.

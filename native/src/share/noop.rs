@@ -1,0 +1,146 @@
+//! The stub room: sharing where this platform or build cannot do it. Each module stands in for
+//! the room of the same name (`memfd` and `socket` off Linux, `cuda_ipc` without CUDA on
+//! Linux) with the same functions, each refusing with [`unsupported`]; `cabi` stands in for
+//! the C entries' fd work where there are no memfds. No other file names a platform.
+
+use super::unsupported;
+
+/// What sharing is on a platform without memfd seals.
+pub(super) const PLATFORM: &str = "sharing tensors between processes on this platform (memfd \
+                                   seals and SCM_RIGHTS as Linux has them; Linux only in this \
+                                   release)";
+
+/// Host memory in sealed memfds: Linux only.
+#[cfg(not(memfd_share))]
+pub(super) mod memfd {
+    #[cfg(fds)]
+    use std::os::fd::{BorrowedFd, OwnedFd};
+
+    #[cfg(fds)]
+    use dlport_core::{DataType, Error, ManagedTensor, TensorRef};
+
+    #[cfg(fds)]
+    use super::{PLATFORM, unsupported};
+    #[cfg(fds)]
+    use crate::share::{Descriptor, ShareOptions};
+
+    pub(in crate::share) fn counts() -> (u64, u64) {
+        (0, 0)
+    }
+
+    #[cfg(fds)]
+    pub(in crate::share) fn alloc(
+        _: DataType,
+        _: &[i64],
+        _: Option<u64>,
+    ) -> Result<ManagedTensor, Error> {
+        Err(unsupported(PLATFORM))
+    }
+
+    #[cfg(fds)]
+    pub(in crate::share) fn share(
+        _: &TensorRef<'_>,
+        _: &ShareOptions,
+    ) -> Result<(Descriptor, OwnedFd, bool), Error> {
+        Err(unsupported(PLATFORM))
+    }
+
+    #[cfg(fds)]
+    pub(in crate::share) fn open(
+        _: &Descriptor,
+        _: BorrowedFd<'_>,
+    ) -> Result<ManagedTensor, Error> {
+        Err(unsupported(PLATFORM))
+    }
+}
+
+/// Descriptor frames over a Unix socket: Linux only.
+#[cfg(all(fds, not(memfd_share)))]
+pub(super) mod socket {
+    use std::os::fd::{BorrowedFd, OwnedFd};
+
+    use dlport_core::Error;
+
+    use super::{PLATFORM, unsupported};
+
+    pub(in crate::share) fn send(
+        _: BorrowedFd<'_>,
+        _: &[u8],
+        _: &[BorrowedFd<'_>],
+    ) -> Result<(), Error> {
+        Err(unsupported(PLATFORM))
+    }
+
+    pub(in crate::share) fn recv(_: BorrowedFd<'_>) -> Result<(Vec<u8>, Vec<OwnedFd>), Error> {
+        Err(unsupported(PLATFORM))
+    }
+}
+
+/// CUDA IPC: Linux with the `cuda` feature only.
+#[cfg(all(fds, not(cuda_ipc)))]
+pub(super) mod cuda_ipc {
+    use std::os::fd::{BorrowedFd, OwnedFd};
+
+    use dlport_core::{Error, ManagedTensor};
+
+    use super::{PLATFORM, unsupported};
+    use crate::share::{DEVICE_NOT_SHAREABLE, Descriptor, ShareOptions};
+
+    pub(in crate::share) fn share(
+        _: ManagedTensor,
+        _: &ShareOptions,
+    ) -> Result<(Descriptor, OwnedFd), Error> {
+        Err(unsupported(DEVICE_NOT_SHAREABLE))
+    }
+
+    pub(in crate::share) fn open(
+        _: &Descriptor,
+        _: BorrowedFd<'_>,
+    ) -> Result<ManagedTensor, Error> {
+        Err(unsupported(if cfg!(memfd_share) {
+            "opening a CUDA IPC descriptor in a build without the `cuda` feature"
+        } else {
+            PLATFORM
+        }))
+    }
+}
+
+/// The C entries' work with fds, where there are no memfds: every entry that would share,
+/// send, receive or open refuses with `DLPORT_ERR_UNSUPPORTED`.
+#[cfg(not(memfd_share))]
+pub(super) mod cabi {
+    use std::ffi::c_int;
+
+    use dlport_core::{DataType, Error, ManagedTensor};
+
+    use super::{PLATFORM, unsupported};
+    use crate::ffi::Failure;
+    use crate::share::cabi::DlportShared;
+    use crate::share::{Descriptor, ShareOptions};
+
+    /// No fd travels on this platform.
+    pub(in crate::share) enum Fd {}
+
+    pub(in crate::share) fn alloc(_: DataType, _: &[i64]) -> Result<ManagedTensor, Error> {
+        Err(unsupported(PLATFORM))
+    }
+
+    pub(in crate::share) fn share(
+        _: ManagedTensor,
+        _: &ShareOptions,
+    ) -> Result<Box<DlportShared>, Error> {
+        Err(unsupported(PLATFORM))
+    }
+
+    pub(in crate::share) fn send(_: &DlportShared, _: c_int) -> Result<(), Failure> {
+        Err(unsupported(PLATFORM).into())
+    }
+
+    pub(in crate::share) fn recv(_: c_int) -> Result<Box<DlportShared>, Failure> {
+        Err(unsupported(PLATFORM).into())
+    }
+
+    pub(in crate::share) fn open(_: &Descriptor, _: &[c_int]) -> Result<ManagedTensor, Failure> {
+        Err(unsupported(PLATFORM).into())
+    }
+}
