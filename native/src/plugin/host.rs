@@ -8,7 +8,8 @@ use dlport_core::{
     DataType, Device, DeviceType, DispatchError, Error, ManagedTensor, Tensor, TensorRef,
 };
 
-use super::backend::{PluginBackend, plugin_error};
+use super::backend::PluginBackend;
+use super::error::plugin_error;
 
 /// The name of [`PluginHost`] in the default registry.
 pub const PLUGIN_HOST_NAME: &str = "plugins";

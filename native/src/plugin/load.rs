@@ -1,18 +1,18 @@
 //! Loading a plugin library: `dlopen`, the well-known init symbol, and `dlclose` when the last
-//! user of the plugin is gone.
-
-use std::sync::Arc;
+//! user of the plugin is gone. [`PluginBackend::load`](super::PluginBackend::load) checks the
+//! struct the init fills in.
 
 use dlport_core::Error;
 
 #[cfg(unix)]
-use super::backend::message_of;
-use super::backend::{PluginBackend, plugin_error};
+use super::error::message_of;
+use super::error::plugin_error;
+use super::interface::DlportPlugin;
 #[cfg(unix)]
-use super::interface::{DLPORT_PLUGIN_INIT_SYMBOL, DLPORT_PLUGIN_INTERFACE_VERSION, DlportPlugin};
+use super::interface::{DLPORT_PLUGIN_INIT_SYMBOL, DLPORT_PLUGIN_INTERFACE_VERSION};
 
 /// An open plugin library, closed when dropped (after the plugin's `destroy`). Only
-/// [`PluginBackend::load`] makes one.
+/// [`PluginBackend::load`](super::PluginBackend::load) makes one.
 pub struct Library {
     #[cfg(unix)]
     handle: *mut std::ffi::c_void,
@@ -49,76 +49,73 @@ fn dlerror() -> String {
     }
 }
 
-impl PluginBackend {
-    /// Loads a plugin library from `path` (`dlopen`, local symbols), calls its
-    /// `dlport_plugin_init` and checks the struct it fills in. Errors name the path, and the
-    /// missing symbol or the failing init. On error the library is closed again.
-    ///
-    /// # Safety
-    /// Loading a library runs its initialisers, and the plugin's callbacks are trusted to
-    /// follow the plugin contract (`dlport.h`): only load plugins you trust.
-    pub unsafe fn load(path: &str) -> Result<Arc<Self>, Error> {
-        let origin = path;
-        let fail = |operation: &'static str, code: i32, what: String| {
-            plugin_error(path, origin, operation, code, &what)
-        };
-        #[cfg(unix)]
-        {
-            let c_path = std::ffi::CString::new(path)
-                .map_err(|_| fail("dlopen", -1, "the path has a NUL byte".into()))?;
-            // SAFETY: a NUL-terminated path; loading runs the library's initialisers
-            // (the caller trusts the plugin).
-            let handle =
-                unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-            if handle.is_null() {
-                return Err(fail(
-                    "dlopen",
-                    -1,
-                    format!("cannot load {path}: {}", dlerror()),
-                ));
-            }
-            let library = Library { handle };
-            let symbol = std::ffi::CString::new(DLPORT_PLUGIN_INIT_SYMBOL).unwrap_or_default();
-            // SAFETY: a live handle and a NUL-terminated name.
-            let sym = unsafe { libc::dlsym(library.handle, symbol.as_ptr()) };
-            if sym.is_null() {
-                return Err(fail(
-                    "dlsym",
-                    -1,
-                    format!(
-                        "{path} has no symbol {DLPORT_PLUGIN_INIT_SYMBOL}: a dlport plugin \
-                         exports `int {DLPORT_PLUGIN_INIT_SYMBOL}(uint32_t, DlportPlugin*, size_t)` \
-                         ({})",
-                        dlerror()
-                    ),
-                ));
-            }
-            // SAFETY: the plugin contract gives the symbol this type.
-            let init: unsafe extern "C" fn(u32, *mut DlportPlugin, usize) -> i32 =
-                unsafe { std::mem::transmute::<*mut std::ffi::c_void, _>(sym) };
-            let mut plugin = DlportPlugin::empty();
-            plugin.struct_size = 0;
-            plugin.interface_version = 0;
-            let size = std::mem::size_of::<DlportPlugin>();
-            // SAFETY: a writable, zeroed struct of `size` bytes (plugin contract).
-            let status = unsafe { init(DLPORT_PLUGIN_INTERFACE_VERSION, &mut plugin, size) };
-            if status != 0 {
-                // SAFETY: the init's own `last_error` for its `state`, or NULL (contract).
-                let why = unsafe { message_of(plugin.last_error, plugin.state) };
-                return Err(fail(DLPORT_PLUGIN_INIT_SYMBOL, status, why));
-            }
-            // SAFETY: a struct of the full size, filled in by the plugin (contract).
-            unsafe { Self::from_raw(&plugin, path, Some(library)) }
-        }
-        #[cfg(not(unix))]
-        {
-            Err(fail(
+/// Opens the plugin library at `path` (`dlopen`, local symbols) and calls its
+/// `dlport_plugin_init`: the struct it fills in (not yet checked) and the open library. Errors
+/// name the path, and the missing symbol or the failing init. On error the library is closed
+/// again.
+///
+/// # Safety
+/// Loading a library runs its initialisers, and the plugin's init is trusted to follow the
+/// plugin contract (`dlport.h`): only open plugins you trust.
+pub(super) unsafe fn open(path: &str) -> Result<(DlportPlugin, Library), Error> {
+    let origin = path;
+    let fail = |operation: &'static str, code: i32, what: String| {
+        plugin_error(path, origin, operation, code, &what)
+    };
+    #[cfg(unix)]
+    {
+        let c_path = std::ffi::CString::new(path)
+            .map_err(|_| fail("dlopen", -1, "the path has a NUL byte".into()))?;
+        // SAFETY: a NUL-terminated path; loading runs the library's initialisers
+        // (the caller trusts the plugin).
+        let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        if handle.is_null() {
+            return Err(fail(
                 "dlopen",
                 -1,
-                "loading plugin libraries is supported on Unix only; register the plugin with \
-                 dlport_register_backend"
-                    .into(),
-            ))
+                format!("cannot load {path}: {}", dlerror()),
+            ));
         }
+        let library = Library { handle };
+        let symbol = std::ffi::CString::new(DLPORT_PLUGIN_INIT_SYMBOL).unwrap_or_default();
+        // SAFETY: a live handle and a NUL-terminated name.
+        let sym = unsafe { libc::dlsym(library.handle, symbol.as_ptr()) };
+        if sym.is_null() {
+            return Err(fail(
+                "dlsym",
+                -1,
+                format!(
+                    "{path} has no symbol {DLPORT_PLUGIN_INIT_SYMBOL}: a dlport plugin \
+                     exports `int {DLPORT_PLUGIN_INIT_SYMBOL}(uint32_t, DlportPlugin*, size_t)` \
+                     ({})",
+                    dlerror()
+                ),
+            ));
+        }
+        // SAFETY: the plugin contract gives the symbol this type.
+        let init: unsafe extern "C" fn(u32, *mut DlportPlugin, usize) -> i32 =
+            unsafe { std::mem::transmute::<*mut std::ffi::c_void, _>(sym) };
+        let mut plugin = DlportPlugin::empty();
+        plugin.struct_size = 0;
+        plugin.interface_version = 0;
+        let size = std::mem::size_of::<DlportPlugin>();
+        // SAFETY: a writable, zeroed struct of `size` bytes (plugin contract).
+        let status = unsafe { init(DLPORT_PLUGIN_INTERFACE_VERSION, &mut plugin, size) };
+        if status != 0 {
+            // SAFETY: the init's own `last_error` for its `state`, or NULL (contract).
+            let why = unsafe { message_of(plugin.last_error, plugin.state) };
+            return Err(fail(DLPORT_PLUGIN_INIT_SYMBOL, status, why));
+        }
+        Ok((plugin, library))
+    }
+    #[cfg(not(unix))]
+    {
+        Err(fail(
+            "dlopen",
+            -1,
+            "loading plugin libraries is supported on Unix only; register the plugin with \
+             dlport_register_backend"
+                .into(),
+        ))
     }
 }

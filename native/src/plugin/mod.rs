@@ -19,9 +19,14 @@
 //! uses it lives.
 
 mod backend;
+mod described;
+mod error;
+mod export;
 mod host;
+mod import;
 mod interface;
 mod load;
+mod memory;
 
 pub use backend::PluginBackend;
 pub use host::{
