@@ -1,5 +1,4 @@
-//! Build script: the platform conditions, named once; the SONAME of the shared library; and
-//! the cfg that only cbindgen reads.
+//! Build script: the platform conditions, named once.
 
 use cfg_aliases::cfg_aliases;
 
@@ -16,20 +15,5 @@ fn main() {
         // File descriptors, what the Rust API of sharing passes around (Unix).
         fds: { unix },
     }
-    // `dlpack_h` is never set: cbindgen maps `cfg(not(dlpack_h))` to
-    // `#if !defined(DLPACK_DLPACK_H_)` (see src/cabi.rs and cbindgen.toml).
-    println!("cargo::rustc-check-cfg=cfg(dlpack_h)");
     println!("cargo::rerun-if-changed=build.rs");
-    // The SONAME carries the C ABI's major version (`DLPORT_ABI_VERSION_MAJOR`, the crate's
-    // major version), so programs linked against libdlport_native.so.0 never load an
-    // incompatible .so.1. ELF platforms only; macOS's install name and Windows' DLL name are
-    // set by the packager.
-    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
-    if matches!(
-        os.as_str(),
-        "linux" | "android" | "freebsd" | "netbsd" | "openbsd"
-    ) {
-        let major = std::env::var("CARGO_PKG_VERSION_MAJOR").unwrap_or_else(|_| "0".into());
-        println!("cargo::rustc-cdylib-link-arg=-Wl,-soname,libdlport_native.so.{major}");
-    }
 }

@@ -11,19 +11,23 @@
 //!   panic.
 //!
 //! [`install()`] makes every backend that really works on this machine the process-wide default
-//! (the one `dlport_core::from_dlpack` / `to_dlpack` and the C ABI use); [`registry()`] returns
+//! (the one `dlport_core::from_dlpack` / `to_dlpack` and the C ABI, dlport-capi, use); [`registry()`] returns
 //! the same backends as a registry of your own.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+// cbindgen reads this crate for the plugin interface alone (`plugin::interface`, in
+// dlport-capi's header): it skips the other modules.
+/// cbindgen:ignore
 #[cfg(feature = "arrow")]
 pub mod arrow;
-pub mod cabi;
+/// cbindgen:ignore
 #[cfg(feature = "cuda")]
 pub mod cuda;
-pub mod ffi;
+/// cbindgen:ignore
 pub mod pinned;
 pub mod plugin;
+/// cbindgen:ignore
 pub mod share;
 
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -68,8 +72,10 @@ fn ours_after_installers() {
     drop(INSTALLING.lock().unwrap_or_else(PoisonError::into_inner));
 }
 
-/// The default in force, after installing [`registry()`] as the default if none was.
-pub(crate) fn install_or_default() -> &'static Registry {
+/// The default in force, after installing [`registry()`] as the default if none was: the
+/// registry the C ABI (dlport-capi) works on. Unlike [`install`], it never fails: where
+/// another default came first, it is that one.
+pub fn install_or_default() -> &'static Registry {
     if let Some(r) = Registry::get_default() {
         return r;
     }

@@ -72,20 +72,13 @@
 //! # Ok::<(), dlport_native::dlport_core::Error>(())
 //! ```
 
-// Only `cabi` holds C declarations: cbindgen skips the other modules.
-pub mod cabi;
-/// cbindgen:ignore
 #[cfg(cuda_ipc)]
 mod cuda_ipc;
-/// cbindgen:ignore
 mod descriptor;
-/// cbindgen:ignore
 #[cfg(memfd_share)]
 mod memfd;
-/// cbindgen:ignore
 #[cfg(any(not(memfd_share), not(cuda_ipc)))]
 mod noop;
-/// cbindgen:ignore
 #[cfg(memfd_share)]
 mod socket;
 
@@ -111,8 +104,6 @@ use dlport_core::{BackendError, CopyPolicy, DispatchError, Error, ValueRule};
 use dlport_core::{DataType, ManagedTensor, TensorRef};
 
 /// The most fds one descriptor frame may carry (format 1 uses one).
-///
-/// cbindgen:ignore
 pub const MAX_FDS: usize = 4;
 
 /// The name in this module's errors (`BackendError::Failed`, `BackendError::Unsupported`).

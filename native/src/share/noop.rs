@@ -1,7 +1,7 @@
 //! The stub room: sharing where this platform or build cannot do it. Each module stands in for
 //! the room of the same name (`memfd` and `socket` off Linux, `cuda_ipc` without CUDA on
-//! Linux) with the same functions, each refusing with [`unsupported`]; `cabi` stands in for
-//! the C entries' fd work where there are no memfds. No other file names a platform.
+//! Linux) with the same functions, each refusing with [`unsupported`]. No other file
+//! names a platform.
 
 use super::unsupported;
 
@@ -102,45 +102,5 @@ pub(super) mod cuda_ipc {
         } else {
             PLATFORM
         }))
-    }
-}
-
-/// The C entries' work with fds, where there are no memfds: every entry that would share,
-/// send, receive or open refuses with `DLPORT_ERR_UNSUPPORTED`.
-#[cfg(not(memfd_share))]
-pub(super) mod cabi {
-    use std::ffi::c_int;
-
-    use dlport_core::{DataType, Error, ManagedTensor};
-
-    use super::{PLATFORM, unsupported};
-    use crate::ffi::Failure;
-    use crate::share::cabi::DlportShared;
-    use crate::share::{Descriptor, ShareOptions};
-
-    /// No fd travels on this platform.
-    pub(in crate::share) enum Fd {}
-
-    pub(in crate::share) fn alloc(_: DataType, _: &[i64]) -> Result<ManagedTensor, Error> {
-        Err(unsupported(PLATFORM))
-    }
-
-    pub(in crate::share) fn share(
-        _: ManagedTensor,
-        _: &ShareOptions,
-    ) -> Result<Box<DlportShared>, Error> {
-        Err(unsupported(PLATFORM))
-    }
-
-    pub(in crate::share) fn send(_: &DlportShared, _: c_int) -> Result<(), Failure> {
-        Err(unsupported(PLATFORM).into())
-    }
-
-    pub(in crate::share) fn recv(_: c_int) -> Result<Box<DlportShared>, Failure> {
-        Err(unsupported(PLATFORM).into())
-    }
-
-    pub(in crate::share) fn open(_: &Descriptor, _: &[c_int]) -> Result<ManagedTensor, Failure> {
-        Err(unsupported(PLATFORM).into())
     }
 }

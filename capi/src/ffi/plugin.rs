@@ -3,9 +3,28 @@
 
 use std::ffi::{CStr, c_char, c_int};
 
-use crate::plugin::{DlportPlugin, PluginBackend};
+use dlport_native::plugin::{DlportPlugin, PluginBackend};
 
 use super::*;
+
+// The plugin interface's constants, for the header: cbindgen emits the constants of this crate
+// alone, so they are written again here, equal to dlport-native's (checked when compiling).
+
+/// The plugin interface version this dlport implements. A plugin sets
+/// `DlportPlugin.interface_version` to the version it was written for; dlport refuses any
+/// other (`DLPORT_ERR_BACKEND`, naming the plugin, the field and both versions). Later
+/// versions only append fields, and `struct_size` tells dlport which ones a plugin has.
+pub const DLPORT_PLUGIN_INTERFACE_VERSION: u32 = 1;
+
+/// The status a plugin callback returns on success. Any other value is the plugin's own error
+/// code: dlport turns it into `DLPORT_ERR_BACKEND` with a message naming the plugin, the
+/// callback, the code and the plugin's `last_error` text.
+pub const DLPORT_PLUGIN_OK: c_int = 0;
+
+const _: () = assert!(
+    DLPORT_PLUGIN_INTERFACE_VERSION == dlport_native::plugin::DLPORT_PLUGIN_INTERFACE_VERSION
+        && DLPORT_PLUGIN_OK == dlport_native::plugin::DLPORT_PLUGIN_OK
+);
 
 fn str_arg<'a>(s: *const c_char, name: &str) -> Result<&'a str, Failure> {
     if s.is_null() {
@@ -40,7 +59,7 @@ pub unsafe extern "C" fn dlport_register_backend(plugin: *const DlportPlugin) ->
     entry(|| {
         // SAFETY: forwarded contract.
         let p = unsafe { PluginBackend::from_raw(plugin, "dlport_register_backend", None) }?;
-        Ok(crate::plugin::add_to_default(p, true)?)
+        Ok(dlport_native::plugin::add_to_default(p, true)?)
     })
 }
 
@@ -69,7 +88,7 @@ pub unsafe extern "C" fn dlport_load_plugin(
     entry(|| {
         let path = str_arg(path, "path")?;
         // SAFETY: the caller trusts the library (contract).
-        let name = unsafe { crate::plugin::load_into_default(path) }?;
+        let name = unsafe { dlport_native::plugin::load_into_default(path) }?;
         if let Some(out) = std::ptr::NonNull::new(name_out) {
             c_string(name.to_owned(), out)?;
         }
@@ -94,7 +113,7 @@ pub unsafe extern "C" fn dlport_load_plugin(
 pub unsafe extern "C" fn dlport_unregister_backend(name: *const c_char) -> c_int {
     entry(|| {
         let name = str_arg(name, "name")?;
-        drop(crate::plugin::unregister_global(name)?);
+        drop(dlport_native::plugin::unregister_global(name)?);
         Ok(())
     })
 }
@@ -113,6 +132,6 @@ pub unsafe extern "C" fn dlport_unregister_backend(name: *const c_char) -> c_int
 pub unsafe extern "C" fn dlport_backends(json_out: *mut *mut c_char) -> c_int {
     entry(|| {
         let out = out_ptr(json_out, "json_out")?;
-        c_string(to_json(&crate::plugin::backends())?, out)
+        c_string(to_json(&dlport_native::plugin::backends())?, out)
     })
 }

@@ -1,4 +1,4 @@
-//! The C ABI (`native/include/dlport.h`).
+//! The C ABI (`capi/include/dlport.h`).
 //!
 //! Every entry is `extern "C"` and runs behind `catch_unwind`: a panic becomes the status
 //! `DLPORT_PANIC`, never an unwind across the boundary. Failures return a non-zero status (the

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use dlport_core::abi::FLAG_READ_ONLY;
 use dlport_core::{DataType, ExportBuilder, ManagedTensor, RawManaged, TypeCode};
-use dlport_native::ffi::*;
+use dlport::ffi::*;
 
 /// Tests that change the process-wide limit or read the last error hold this.
 static LOCK: Mutex<()> = Mutex::new(());

@@ -51,7 +51,7 @@ fn through_c_abi(t: ManagedTensor) -> ManagedTensor {
     };
     let mut out: *mut c_void = std::ptr::null_mut();
     // SAFETY: our own export, handed over; `out` writable.
-    let status = unsafe { dlport_native::ffi::dlport_convert(ptr, v, 1 - v, &mut out) };
+    let status = unsafe { dlport::ffi::dlport_convert(ptr, v, 1 - v, &mut out) };
     assert_eq!(status, 0);
     let out = std::ptr::NonNull::new(out).unwrap();
     let raw = if v == 1 {

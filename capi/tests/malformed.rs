@@ -12,7 +12,7 @@ use dlport_core::abi::{DLManagedTensorVersioned, DLTensor};
 use dlport_core::{
     AccessError, Contiguity, DataType, Device, Error, ExportBuilder, LayoutError, ManagedTensor,
 };
-use dlport_native::ffi::{
+use dlport::ffi::{
     DlportTensor, dlport_describe, dlport_import, dlport_last_error, dlport_release,
     dlport_string_free, dlport_tensor_data, dlport_tensor_describe, dlport_tensor_free,
 };
@@ -304,7 +304,7 @@ fn typed_access_refusals() {
 
 #[test]
 fn a_double_release_through_the_c_abi_is_detected_for_dlport_exports() {
-    use dlport_native::ffi::{dlport_convert, dlport_export_counts};
+    use dlport::ffi::{dlport_convert, dlport_export_counts};
     let _c = C_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let produced = case("a 2×3 float32 tensor").matrix().produce();
     let (versioned, deleted) = (produced.is_versioned(), produced.deleted());
@@ -347,7 +347,7 @@ fn a_double_release_through_the_c_abi_is_detected_for_dlport_exports() {
 #[test]
 fn every_c_device_argument_applies_the_rule_of_device_ids() {
     use dlport_core::{DeviceField, DispatchError};
-    use dlport_native::ffi::{DlportImportOptions, dlport_alloc, dlport_export, dlport_host_view};
+    use dlport::ffi::{DlportImportOptions, dlport_alloc, dlport_export, dlport_host_view};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     let _c = C_LOCK.lock().unwrap_or_else(|p| p.into_inner());
@@ -490,7 +490,7 @@ fn every_c_device_argument_applies_the_rule_of_device_ids() {
     let mut out: *mut DlportTensor = std::ptr::null_mut();
     // SAFETY: as above.
     let status = unsafe { dlport_import(m, 1, &opts, &mut out) };
-    assert_eq!(status, dlport_native::ffi::DLPORT_INVALID_ARGUMENT);
+    assert_eq!(status, dlport::ffi::DLPORT_INVALID_ARGUMENT);
     assert!(
         last_error().starts_with("target_device_id = 5 with target_device_type = 0"),
         "{}",

@@ -1,4 +1,4 @@
-//! The names of the C ABI (`native/include/dlport.h`, generated from this crate by cbindgen):
+//! The names of the C ABI (`capi/include/dlport.h`, generated from this crate by cbindgen):
 //! status and error codes, the copy and layout enums, and DLPack's own C declarations (structs,
 //! device types, type codes, flags), which the header emits only when `dlpack.h` was not
 //! included first.
@@ -11,7 +11,7 @@
 
 use std::ffi::c_int;
 
-/// The major version of the C ABI: the `N` of the SONAME `libdlport_native.so.N` and of
+/// The major version of the C ABI: the `N` of the SONAME `libdlport.so.N` and of
 /// `dlport.pc`'s version. It changes when a function's signature or meaning changes
 /// incompatibly.
 pub const DLPORT_ABI_VERSION_MAJOR: c_int = 0;

@@ -1,17 +1,16 @@
-//! The C entries of [`share`](super): tensors shared with another process (`dlport_share_*`,
-//! `dlport_shared_*`), with the conventions of every other entry (`ffi`): a status code, the
-//! message in `dlport_last_error()`, no unwinding. The work with fds is in `sys`: below for
-//! Linux, the stub room's `cabi` elsewhere, where every entry that would share, send, receive
-//! or open returns `DLPORT_ERR_UNSUPPORTED`.
+//! The C entries of dlport-native's [`share`](dlport_native::share): tensors shared with another
+//! process (`dlport_share_*`, `dlport_shared_*`), with the conventions of every other entry
+//! (`ffi`): a status code, the message in `dlport_last_error()`, no unwinding. The work with
+//! fds is in `sys`: below for Linux, its stub elsewhere, where every entry that would share,
+//! send, receive or open returns `DLPORT_ERR_UNSUPPORTED`.
 
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
 
 use dlport_core::{DataType, Error, TypeCode};
 
-use super::descriptor::DESCRIPTOR_MAX;
-#[cfg(not(memfd_share))]
-use super::noop::cabi as sys;
+use dlport_native::share::{self as native_share, DESCRIPTOR_MAX};
+
 use crate::ffi::{Failure, arg, copy_arg, entry, give, out_ptr, take};
 
 /// The longest share descriptor, in bytes: what a buffer must hold to receive any descriptor
@@ -26,7 +25,8 @@ const _: () = assert!(DLPORT_SHARE_DESCRIPTOR_MAX == DESCRIPTOR_MAX);
 pub struct DlportShared {
     bytes: Vec<u8>,
     raw_fds: Vec<c_int>,
-    _fds: Vec<sys::Fd>,
+    /// What owns the fds (and sends them).
+    shared: sys::Owner,
 }
 
 fn shared_ref<'a>(shared: *const DlportShared) -> Result<&'a DlportShared, Failure> {
@@ -106,7 +106,7 @@ pub unsafe extern "C" fn dlport_share(
         // SAFETY: forwarded contract; ownership is taken first.
         let m = unsafe { take(managed, versioned) }?;
         let out = out_ptr(out, "out")?;
-        let options = super::ShareOptions {
+        let options = native_share::ShareOptions {
             copy: copy_arg(copy)?,
             read_only: read_only != 0,
             max_alloc: crate::ffi::alloc_limit(0),
@@ -252,7 +252,7 @@ pub unsafe extern "C" fn dlport_share_open(
         if bytes.is_null() {
             return Err(arg("bytes is NULL: pass the descriptor's bytes"));
         }
-        if nfds > super::MAX_FDS {
+        if nfds > native_share::MAX_FDS {
             return Err(arg(format!(
                 "nfds = {nfds} is more than a descriptor carries (at most 4)"
             )));
@@ -262,7 +262,7 @@ pub unsafe extern "C" fn dlport_share_open(
         }
         // SAFETY: `len` readable bytes (contract).
         let descriptor =
-            super::Descriptor::from_bytes(unsafe { std::slice::from_raw_parts(bytes, len) })?;
+            native_share::Descriptor::from_bytes(unsafe { std::slice::from_raw_parts(bytes, len) })?;
         let raw: &[c_int] = if nfds == 0 {
             &[]
         } else {
@@ -283,7 +283,7 @@ pub unsafe extern "C" fn dlport_share_open(
 /// Non-NULL pointers are writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dlport_share_mapping_counts(mapped: *mut u64, unmapped: *mut u64) {
-    let (m, u) = super::mapping_counts();
+    let (m, u) = native_share::mapping_counts();
     for (p, v) in [(mapped, m), (unmapped, u)] {
         if let Some(p) = NonNull::new(p) {
             // SAFETY: non-NULL and writable (contract).
@@ -293,28 +293,28 @@ pub unsafe extern "C" fn dlport_share_mapping_counts(mapped: *mut u64, unmapped:
 }
 
 /// The entries' work with fds on Linux: C fd arguments checked and borrowed, the Rust API of
-/// [`share`](super) called with them, and a shared tensor's fds kept in its handle.
+/// [`share`](dlport_native::share) called with them, and a shared tensor's fds kept in its
+/// handle.
 #[cfg(memfd_share)]
 mod sys {
     use std::ffi::c_int;
-    use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+    use std::os::fd::{AsRawFd, BorrowedFd};
 
     use dlport_core::{DataType, Error, ManagedTensor};
+    use dlport_native::share::{self, Descriptor, ShareOptions, Shared};
 
     use super::DlportShared;
     use crate::ffi::{Failure, arg};
-    use crate::share::{Descriptor, ShareOptions, Shared};
 
-    /// A file descriptor a shared tensor's handle keeps open.
-    pub(super) type Fd = OwnedFd;
+    /// What a shared tensor's handle keeps: the descriptor and its open fds.
+    pub(super) type Owner = Shared;
 
     impl DlportShared {
         fn new(shared: Shared) -> Result<Box<Self>, Error> {
-            let (descriptor, fds) = shared.into_parts();
             Ok(Box::new(Self {
-                bytes: descriptor.to_bytes()?,
-                raw_fds: fds.iter().map(AsRawFd::as_raw_fd).collect(),
-                _fds: fds,
+                bytes: shared.descriptor().to_bytes()?,
+                raw_fds: shared.fds().iter().map(AsRawFd::as_raw_fd).collect(),
+                shared,
             }))
         }
     }
@@ -338,24 +338,24 @@ mod sys {
     }
 
     pub(super) fn alloc(dtype: DataType, shape: &[i64]) -> Result<ManagedTensor, Error> {
-        crate::share::alloc(dtype, shape)
+        share::alloc(dtype, shape)
     }
 
     pub(super) fn share(
         m: ManagedTensor,
         options: &ShareOptions,
     ) -> Result<Box<DlportShared>, Error> {
-        DlportShared::new(crate::share::share_managed(m, options)?)
+        DlportShared::new(share::share_managed(m, options)?)
     }
 
     pub(super) fn send(s: &DlportShared, socket: c_int) -> Result<(), Failure> {
         let socket = fd_arg(socket, "socket")?;
-        let fds = s
-            .raw_fds
-            .iter()
-            .map(|&fd| fd_arg(fd, "a shared fd"))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(crate::share::socket::send(socket, &s.bytes, &fds)?)
+        // The handle's fds are still open (a caller may have closed one it read with
+        // `dlport_shared_fds`): the same check as for every other fd.
+        for &fd in &s.raw_fds {
+            fd_arg(fd, "a shared fd")?;
+        }
+        Ok(s.shared.send(&socket)?)
     }
 
     pub(super) fn recv(socket: c_int) -> Result<Box<DlportShared>, Failure> {
@@ -369,6 +369,50 @@ mod sys {
             .enumerate()
             .map(|(i, &fd)| fd_arg(fd, &format!("fds[{i}]")))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(crate::share::open(descriptor, &borrowed)?)
+        Ok(share::open(descriptor, &borrowed)?)
+    }
+}
+
+/// The entries' work with fds where there are no memfds: every entry that would share, send,
+/// receive or open refuses with `DLPORT_ERR_UNSUPPORTED`, as dlport-native's Rust API does.
+#[cfg(not(memfd_share))]
+mod sys {
+    use std::ffi::c_int;
+
+    use dlport_core::{BackendError, DataType, Error, ManagedTensor};
+    use dlport_native::share::{Descriptor, NAME, ShareOptions};
+
+    use super::DlportShared;
+    use crate::ffi::Failure;
+
+    /// No fd travels on this platform: no handle is ever made.
+    pub(super) enum Owner {}
+
+    /// What sharing is on a platform without memfd seals.
+    const PLATFORM: &str = "sharing tensors between processes on this platform (memfd seals and \
+                            SCM_RIGHTS as Linux has them; Linux only in this release)";
+
+    fn unsupported() -> Error {
+        BackendError::unsupported(NAME, PLATFORM).into()
+    }
+
+    pub(super) fn alloc(_: DataType, _: &[i64]) -> Result<ManagedTensor, Error> {
+        Err(unsupported())
+    }
+
+    pub(super) fn share(_: ManagedTensor, _: &ShareOptions) -> Result<Box<DlportShared>, Error> {
+        Err(unsupported())
+    }
+
+    pub(super) fn send(_: &DlportShared, _: c_int) -> Result<(), Failure> {
+        Err(unsupported().into())
+    }
+
+    pub(super) fn recv(_: c_int) -> Result<Box<DlportShared>, Failure> {
+        Err(unsupported().into())
+    }
+
+    pub(super) fn open(_: &Descriptor, _: &[c_int]) -> Result<ManagedTensor, Failure> {
+        Err(unsupported().into())
     }
 }

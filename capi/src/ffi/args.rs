@@ -24,7 +24,7 @@ pub(crate) fn out_ptr<T>(out: *mut T, name: &str) -> Result<NonNull<T>, Failure>
 /// The process-wide default registry: dlport-native's (installed on first use), unless the
 /// program that loaded the library installed its own first, which the C ABI then shares.
 pub(crate) fn registry() -> &'static Registry {
-    crate::install_or_default()
+    dlport_native::install_or_default()
 }
 
 /// Takes ownership of a managed tensor from C.

@@ -8,7 +8,7 @@ use std::ffi::{CStr, c_int, c_void};
 use std::ptr::null_mut;
 use std::sync::mpsc;
 
-use dlport_native::ffi::{
+use dlport::ffi::{
     DLPORT_INVALID_ARGUMENT, DLPORT_OK, DlportTensor, dlport_alloc, dlport_describe, dlport_export,
     dlport_last_error, dlport_release, dlport_tensor_free,
 };

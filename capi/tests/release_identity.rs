@@ -16,7 +16,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use dlport_core::{DLPackVersion, DataType, Device};
-use dlport_native::ffi::{
+use dlport::ffi::{
     DLPORT_INVALID_ARGUMENT, DLPORT_OK, dlport_convert, dlport_describe, dlport_export_counts,
     dlport_import, dlport_last_error, dlport_release,
 };

@@ -7,8 +7,8 @@ use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlport_core::abi::{DLTensor, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
-use dlport_native::cabi::*;
-use dlport_native::ffi::*;
+use dlport::cabi::*;
+use dlport::ffi::*;
 use serde_json::Value;
 
 /// Counts the calls of one wrapped buffer's release callback.
