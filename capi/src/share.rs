@@ -261,8 +261,9 @@ pub unsafe extern "C" fn dlport_share_open(
             return Err(arg(format!("fds is NULL, but nfds = {nfds}")));
         }
         // SAFETY: `len` readable bytes (contract).
-        let descriptor =
-            native_share::Descriptor::from_bytes(unsafe { std::slice::from_raw_parts(bytes, len) })?;
+        let descriptor = native_share::Descriptor::from_bytes(unsafe {
+            std::slice::from_raw_parts(bytes, len)
+        })?;
         let raw: &[c_int] = if nfds == 0 {
             &[]
         } else {

@@ -6,9 +6,9 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use dlport_core::abi::{DLTensor, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
 use dlport::cabi::*;
 use dlport::ffi::*;
+use dlport_core::abi::{DLTensor, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
 use serde_json::Value;
 
 /// Counts the calls of one wrapped buffer's release callback.

@@ -1,4 +1,4 @@
-//! The generated header (`native/include/dlport.h`) against the Rust source: every dlport error
+//! The generated header (`capi/include/dlport.h`) against the Rust source: every dlport error
 //! code has exactly one `DLPORT_ERR_*` name, the name of its sub-error variant, and every name has
 //! a code; the enums and DLPack names are there, with core's values; every function has an
 //! ownership comment; the describe JSON has exactly the documented keys and types.

@@ -8,13 +8,13 @@
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::Mutex;
 
-use dlport_core::abi::{DLManagedTensorVersioned, DLTensor};
-use dlport_core::{
-    AccessError, Contiguity, DataType, Device, Error, ExportBuilder, LayoutError, ManagedTensor,
-};
 use dlport::ffi::{
     DlportTensor, dlport_describe, dlport_import, dlport_last_error, dlport_release,
     dlport_string_free, dlport_tensor_data, dlport_tensor_describe, dlport_tensor_free,
+};
+use dlport_core::abi::{DLManagedTensorVersioned, DLTensor};
+use dlport_core::{
+    AccessError, Contiguity, DataType, Device, Error, ExportBuilder, LayoutError, ManagedTensor,
 };
 use dlport_testkit::malformed::{self, Case, Expect, Outcome, case, v};
 
@@ -346,8 +346,8 @@ fn a_double_release_through_the_c_abi_is_detected_for_dlport_exports() {
 /// message naming the argument and the device, and a consumed tensor is released once.
 #[test]
 fn every_c_device_argument_applies_the_rule_of_device_ids() {
-    use dlport_core::{DeviceField, DispatchError};
     use dlport::ffi::{DlportImportOptions, dlport_alloc, dlport_export, dlport_host_view};
+    use dlport_core::{DeviceField, DispatchError};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     let _c = C_LOCK.lock().unwrap_or_else(|p| p.into_inner());

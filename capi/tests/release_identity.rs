@@ -14,12 +14,12 @@ use std::ptr::{NonNull, null_mut};
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
-use dlport_core::{DLPackVersion, DataType, Device};
 use dlport::ffi::{
     DLPORT_INVALID_ARGUMENT, DLPORT_OK, dlport_convert, dlport_describe, dlport_export_counts,
     dlport_import, dlport_last_error, dlport_release,
 };
+use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
+use dlport_core::{DLPackVersion, DataType, Device};
 
 // ── The recycling allocator ──
 

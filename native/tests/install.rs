@@ -1,5 +1,6 @@
 //! `dlport_native::install()`: the process-wide default with every backend of the machine,
-//! installed once, shared by the front door and the C ABI. One test function: the default is
+//! installed once, shared by the front door and the C ABI (`install_or_default`, what
+//! dlport-capi calls). One test function: the default is
 //! process-wide, so the steps' order matters.
 
 use dlport_core::{
@@ -78,20 +79,9 @@ fn a_default_installed_first_by_someone_else_is_named_in_the_error() {
         text.contains("backends: cpu") && text.contains("dlport_native::install()"),
         "{text}"
     );
-    // The C ABI shares the default in force: it works on core's registry.
-    let m = ExportBuilder::from_vec(vec![1i32; 2], &[2])
-        .build()
-        .unwrap();
-    let dlport_core::RawManaged::Versioned(raw) = m.into_raw() else {
-        unreachable!("ExportBuilder::build makes a versioned tensor")
-    };
-    let mut out = std::ptr::null_mut();
-    // SAFETY: a live versioned tensor handed over once; `out` is writable.
-    let rc = unsafe {
-        dlport_native::ffi::dlport_import(raw.as_ptr().cast(), 1, std::ptr::null(), &mut out)
-    };
-    assert_eq!(rc, 0);
-    // SAFETY: a handle from dlport_import, freed once.
-    unsafe { dlport_native::ffi::dlport_tensor_free(out) };
+    // What the C ABI (dlport-capi) works on is the default in force: core's registry.
+    let in_force = dlport_native::install_or_default();
+    assert!(std::ptr::eq(in_force, dlport_core::default_registry()));
+    assert_eq!(in_force.names().collect::<Vec<_>>(), ["cpu"]);
     println!("child checks passed");
 }

@@ -71,10 +71,6 @@ mod linux {
                 "a_writable_share_cannot_be_resized_or_resealed_by_its_peer",
                 writable_resize,
             ),
-            (
-                "a_read_only_share_through_the_c_abi_is_unwritable_too",
-                read_only_c_abi,
-            ),
         ];
         // libtest's arguments as far as they select tests: names to run, and `--skip NAME`
         // (so that `cargo test -- --skip other` runs every test here instead of none).
@@ -584,62 +580,6 @@ mod linux {
         check(!shared.open().map_err(e)?.is_read_only(), || {
             "the writable share turned read-only".into()
         })
-    }
-
-    fn read_only_c_abi() -> Result<(), String> {
-        use dlport_native::dlport_core::abi::DLManagedTensorVersioned;
-        use dlport_native::share::cabi::{
-            DlportShared, dlport_share, dlport_share_alloc, dlport_share_open, dlport_share_send,
-            dlport_shared_descriptor, dlport_shared_fds, dlport_shared_free,
-        };
-        let n = 4096 + 7;
-        let mut managed: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a 1-d shape of one extent and a writable out pointer.
-        let status = unsafe { dlport_share_alloc(1, 8, 1, &(n as i64), 1, 1, &mut managed) };
-        check(status == 0, || format!("dlport_share_alloc: {status}"))?;
-        let m = managed.cast::<DLManagedTensorVersioned>();
-        // SAFETY: a live versioned tensor of `n` uint8 in a memfd nobody else maps yet.
-        unsafe {
-            let data = (*m).dl_tensor.data.cast::<u8>();
-            for i in 0..n {
-                data.add(i).write(pattern(i));
-            }
-        }
-        let mut shared: *mut DlportShared = std::ptr::null_mut();
-        // SAFETY: consumes the tensor made above; DLPORT_COPY_NEVER (0), read-only.
-        let status = unsafe { dlport_share(managed, 1, 0, 1, &mut shared) };
-        check(status == 0, || format!("dlport_share: {status}"))?;
-        let report = attack_with(|sock| {
-            // SAFETY: a live handle and a connected socket.
-            let status = unsafe { dlport_share_send(shared, sock.as_raw_fd()) };
-            check(status == 0, || format!("dlport_share_send: {status}"))
-        });
-        // The producer opens its own share again and finds its bytes.
-        let (mut bytes, mut len, mut fds, mut nfds) = (std::ptr::null(), 0, std::ptr::null(), 0);
-        let mut opened: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a live handle, writable out pointers; the bytes and fds stay the handle's
-        // while it is opened.
-        let status = unsafe {
-            dlport_shared_descriptor(shared, &mut bytes, &mut len);
-            dlport_shared_fds(shared, &mut fds, &mut nfds);
-            dlport_share_open(bytes, len, fds, nfds, 1, &mut opened)
-        };
-        // SAFETY: the handle is not used again.
-        unsafe { dlport_shared_free(shared) };
-        check(status == 0, || format!("dlport_share_open: {status}"))?;
-        let o = opened.cast::<DLManagedTensorVersioned>();
-        // SAFETY: a live versioned tensor of `n` bytes, released once below.
-        let (flags, view) = unsafe {
-            (
-                (*o).flags,
-                std::slice::from_raw_parts((*o).dl_tensor.data.cast::<u8>(), n).to_vec(),
-            )
-        };
-        // SAFETY: released once, by its own deleter.
-        unsafe { ((*o).deleter.expect("a deleter"))(o) };
-        all_refused(&report?, &ATTEMPTS)?;
-        check(flags & 1 != 0, || "opened without READ_ONLY".into())?;
-        intact(&view, "the memfd shared through the C ABI")
     }
 
     // ── the attacker's tools (plain system calls on the fds it holds) ──

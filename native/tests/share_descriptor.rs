@@ -186,7 +186,6 @@ mod fds {
 
     use super::*;
     use dlport_native::dlport_core::{Access, ExportBuilder};
-    use dlport_native::share::cabi::dlport_share_open;
     use dlport_native::share::{self, Shared, mapping_counts};
 
     /// The tests below count open fds and mappings of the whole process: one at a time.
@@ -387,45 +386,12 @@ mod fds {
                 "{e}"
             );
         }
-        // The same through the C ABI.
-        let bytes = d.to_bytes().unwrap();
-        let raw = reopened.as_raw_fd();
-        let mut out: *mut c_void = std::ptr::null_mut();
-        // SAFETY: valid buffers; one fd, open.
-        let status =
-            unsafe { dlport_share_open(bytes.as_ptr(), bytes.len(), &raw, 1, 1, &mut out) };
-        assert_ne!(status, 0);
-        assert!(out.is_null());
-        // SAFETY: the message of this thread's last call.
-        let msg = unsafe { std::ffi::CStr::from_ptr(dlport_native::ffi::dlport_last_error()) };
-        assert!(msg.to_str().unwrap().contains("no write seal"), "{msg:?}");
         // Either write seal is what READ_ONLY promises.
         for seal in [libc::F_SEAL_WRITE, libc::F_SEAL_FUTURE_WRITE] {
             let fd = memfd(480, libc::F_SEAL_SHRINK | seal, true);
             let t = share::open(&d, &[fd.as_fd()]).unwrap();
             assert!(t.is_read_only());
             assert_eq!(t.access(), Access::ReadOnly);
-        }
-    }
-
-    #[test]
-    fn a_closed_or_negative_fd_is_refused_through_the_c_abi() {
-        let _serial = serial();
-        let bytes = good().to_bytes().unwrap();
-        // Far above any fd this process opens (the lowest free number is always taken first),
-        // so no other test thread can be handed it meanwhile.
-        let closed = 999_999;
-        for bad in [closed, -1] {
-            let mut out: *mut c_void = std::ptr::null_mut();
-            // SAFETY: valid buffers; the fd value is what is under test (checked before use).
-            let status =
-                unsafe { dlport_share_open(bytes.as_ptr(), bytes.len(), &bad, 1, 1, &mut out) };
-            assert_eq!(status, dlport_native::ffi::DLPORT_INVALID_ARGUMENT);
-            assert!(out.is_null());
-            // SAFETY: the message of this thread's last call.
-            let msg = unsafe { std::ffi::CStr::from_ptr(dlport_native::ffi::dlport_last_error()) };
-            let msg = msg.to_str().unwrap();
-            assert!(msg.contains(&format!("fds[0] = {bad}")), "{msg}");
         }
     }
 

@@ -1,6 +1,6 @@
-//! The fake C plugin of the plugin tests (`plugin.rs`): a `DlportPlugin` written in Rust with
-//! `extern "C"` callbacks, exactly as the C interface sees it, whose "device" memory is host
-//! memory labelled `kDLExtDev`. It fails or lies on request and counts every call. A folder
+//! The fake C plugin of the plugin tests (`plugin.rs`, and dlport-capi's `plugin.rs`): a
+//! `DlportPlugin` written in Rust with `extern "C"` callbacks, exactly as the C interface sees
+//! it, whose "device" memory is host memory labelled `kDLExtDev`. It fails or lies on request and counts every call. A folder
 //! module, so that cargo does not build it as a test of its own.
 
 use std::ffi::{CStr, c_char, c_int, c_void};
