@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs dlport into a temporary prefix (scripts/install-c.sh) and builds the C and C++
-# examples in native/examples/c against that installed copy, through pkg-config and through
+# examples in capi/examples/c against that installed copy, through pkg-config and through
 # CMake find_package(dlport), with -Wall -Wextra -Werror -pedantic; runs each one (shared and
 # static) outside the source tree, with nothing added to what pkg-config and CMake give (no
 # rpath, no LD_LIBRARY_PATH: the prefix is outside the loader's path, so each program must find
@@ -16,7 +16,7 @@ prefix=$work/prefix
 bash scripts/install-c.sh "$prefix"
 unset LD_LIBRARY_PATH
 warn=(-Wall -Wextra -Werror -pedantic)
-ex=$repo/native/examples/c
+ex=$repo/capi/examples/c
 
 echo "[c-examples] pkg-config: $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --modversion dlport)"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
@@ -37,10 +37,10 @@ for prog in pc/producer_c pc/producer_cpp cmake/producer_c cmake/producer_cpp cm
   case "$prog" in
     *_static) ;;
     *) needed=$(readelf -d "$prog" | sed -n 's/.*Shared library: \[\(libdlport[^]]*\)\]/\1/p')
-       resolved=$(ldd "$prog" | sed -n 's/.*libdlport_native[^ ]* => \([^ ]*\).*/\1/p')
+       resolved=$(ldd "$prog" | sed -n 's/.*libdlport[^ ]* => \([^ ]*\).*/\1/p')
        echo "[c-examples] $prog needs $needed, resolved to $resolved"
-       [ "$needed" = libdlport_native.so.0 ] && [[ "$resolved" == "$prefix"/lib/* ]] \
-         || { echo "[c-examples] FAILED: $prog does not load the installed libdlport_native.so.0"; failures=$((failures + 1)); continue; } ;;
+       [ "$needed" = libdlport.so.0 ] && [[ "$resolved" == "$prefix"/lib/* ]] \
+         || { echo "[c-examples] FAILED: $prog does not load the installed libdlport.so.0"; failures=$((failures + 1)); continue; } ;;
   esac
   set +e
   "./$prog" >"$work/run.log" 2>&1

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# Builds the cdylib, compiles the C test programs in native/tests/c against
-# native/include/dlport.h with -Wall -Werror (C11; the C++ ones as C++17), links them and runs
+# Builds the cdylib, compiles the C test programs in capi/tests/c against
+# capi/include/dlport.h with -Wall -Werror (C11; the C++ ones as C++17), links them and runs
 # each one. A program fails when its exit status is not 0 or when the line it must print (the
 # proof that its checks ran, e.g. "teardown ok" from an atexit handler) is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build -p dlport-native --locked
+cargo build -p dlport-capi --locked
 # Where cargo puts its builds (CARGO_TARGET_DIR, if set, else target/).
 lib=${CARGO_TARGET_DIR:-target}/debug
-# The library's SONAME is libdlport_native.so.0 (native/build.rs): the programs load that name.
-ln -sfn libdlport_native.so "$lib/libdlport_native.so.0"
+# The library's SONAME is libdlport.so.0 (capi/build.rs): the programs load that name.
+ln -sfn libdlport.so "$lib/libdlport.so.0"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-cflags=(-Wall -Wextra -Werror -Inative/include)
+cflags=(-Wall -Wextra -Werror -Icapi/include)
 # The header must also be valid C++.
 c++ -x c++ -std=c++17 "${cflags[@]}" -fsyntax-only - <<<'#include "dlport.h"
 int main() { return dlport_version() == nullptr; }'
@@ -46,8 +46,8 @@ failures=0
 for t in "${tests[@]}"; do
   read -r name src expect <<<"$t"
   case "$src" in
-    *.cpp) c++ -std=c++17 "${cflags[@]}" "native/tests/c/$src" -L"$lib" -ldlport_native -pthread -o "$out/$name" ;;
-    *) cc -std=c11 "${cflags[@]}" "native/tests/c/$src" -L"$lib" -ldlport_native -pthread -o "$out/$name" ;;
+    *.cpp) c++ -std=c++17 "${cflags[@]}" "capi/tests/c/$src" -L"$lib" -ldlport -pthread -o "$out/$name" ;;
+    *) cc -std=c11 "${cflags[@]}" "capi/tests/c/$src" -L"$lib" -ldlport -pthread -o "$out/$name" ;;
   esac
   set +e
   LD_LIBRARY_PATH="$lib" "$out/$name" >"$out/$name.log" 2>&1

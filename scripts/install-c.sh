@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs dlport's C library into PREFIX (optimised build):
 #   PREFIX/include/dlport.h
-#   PREFIX/lib/libdlport_native.so.X.Y.Z, .so.X (the SONAME) and .so (symlinks), libdlport_native.a
+#   PREFIX/lib/libdlport.so.X.Y.Z, .so.X (the SONAME) and .so (symlinks), libdlport.a
 #   PREFIX/lib/pkgconfig/dlport.pc
 #   PREFIX/lib/cmake/dlport/dlportConfig.cmake, dlportConfigVersion.cmake (imported targets
 #   dlport::dlport, shared, and dlport::dlport_static)
@@ -24,27 +24,27 @@ case "$profile" in
   debug) flags=() ;;
   *) echo "DLPORT_INSTALL_PROFILE must be release or debug, not $profile" >&2; exit 2 ;;
 esac
-echo "[install-c] building libdlport_native ($profile: cargo build -p dlport-native; 2 to 5 minutes on 2 cores from a fresh clone, seconds once built)"
+echo "[install-c] building libdlport ($profile: cargo build -p dlport-capi; 2 to 5 minutes on 2 cores from a fresh clone, seconds once built)"
 start=$SECONDS
-cargo build -p dlport-native "${flags[@]}" --locked
+cargo build -p dlport-capi "${flags[@]}" --locked
 echo "[install-c] built in $((SECONDS - start)) s"
 # Where cargo puts its builds (CARGO_TARGET_DIR, if set, else target/).
 build=${CARGO_TARGET_DIR:-target}/$profile
 version=$(cargo metadata --format-version 1 --no-deps --locked \
-  | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "dlport-native"))')
+  | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "dlport-capi"))')
 major=${version%%.*}
-soname=$(readelf -d "$build/libdlport_native.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
-[ "$soname" = "libdlport_native.so.$major" ] \
-  || { echo "[install-c] the library's SONAME is '$soname', expected libdlport_native.so.$major" >&2; exit 1; }
+soname=$(readelf -d "$build/libdlport.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+[ "$soname" = "libdlport.so.$major" ] \
+  || { echo "[install-c] the library's SONAME is '$soname', expected libdlport.so.$major" >&2; exit 1; }
 # The system libraries a static link needs (what rustc reports for this target).
 static_libs="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
 
 install -d "$prefix/include" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/dlport"
-install -m 644 native/include/dlport.h "$prefix/include/dlport.h"
-install -m 755 "$build/libdlport_native.so" "$prefix/lib/libdlport_native.so.$version"
-ln -sfn "libdlport_native.so.$version" "$prefix/lib/$soname"
-ln -sfn "$soname" "$prefix/lib/libdlport_native.so"
-install -m 644 "$build/libdlport_native.a" "$prefix/lib/libdlport_native.a"
+install -m 644 capi/include/dlport.h "$prefix/include/dlport.h"
+install -m 755 "$build/libdlport.so" "$prefix/lib/libdlport.so.$version"
+ln -sfn "libdlport.so.$version" "$prefix/lib/$soname"
+ln -sfn "$soname" "$prefix/lib/libdlport.so"
+install -m 644 "$build/libdlport.a" "$prefix/lib/libdlport.a"
 
 # Is PREFIX/lib among the directories the loader searches (ld.so.conf and its trusted ones)?
 libdir=$(cd "$prefix/lib" && pwd -P)
@@ -67,23 +67,23 @@ includedir=\${prefix}/include
 Name: dlport
 Description: DLPack tensors from C and C++: validate, import, export, wrap caller memory
 Version: $version
-Libs: -L\${libdir}$rpath -ldlport_native
+Libs: -L\${libdir}$rpath -ldlport
 Libs.private: $static_libs
 Cflags: -I\${includedir}
 PC
 
 sed -e "s/@VERSION@/$version/g" -e "s/@MAJOR@/$major/g" -e "s/@STATIC_LIBS@/${static_libs// /;}/" \
-  native/cmake/dlportConfig.cmake.in >"$prefix/lib/cmake/dlport/dlportConfig.cmake"
+  capi/cmake/dlportConfig.cmake.in >"$prefix/lib/cmake/dlport/dlportConfig.cmake"
 sed -e "s/@VERSION@/$version/g" -e "s/@MAJOR@/$major/g" \
-  native/cmake/dlportConfigVersion.cmake.in >"$prefix/lib/cmake/dlport/dlportConfigVersion.cmake"
+  capi/cmake/dlportConfigVersion.cmake.in >"$prefix/lib/cmake/dlport/dlportConfigVersion.cmake"
 echo "[install-c] dlport $version ($profile, SONAME $soname) installed into $prefix"
 if [ "$searched" = yes ]; then
   if [ "$(id -u)" -eq 0 ]; then
     "$ldconfig"
     echo "[install-c] $libdir is searched by the loader: its cache refreshed (ldconfig); dlport.pc has no rpath"
   else
-    echo "[install-c] $libdir is searched by the loader: run 'sudo ldconfig' so that programs find libdlport_native.so.$major"
+    echo "[install-c] $libdir is searched by the loader: run 'sudo ldconfig' so that programs find libdlport.so.$major"
   fi
 else
-  echo "[install-c] $libdir is not searched by the loader: dlport.pc links with -Wl,-rpath,$libdir, so programs built through it find libdlport_native.so.$major there"
+  echo "[install-c] $libdir is not searched by the loader: dlport.pc links with -Wl,-rpath,$libdir, so programs built through it find libdlport.so.$major there"
 fi

@@ -74,7 +74,7 @@ else
   bash "$here/apt-install.sh" chromium chromium-driver
 fi
 bash "$here/install-wasm-tools.sh"
-# The C ABI: cbindgen generates native/include/dlport.h (pinned: another version may print a
+# The C ABI: cbindgen generates capi/include/dlport.h (pinned: another version may print a
 # different header); CMake builds the C examples through find_package(dlport); Debian's aarch64
 # cross gcc links dlport-core's aarch64 test binaries.
 if cbindgen --version 2>/dev/null | grep -qx "cbindgen 0.29.4"; then

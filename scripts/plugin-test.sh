@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # C plugins (issue #31): the OpenCL plugin on PoCL and plugins that are wrong on purpose.
 #  1. Debian's OpenCL (pocl-opencl-icd, ocl-icd-opencl-dev, opencl-headers; idempotent).
-#  2. The Rust tests of the plugin interface (native/tests/plugin.rs).
+#  2. The Rust tests of the plugin interface (native/tests/plugin.rs) and of its C entries
+#     (capi/tests/plugin.rs).
 #  3. The bad plugins (plugins/tests) under ASan + UBSan: errors name the plugin and the
 #     callback or symbol; nothing leaks or is released twice.
 #  4. The OpenCL plugin and plugins/opencl/example.c under ASan + UBSan: tensors both ways,
@@ -20,12 +21,13 @@ else
 fi
 
 cargo test -q -p dlport-native --locked --test plugin
-cargo build -q -p dlport-native --locked
+cargo test -q -p dlport-capi --locked --test plugin
+cargo build -q -p dlport-capi --locked
 lib=${CARGO_TARGET_DIR:-target}/debug
-ln -sfn libdlport_native.so "$lib/libdlport_native.so.0"
+ln -sfn libdlport.so "$lib/libdlport.so.0"
 out=${CARGO_TARGET_DIR:-target}/plugins
 mkdir -p "$out"
-warn=(-std=c11 -Wall -Wextra -Werror -Inative/include)
+warn=(-std=c11 -Wall -Wextra -Werror -Icapi/include)
 san=(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g)
 # ASan reports leaks at exit (LeakSanitizer); UBSan stops at the first error.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -35,7 +37,7 @@ for bad in missing_init wrong_version wrong_size init_fails failing null_view; d
   cc "${warn[@]}" "${san[@]}" -fPIC -shared -D"$flag" -DPLUGIN_NAME="\"bad_$bad\"" \
     plugins/tests/bad_plugin.c -o "$out/libbad_$bad.so"
 done
-cc "${warn[@]}" "${san[@]}" plugins/tests/test_bad_plugins.c -L"$lib" -ldlport_native -ldl -pthread \
+cc "${warn[@]}" "${san[@]}" plugins/tests/test_bad_plugins.c -L"$lib" -ldlport -ldl -pthread \
   -o "$out/test_bad_plugins"
 LD_LIBRARY_PATH="$lib" "$out/test_bad_plugins" "$out" | tee "$out/test_bad_plugins.log"
 grep -qE '^bad plugins: [0-9]+ passed, 0 failed$' "$out/test_bad_plugins.log"

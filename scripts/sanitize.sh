@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Leak and UB checks of the C ABI: the C test program under valgrind (0 errors, 0 definite or
 # indirect leaks), and the NumPy/JAX peer tests under LeakSanitizer (no leak whose stack passes
-# through libdlport_native; Python, NumPy and JAX keep their own allocations at exit, which are
+# through libdlport; Python, NumPy and JAX keep their own allocations at exit, which are
 # not ours). A negative control leaks a dlport tensor on purpose and must be caught.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,19 +12,19 @@ if [ -z "$lsan" ] || ! command -v valgrind >/dev/null; then
   bash scripts/apt-install.sh liblsan0 valgrind
   lsan=/usr/lib/x86_64-linux-gnu/liblsan.so.0
 fi
-cargo build -q -p dlport-native --locked
-# The programs load the SONAME, libdlport_native.so.0 (native/build.rs).
-ln -sfn libdlport_native.so "$lib/libdlport_native.so.0"
+cargo build -q -p dlport-capi --locked
+# The programs load the SONAME, libdlport.so.0 (capi/build.rs).
+ln -sfn libdlport.so "$lib/libdlport.so.0"
 out=$(mktemp -d)
 # Every C test program and example (the teardown ones call dlport from atexit handlers, C++ static
 # destructors and pthread-key destructors; release_identity exercises the export quarantine,
 # whose blocks are "still reachable" from a static at exit, not leaked).
 # The producer examples too: every dlport_wrap path frees its buffer through the callback.
-for src in native/tests/c/*.c native/tests/c/*.cpp native/examples/c/*.c native/examples/c/*.cpp; do
+for src in capi/tests/c/*.c capi/tests/c/*.cpp capi/examples/c/*.c capi/examples/c/*.cpp; do
   name=$(basename "$src" | tr . _)
   case "$src" in
-    *.cpp) c++ -std=c++17 -Wall -Werror -Inative/include "$src" -L"$lib" -ldlport_native -pthread -o "$out/$name" ;;
-    *) cc -std=c11 -Wall -Werror -Inative/include "$src" -L"$lib" -ldlport_native -pthread -o "$out/$name" ;;
+    *.cpp) c++ -std=c++17 -Wall -Werror -Icapi/include "$src" -L"$lib" -ldlport -pthread -o "$out/$name" ;;
+    *) cc -std=c11 -Wall -Werror -Icapi/include "$src" -L"$lib" -ldlport -pthread -o "$out/$name" ;;
   esac
   echo "[sanitize] C test program $name under valgrind"
   LD_LIBRARY_PATH="$lib" valgrind -q --error-exitcode=9 --leak-check=full \
@@ -35,10 +35,10 @@ done
 
 check_lsan() { # $1: report directory; $2: "clean" or "leaky"
   local hits
-  hits=$(cat "$1"/report.* 2>/dev/null | grep -c -E "libdlport_native|dlport_native::|dlport_core::" || true)
+  hits=$(cat "$1"/report.* 2>/dev/null | grep -c -E "libdlport\.so|dlport::|dlport_native::|dlport_core::" || true)
   if [ "$2" = clean ] && [ "$hits" -ne 0 ]; then
-    grep -B2 -A12 -E "libdlport_native|dlport_native::|dlport_core::" "$1"/report.* | head -60
-    echo "[sanitize] FAILED: LeakSanitizer found leaks through libdlport_native"; return 1
+    grep -B2 -A12 -E "libdlport\.so|dlport::|dlport_native::|dlport_core::" "$1"/report.* | head -60
+    echo "[sanitize] FAILED: LeakSanitizer found leaks through libdlport"; return 1
   fi
   if [ "$2" = leaky ] && [ "$hits" -eq 0 ]; then
     echo "[sanitize] FAILED: the negative control's leak was not detected"; return 1
@@ -47,8 +47,8 @@ check_lsan() { # $1: report directory; $2: "clean" or "leaky"
 }
 
 # LeakSanitizer's fast unwinder needs frame pointers to see dlport's frames in leak stacks.
-RUSTFLAGS="-C force-frame-pointers=yes" CARGO_TARGET_DIR=target/sanitize cargo build -q -p dlport-native --locked
-export DLPORT_LIB="$PWD/target/sanitize/debug/libdlport_native.so"
+RUSTFLAGS="-C force-frame-pointers=yes" CARGO_TARGET_DIR=target/sanitize cargo build -q -p dlport-capi --locked
+export DLPORT_LIB="$PWD/target/sanitize/debug/libdlport.so"
 echo "[sanitize] NumPy/JAX peer tests under LeakSanitizer"
 rep=$(mktemp -d)
 (cd tests/python && PYTHONMALLOC=malloc LSAN_OPTIONS="exitcode=0:log_path=$rep/report:malloc_context_size=40" LD_PRELOAD="$lsan" \

@@ -1,4 +1,4 @@
-"""A thin ctypes binding of dlport's C ABI (native/include/dlport.h), for the C ABI's own
+"""A thin ctypes binding of dlport's C ABI (capi/include/dlport.h), for the C ABI's own
 tests (its capsule destructor, describe, convert, host view, error codes). Not a packaged API:
 Python programs use the package `dlport` (python/).
 """
@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # DLPORT_LIB, else the debug build in cargo's target directory (CARGO_TARGET_DIR, as cargo reads
 # it: relative to the repository root, where the scripts run cargo).
 TARGET = ROOT / os.environ.get("CARGO_TARGET_DIR", "target")
-LIB_PATH = os.environ.get("DLPORT_LIB", str(TARGET / "debug" / "libdlport_native.so"))
+LIB_PATH = os.environ.get("DLPORT_LIB", str(TARGET / "debug" / "libdlport.so"))
 lib = ctypes.CDLL(LIB_PATH)
 
 c_int, c_void_p, c_char_p = ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p

@@ -1,8 +1,8 @@
 /* The share entries from C: a tensor in a memfd is shared over a socketpair (SCM_RIGHTS),
  * opened a second time (a second mapping: a write through one shows in the other, so no byte
  * was copied), and bad descriptors and fds are refused with a message naming the field. Both
- * ends are in this process; two real processes are in native/tests/share.rs. Prints
- * "share: N passed, N failed" and exits non-zero on failure. */
+ * ends are in this process; two real processes are in dlport-native's tests/share.rs.
+ * Prints "share: N passed, N failed" and exits non-zero on failure. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
