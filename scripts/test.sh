@@ -19,7 +19,7 @@ step "rooms: dlport-core's module graph has no cycle; no source file over 500 li
 python3 scripts/module-graph-check.py core/src
 bash scripts/file-size-check.sh
 
-step "C ABI: native/include/dlport.h is what cbindgen generates from the Rust source"
+step "C ABI: capi/include/dlport.h is what cbindgen generates from the Rust source"
 bash scripts/header.sh --check
 
 step "clippy (all features, default features, no_std core; incompatible_msrv denied)"
@@ -65,7 +65,7 @@ bash scripts/release.sh crates --dry-run
 step "miri (core, the copy kernels included)"
 cargo +nightly miri test -p dlport-core --all-features --locked
 
-step "C ABI: the C test program against native/include/dlport.h"
+step "C ABI: the C test programs against capi/include/dlport.h and libdlport.so.0"
 bash scripts/c-test.sh
 
 step "C ABI: install into a temporary prefix; the C and C++ examples through pkg-config and CMake"
@@ -75,14 +75,14 @@ step "C plugins: the OpenCL plugin on PoCL (Debian) and bad plugins, under ASan 
 bash scripts/plugin-test.sh
 
 step "the README's C commands as written (install-c.sh into ~/opt/dlport, outside the loader's path; app.c through pkg-config and CMake), in a fresh \$HOME from a copy of the repository"
-# Cold: a release build of dlport-native in target/getting-started (6 minutes here, on 2 cores
+# Cold: a release build of dlport-capi in target/getting-started (6 minutes here, on 2 cores
 # under a load of about 12); warm: about 40 s (most of it the copy of the repository).
 bash scripts/getting-started.sh c
 
-step "portability: dlport-native type-checks for Windows, macOS and aarch64 Linux; dlport-core's copy tests and dlport-native's tests run on aarch64 Linux (QEMU)"
+step "portability: dlport-native and dlport-capi type-check for Windows, macOS and aarch64 Linux; dlport-core's copy tests and the tests of dlport-native and dlport-capi run on aarch64 Linux (QEMU)"
 for target in x86_64-pc-windows-msvc aarch64-apple-darwin aarch64-unknown-linux-gnu; do
-  RUSTFLAGS=-Dwarnings cargo check -q -p dlport-native --target "$target" --locked
-  echo "[portability] dlport-native: $target checks"
+  RUSTFLAGS=-Dwarnings cargo check -q -p dlport-native -p dlport-capi --target "$target" --locked
+  echo "[portability] dlport-native, dlport-capi: $target checks"
 done
 CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
   cargo test -q -p dlport-core --no-run --target aarch64-unknown-linux-gnu --locked
@@ -92,10 +92,11 @@ CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
 CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" \
   cargo test -q -p dlport-core --target aarch64-unknown-linux-gnu --locked --lib --test copy --test copy_subbyte -- --skip large_
 echo "[portability] dlport-core: the copy tests (NEON kernels) pass on aarch64 under qemu-aarch64"
-# dlport-native's tests too, sharing included (sealed memfds mapped, fds over SCM_RIGHTS between
-# two emulated processes: a test that starts its own binary again prefixes DLPORT_TEST_RUNNER),
-# the stress test with 16,000 tensors. The run takes about 70 s; the aarch64 build of the
-# tests several minutes cold (the crates that dlport-core's aarch64 tests built are reused).
+# dlport-native's and dlport-capi's tests too, sharing included (sealed memfds mapped, fds over
+# SCM_RIGHTS between two emulated processes: a test that starts its own binary again prefixes
+# DLPORT_TEST_RUNNER), the stress test with 16,000 tensors. The run takes about 70 s; the
+# aarch64 build of the tests several minutes cold (the crates that dlport-core's aarch64 tests
+# built are reused).
 # Skipped, with its reason: fds::bad_frames_close_the_fds_that_came_with_them sends 5 fds where
 # a frame may carry 4, and qemu-user cuts the control message to the receiver's room without
 # setting MSG_CTRUNC as the kernel does, so dlport sees "fd count = 4" instead of "more than 4".
@@ -103,9 +104,9 @@ qemu_aarch64="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
 CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="$qemu_aarch64" DLPORT_TEST_RUNNER="$qemu_aarch64" \
 DLPORT_STRESS_N=16000 \
-  cargo test -q -p dlport-native --target aarch64-unknown-linux-gnu --locked \
+  cargo test -q -p dlport-native -p dlport-capi --target aarch64-unknown-linux-gnu --locked \
   -- --skip fds::bad_frames_close_the_fds_that_came_with_them
-echo "[portability] dlport-native: its tests pass on aarch64 under qemu-aarch64 (sharing included; one skipped, above)"
+echo "[portability] dlport-native, dlport-capi: their tests pass on aarch64 under qemu-aarch64 (sharing included; one skipped, above)"
 
 step "real peers: the Python package dlport (maturin wheel in .venv, CPython 3.12) with NumPy, JAX and tvm-ffi; the C ABI's ctypes tests"
 bash scripts/python-env.sh
@@ -168,7 +169,7 @@ bash scripts/wasm-keep-check.sh
 (cd www && node --test tests/)
 
 step "hardening: the 8-thread stress test (1 M tensors, optimised build)"
-cargo test --release -p dlport-native --test stress --locked
+cargo test --release -p dlport-capi --test stress --locked
 
 step "hardening: valgrind and LeakSanitizer"
 bash scripts/sanitize.sh
