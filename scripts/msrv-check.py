@@ -14,7 +14,8 @@ def ver(s):
 
 
 bad = 0
-for name in ("dlport-core", "dlport-native", "dlport-wasm"):
+# dlport-capi too: not published, but C users build it with their own toolchain.
+for name in ("dlport-core", "dlport-native", "dlport-capi", "dlport-wasm"):
     root = next(i for i, p in pkgs.items() if p["name"] == name)
     msrv = pkgs[root]["rust_version"]
     if msrv is None:

@@ -4,7 +4,8 @@
 # order, resolving the not-yet-published path dependencies against a local overlay of the
 # packages it just made, and builds each one from its .crate). Then the doc tests (the crate
 # READMEs included) run on the unpacked .crate files, outside the workspace, with each
-# unpublished dlport dependency patched to its unpacked copy.
+# unpublished dlport dependency patched to its unpacked copy. dlport-capi is not published
+# (`publish = false`: the C library ships through scripts/install-c.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

@@ -3,7 +3,8 @@
 #   crates  dlport-core, dlport-native, dlport-wasm to crates.io, in dependency order, with one
 #           `cargo publish` (cargo publishes a workspace's packages in order). --dry-run:
 #           scripts/package-check.sh (the same `cargo publish --dry-run`, then the doc tests of
-#           the packaged copies).
+#           the packaged copies). dlport-capi is not published (`publish = false`): the C
+#           library ships from the repository through scripts/install-c.sh.
 #   npm     the npm package `dlport` from wasm/pkg (scripts/wasm-build.sh builds it; the tarball
 #           `npm pack` makes there is what is published). --dry-run: `npm publish --dry-run`,
 #           which lists the files and uploads nothing.
@@ -81,7 +82,7 @@ case "$what" in
     # The sdist builds on its own: it holds the Rust sources of the crates the extension needs.
     listing=$(tar -tzf "$sdist")
     for need in python/Cargo.lock core/Cargo.toml core/src/lib.rs native/Cargo.toml native/src/lib.rs \
-      native/include/dlport.h python/Cargo.toml python/src/lib.rs dlport/__init__.py pyproject.toml; do
+      python/Cargo.toml python/src/lib.rs dlport/__init__.py pyproject.toml; do
       grep -qx "dlport-$version/$need" <<<"$listing" || { log "the sdist lacks $need"; exit 1; }
     done
     log "the sdist holds the crates' sources, Cargo.lock and the Python package ($(wc -l <<<"$listing") files)"

@@ -11,7 +11,7 @@ mod common;
 use common::{Input, fields};
 use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned};
 use dlport_core::DLPackVersion;
-use dlport_native::ffi::*;
+use dlport::ffi::*;
 
 static RELEASED: AtomicUsize = AtomicUsize::new(0);
 
