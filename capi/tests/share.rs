@@ -86,10 +86,8 @@ fn a_read_only_share_through_the_c_abi_is_unwritable() {
     unsafe { dlport_shared_free(shared) };
     let mut received: *mut DlportShared = std::ptr::null_mut();
     // SAFETY: a connected socket with a frame waiting; `received` writable.
-    assert_eq!(
-        unsafe { dlport_share_recv(b.as_raw_fd(), &mut received) },
-        0
-    );
+    let status = unsafe { dlport_share_recv(b.as_raw_fd(), &mut received) };
+    assert_eq!(status, 0);
     let (mut bytes, mut len, mut fds, mut nfds) = (std::ptr::null(), 0, std::ptr::null(), 0);
     let mut opened: *mut c_void = std::ptr::null_mut();
     let (mapped, _) = {

@@ -179,7 +179,6 @@ fn random_corruptions_parse_only_into_valid_descriptors() {
 
 #[cfg(target_os = "linux")]
 mod fds {
-    use std::ffi::c_void;
     use std::io::Write;
     use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
     use std::os::unix::net::UnixStream;
