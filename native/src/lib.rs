@@ -16,18 +16,12 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-// cbindgen reads this crate for the plugin interface alone (`plugin::interface`, in
-// dlport-capi's header): it skips the other modules.
-/// cbindgen:ignore
 #[cfg(feature = "arrow")]
 pub mod arrow;
-/// cbindgen:ignore
 #[cfg(feature = "cuda")]
 pub mod cuda;
-/// cbindgen:ignore
 pub mod pinned;
 pub mod plugin;
-/// cbindgen:ignore
 pub mod share;
 
 use std::sync::atomic::{AtomicPtr, Ordering};

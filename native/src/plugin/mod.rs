@@ -18,23 +18,14 @@
 //! `destroy` callback not yet called, its library not closed) while any tensor or export that
 //! uses it lives.
 
-// cbindgen reads `interface` alone (dlport-capi's header): it skips the other rooms.
-/// cbindgen:ignore
 mod backend;
-/// cbindgen:ignore
 mod described;
-/// cbindgen:ignore
 mod error;
-/// cbindgen:ignore
 mod export;
-/// cbindgen:ignore
 mod host;
-/// cbindgen:ignore
 mod import;
 mod interface;
-/// cbindgen:ignore
 mod load;
-/// cbindgen:ignore
 mod memory;
 
 pub use backend::PluginBackend;

@@ -99,7 +99,9 @@ pub use descriptor::{
 #[cfg(fds)]
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-use dlport_core::{BackendError, CopyPolicy, DispatchError, Error, ValueRule};
+#[cfg(fds)]
+use dlport_core::BackendError;
+use dlport_core::{CopyPolicy, DispatchError, Error, ValueRule};
 #[cfg(fds)]
 use dlport_core::{DataType, ManagedTensor, TensorRef};
 
@@ -300,6 +302,7 @@ fn invalid(rule: &'static ValueRule, value: u64) -> Error {
 }
 
 /// Something this platform, build or kind of memory cannot do.
+#[cfg(fds)]
 fn unsupported(operation: &'static str) -> Error {
     BackendError::unsupported(NAME, operation).into()
 }

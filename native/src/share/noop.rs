@@ -1,11 +1,13 @@
 //! The stub room: sharing where this platform or build cannot do it. Each module stands in for
 //! the room of the same name (`memfd` and `socket` off Linux, `cuda_ipc` without CUDA on
-//! Linux) with the same functions, each refusing with [`unsupported`]. No other file
-//! names a platform.
+//! Linux) with the same functions, each refusing with [`unsupported`]. No other file names a
+//! platform.
 
+#[cfg(fds)]
 use super::unsupported;
 
 /// What sharing is on a platform without memfd seals.
+#[cfg(fds)]
 pub(super) const PLATFORM: &str = "sharing tensors between processes on this platform (memfd \
                                    seals and SCM_RIGHTS as Linux has them; Linux only in this \
                                    release)";
