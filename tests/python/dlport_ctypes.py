@@ -117,7 +117,7 @@ USED = {True: b"used_dltensor_versioned", False: b"used_dltensor"}
 
 
 
-def header_constants(path: pathlib.Path = ROOT / "native" / "include" / "dlport.h") -> dict[str, int]:
+def header_constants(path: pathlib.Path = ROOT / "capi" / "include" / "dlport.h") -> dict[str, int]:
     """Every integer constant the generated header names: `#define NAME value` and enumerators
     `NAME = value` (DLPORT_*, DLPACK_*, kDL*). The binding takes its numbers from here alone, so
     it cannot drift from the C ABI."""
