@@ -11,7 +11,8 @@ here=$(dirname "$0")
 log() { printf '[install] %s\n' "$*"; }
 
 # Cross targets: the no_std builds of dlport-core (thumbv7em, wasm32) and the type checks of
-# dlport-native for Windows, macOS and aarch64 Linux (plus dlport-core's aarch64 test build).
+# dlport-native and dlport-capi for Windows, macOS and aarch64 Linux (plus dlport-core's aarch64
+# test build).
 installed_targets=$(rustup target list --installed)
 for target in thumbv7em-none-eabi wasm32-unknown-unknown x86_64-pc-windows-msvc aarch64-apple-darwin aarch64-unknown-linux-gnu; do
   if grep -qx "$target" <<<"$installed_targets"; then
