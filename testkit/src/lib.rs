@@ -5,7 +5,7 @@
 //!   (`dlport_core::backend`) says, with its own device numbering and counted frees;
 //! - [`malformed`]: the malformed-input table, one case per DLPack rule with its exact outcome,
 //!   and a producer that builds each case as a heap managed tensor with a counting deleter;
-//!   dlport-core's tests drive it through the Rust API, dlport-native's through the C ABI;
+//!   dlport-core's tests drive it through the Rust API, dlport-capi's through the C ABI;
 //! - [`process`]: the test binary started again as a child, also under an emulator's runner.
 //!
 //! Not published: it exists so that no test, example or bench carries its own copy.
