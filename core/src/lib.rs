@@ -28,6 +28,8 @@ mod export;
 mod front;
 #[cfg(feature = "alloc")]
 mod info;
+#[cfg(feature = "alloc")]
+pub mod interop;
 pub mod layout;
 mod managed;
 mod tensor;
