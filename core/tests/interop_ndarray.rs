@@ -5,9 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use dlport_core::{
-    Access, DataType, Device, ExportBuilder, ManagedTensor, RawManaged, TensorRef,
-};
+use dlport_core::{Access, DataType, Device, ExportBuilder, ManagedTensor, RawManaged, TensorRef};
 use half::{bf16, f16};
 use ndarray::{Array, Array2, ArrayD, Axis, Dimension, IxDyn, array, s};
 
@@ -30,7 +28,11 @@ fn owned_compact_exports_without_a_copy() {
     assert_eq!(v.shape(), &[3, 4]);
     assert_eq!(v.raw_strides(), Some(&[4i64, 1][..]));
     assert_eq!(v.dtype(), DataType::FLOAT32);
-    assert_eq!(t.access(), Access::Shared, "a consumer without IS_COPIED cannot know");
+    assert_eq!(
+        t.access(),
+        Access::Shared,
+        "a consumer without IS_COPIED cannot know"
+    );
     assert_eq!(t.as_slice::<f32>().unwrap(), a.as_slice().unwrap());
     let b = ManagedTensor::try_from(a).unwrap();
     assert_eq!(b.view().first_element_address(), Some(ptr), "no copy");
@@ -73,7 +75,11 @@ fn negative_strides_export_without_a_copy() {
         assert_eq!(v.to_vec::<i32>().unwrap(), expected, "{name}");
         let back = t.as_ndarray::<i32>().unwrap();
         assert_eq!(back.iter().copied().collect::<Vec<_>>(), expected, "{name}");
-        assert_eq!(back.as_ptr() as usize, first, "{name}: the view is the same memory");
+        assert_eq!(
+            back.as_ptr() as usize,
+            first,
+            "{name}: the view is the same memory"
+        );
     }
 }
 
@@ -84,7 +90,10 @@ fn arc_arrays_export_shared_read_only_unique_exclusive() {
     let t = ManagedTensor::try_from(a).unwrap();
     assert!(t.is_read_only());
     assert_eq!(t.access(), Access::ReadOnly);
-    assert_eq!(t.view().first_element_address(), Some(keep.as_ptr() as usize));
+    assert_eq!(
+        t.view().first_element_address(),
+        Some(keep.as_ptr() as usize)
+    );
     assert!(!keep.is_unique(), "the export keeps the array alive");
     drop(t);
     assert!(keep.is_unique(), "the deleter dropped the export's clone");
@@ -137,7 +146,9 @@ fn zero_d_empty_and_many_axes() {
     assert!(v.is_empty());
 
     let shape: Vec<usize> = vec![2, 1, 2, 1, 2, 1, 2, 1, 2, 2];
-    let mut many = ArrayD::from_shape_fn(IxDyn(&shape), |ix| (0..ix.ndim()).map(|a| ix[a]).sum::<usize>() as i64);
+    let mut many = ArrayD::from_shape_fn(IxDyn(&shape), |ix| {
+        (0..ix.ndim()).map(|a| ix[a]).sum::<usize>() as i64
+    });
     many.invert_axis(Axis(9));
     let expected: Vec<i64> = many.iter().copied().collect();
     let t = through_raw(ManagedTensor::try_from(many).unwrap());
@@ -149,13 +160,31 @@ fn zero_d_empty_and_many_axes() {
 #[test]
 fn imports_any_layout_dlpack_expresses() {
     // Column-major.
-    let t = ExportBuilder::from_vec(vec![1i32, 4, 2, 5, 3, 6], &[2, 3]).strides(&[1, 2]).build().unwrap();
-    assert_eq!(t.as_ndarray::<i32>().unwrap(), array![[1, 2, 3], [4, 5, 6]].into_dyn());
+    let t = ExportBuilder::from_vec(vec![1i32, 4, 2, 5, 3, 6], &[2, 3])
+        .strides(&[1, 2])
+        .build()
+        .unwrap();
+    assert_eq!(
+        t.as_ndarray::<i32>().unwrap(),
+        array![[1, 2, 3], [4, 5, 6]].into_dyn()
+    );
     // Zero strides: a row broadcast to three rows, and a scalar broadcast to a matrix.
-    let t = ExportBuilder::from_vec(vec![1u8, 2, 3], &[3, 3]).strides(&[0, 1]).build().unwrap();
-    assert_eq!(t.as_ndarray::<u8>().unwrap(), array![[1u8, 2, 3], [1, 2, 3], [1, 2, 3]].into_dyn());
-    let t = ExportBuilder::from_vec(vec![9u8], &[2, 2]).strides(&[0, 0]).build().unwrap();
-    assert_eq!(t.as_ndarray::<u8>().unwrap(), array![[9u8, 9], [9, 9]].into_dyn());
+    let t = ExportBuilder::from_vec(vec![1u8, 2, 3], &[3, 3])
+        .strides(&[0, 1])
+        .build()
+        .unwrap();
+    assert_eq!(
+        t.as_ndarray::<u8>().unwrap(),
+        array![[1u8, 2, 3], [1, 2, 3], [1, 2, 3]].into_dyn()
+    );
+    let t = ExportBuilder::from_vec(vec![9u8], &[2, 2])
+        .strides(&[0, 0])
+        .build()
+        .unwrap();
+    assert_eq!(
+        t.as_ndarray::<u8>().unwrap(),
+        array![[9u8, 9], [9, 9]].into_dyn()
+    );
     // Negative strides from a producer: data + byte_offset at the last element of storage.
     let t = ExportBuilder::from_vec((0..6).collect::<Vec<i64>>(), &[2, 3])
         .strides(&[-3, -1])
@@ -163,7 +192,10 @@ fn imports_any_layout_dlpack_expresses() {
         .build()
         .unwrap();
     let t = through_raw(t);
-    assert_eq!(t.as_ndarray::<i64>().unwrap(), array![[5i64, 4, 3], [2, 1, 0]].into_dyn());
+    assert_eq!(
+        t.as_ndarray::<i64>().unwrap(),
+        array![[5i64, 4, 3], [2, 1, 0]].into_dyn()
+    );
     // Mixed: negative rows, zero columns, gaps.
     let t = ExportBuilder::from_vec((0..8).collect::<Vec<u32>>(), &[3, 2, 2])
         .strides(&[-3, 0, 1])
@@ -174,23 +206,41 @@ fn imports_any_layout_dlpack_expresses() {
     for i in 0..3 {
         for j in 0..2 {
             for k in 0..2 {
-                assert_eq!(v[[i, j, k]], t.view().get::<u32>(&[i, j, k]).unwrap().unwrap());
+                assert_eq!(
+                    v[[i, j, k]],
+                    t.view().get::<u32>(&[i, j, k]).unwrap().unwrap()
+                );
             }
         }
     }
     // Legacy tensors too.
-    let t = through_raw(ExportBuilder::from_vec(vec![1.0f32, 2.0], &[2]).build_legacy().unwrap());
-    assert_eq!(t.as_ndarray::<f32>().unwrap(), array![1.0f32, 2.0].into_dyn());
+    let t = through_raw(
+        ExportBuilder::from_vec(vec![1.0f32, 2.0], &[2])
+            .build_legacy()
+            .unwrap(),
+    );
+    assert_eq!(
+        t.as_ndarray::<f32>().unwrap(),
+        array![1.0f32, 2.0].into_dyn()
+    );
 }
 
 #[test]
 fn import_errors_name_the_problem() {
-    let t = ExportBuilder::from_vec(vec![1.0f32; 4], &[4]).build().unwrap();
+    let t = ExportBuilder::from_vec(vec![1.0f32; 4], &[4])
+        .build()
+        .unwrap();
     let e = t.as_ndarray::<f64>().unwrap_err();
     assert_eq!(e.code(), 15, "{e}");
-    assert!(e.to_string().contains("float32") && e.to_string().contains("float64"), "{e}");
+    assert!(
+        e.to_string().contains("float32") && e.to_string().contains("float64"),
+        "{e}"
+    );
 
-    let t = ExportBuilder::new(vec![0u8; 12], DataType::FLOAT32, &[2]).byte_offset(1).build().unwrap();
+    let t = ExportBuilder::new(vec![0u8; 12], DataType::FLOAT32, &[2])
+        .byte_offset(1)
+        .build()
+        .unwrap();
     let e = t.as_ndarray::<f32>().unwrap_err();
     assert_eq!(e.code(), 18, "{e}");
 
@@ -212,10 +262,16 @@ fn mutable_views_need_exclusive_non_overlapping_memory() {
         m[[0, 0]] = -1; // the last row of the original storage
         m.index_axis_mut(Axis(0), 1).fill(0);
     }
-    assert_eq!(t.view().to_vec::<i32>().unwrap(), [-1, 7, 8, 0, 0, 0, 0, 1, 2]);
+    assert_eq!(
+        t.view().to_vec::<i32>().unwrap(),
+        [-1, 7, 8, 0, 0, 0, 0, 1, 2]
+    );
 
     // A legacy tensor: shared, refused until vouched for.
-    let raw = ExportBuilder::from_vec(vec![0u8; 4], &[4]).build_legacy().unwrap().into_raw();
+    let raw = ExportBuilder::from_vec(vec![0u8; 4], &[4])
+        .build_legacy()
+        .unwrap()
+        .into_raw();
     // SAFETY: a live tensor, handed over once.
     let mut t = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
     let e = t.as_ndarray_mut::<u8>().unwrap_err();
@@ -226,20 +282,35 @@ fn mutable_views_need_exclusive_non_overlapping_memory() {
     assert_eq!(t.as_slice::<u8>().unwrap(), [3; 4]);
 
     // Read-only.
-    let mut t = ExportBuilder::from_vec(vec![0u8; 4], &[4]).read_only(true).build().unwrap();
+    let mut t = ExportBuilder::from_vec(vec![0u8; 4], &[4])
+        .read_only(true)
+        .build()
+        .unwrap();
     assert_eq!(t.as_ndarray_mut::<u8>().unwrap_err().code(), 19);
     let mut t = ManagedTensor::try_from(array![1u8, 2].into_shared()).unwrap();
     assert!(t.as_ndarray_mut::<u8>().is_ok());
 
     // Zero and overlapping strides: two indices at one element.
-    let mut t = ExportBuilder::from_vec(vec![1u8, 2, 3], &[3, 3]).strides(&[0, 1]).build().unwrap();
+    let mut t = ExportBuilder::from_vec(vec![1u8, 2, 3], &[3, 3])
+        .strides(&[0, 1])
+        .build()
+        .unwrap();
     let e = t.as_ndarray_mut::<u8>().unwrap_err();
     assert_eq!(e.code(), 44, "{e}");
-    assert!(e.to_string().contains("strides") && e.to_string().contains("[0, 1]"), "{e}");
-    let mut t = ExportBuilder::from_vec(vec![0u8; 4], &[2, 2]).strides(&[1, 1]).build().unwrap();
+    assert!(
+        e.to_string().contains("strides") && e.to_string().contains("[0, 1]"),
+        "{e}"
+    );
+    let mut t = ExportBuilder::from_vec(vec![0u8; 4], &[2, 2])
+        .strides(&[1, 1])
+        .build()
+        .unwrap();
     assert_eq!(t.as_ndarray_mut::<u8>().unwrap_err().code(), 44);
     // Gaps are fine.
-    let mut t = ExportBuilder::from_vec(vec![0u8; 12], &[2, 2]).strides(&[6, 2]).build().unwrap();
+    let mut t = ExportBuilder::from_vec(vec![0u8; 12], &[2, 2])
+        .strides(&[6, 2])
+        .build()
+        .unwrap();
     t.as_ndarray_mut::<u8>().unwrap().fill(1);
     assert_eq!(t.view().to_vec::<u8>().unwrap(), [1; 4]);
     // The read view of the same tensor is always available.

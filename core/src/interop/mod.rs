@@ -2,11 +2,14 @@
 //! (all off by default). The table on the [crate's front page](crate#adapters) says what each
 //! one produces and consumes and whether data moves.
 
+#[cfg(feature = "candle")]
+#[cfg_attr(docsrs, doc(cfg(feature = "candle")))]
+pub mod candle;
 #[cfg(feature = "ndarray")]
 mod dims;
-#[cfg(feature = "ndarray")]
-#[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
-pub mod ndarray;
 #[cfg(feature = "image")]
 #[cfg_attr(docsrs, doc(cfg(feature = "image")))]
 pub mod image;
+#[cfg(feature = "ndarray")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
+pub mod ndarray;
