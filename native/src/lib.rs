@@ -22,6 +22,7 @@ pub mod cabi;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod ffi;
+pub mod interop;
 pub mod pinned;
 pub mod plugin;
 pub mod share;
