@@ -147,12 +147,46 @@ where
     /// ```
     pub fn from_ndarray(array: ArrayBase<S, D>) -> Self {
         let storage = ArrayStorage::new(array);
-        let shape: Vec<i64> = storage.array.shape().iter().map(|&e| e as i64).collect();
-        let strides: Vec<i64> = storage.array.strides().iter().map(|&s| s as i64).collect();
         let offset = (storage.below_first * size_of::<S::Elem>()) as u64;
-        ExportBuilder::new(storage, <S::Elem as Element>::DTYPE, &shape)
-            .strides(&strides)
-            .byte_offset(offset)
+        let standard = storage.array.is_standard_layout();
+        let strides =
+            (!standard).then(|| to_i64(storage.array.strides().iter().map(|&s| s as i64)));
+        let shape = to_i64(storage.array.shape().iter().map(|&e| e as i64));
+        let builder = ExportBuilder::new(storage, <S::Elem as Element>::DTYPE, shape.as_slice())
+            .byte_offset(offset);
+        match strides {
+            // Compact row-major: the builder writes the strides itself, on its fast path.
+            None => builder,
+            Some(strides) => builder.strides(strides.as_slice()),
+        }
+    }
+}
+
+/// Up to eight `i64`s on the stack, more on the heap.
+enum Small {
+    Inline(usize, [i64; 8]),
+    Heap(Vec<i64>),
+}
+
+impl Small {
+    fn as_slice(&self) -> &[i64] {
+        match self {
+            Self::Inline(n, buf) => &buf[..*n],
+            Self::Heap(v) => v,
+        }
+    }
+}
+
+fn to_i64(values: impl ExactSizeIterator<Item = i64>) -> Small {
+    let n = values.len();
+    if n <= 8 {
+        let mut buf = [0; 8];
+        for (slot, v) in buf.iter_mut().zip(values) {
+            *slot = v;
+        }
+        Small::Inline(n, buf)
+    } else {
+        Small::Heap(values.collect())
     }
 }
 
