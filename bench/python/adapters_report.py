@@ -43,7 +43,13 @@ def section():
         "(full validation on import, the storage-size and address checks on export). Export: a "
         "fresh container made outside the timing → a DLPack tensor → released (the deleter drops "
         "the container). Import: a foreign versioned tensor → validated → the adapter's view or "
-        "container → released. Goal: ≤ 1.0 × dlpark.",
+        "container → released. Goal: ≤ 1.0 × dlpark. On this shared 2-core machine, rows whose "
+        "intervals overlap are ties: the export rows mostly time the allocator (making the owner "
+        "block, freeing the container), which both libraries do alike; the adapters differ where "
+        "they copy (candle's import: one copy in dlport, two in dlpark) and where they check "
+        "(the image import). dlpark has no row where it refuses the input: negative strides "
+        "(ndarray import), `ArcArray`s (ndarray export) and strided images (image import, a copy "
+        "in dlport) are dlport's alone and not timed against it.",
         "",
         "| what | dlport | dlpark 0.10 | ratio | goal |",
         "|---|---|---|---|---|",

@@ -23,7 +23,7 @@ enum Buf {
 }
 
 impl Buf {
-    fn from_iter(n: usize, values: impl Iterator<Item = usize>) -> Self {
+    fn collect_n(n: usize, values: impl Iterator<Item = usize>) -> Self {
         if n <= INLINE {
             let mut buf = [0; INLINE];
             for (slot, v) in buf.iter_mut().zip(values) {
@@ -52,7 +52,7 @@ impl Dims {
         let shape = view.shape();
         let empty = view.numel() == 0;
         let mut negative = 0u64;
-        let strides = Buf::from_iter(
+        let strides = Buf::collect_n(
             shape.len(),
             view.strides().enumerate().map(|(axis, s)| {
                 if s < 0 && shape[axis] > 1 {
@@ -67,7 +67,7 @@ impl Dims {
             }),
         );
         Self {
-            extents: Buf::from_iter(shape.len(), shape.iter().map(|&e| e as usize)),
+            extents: Buf::collect_n(shape.len(), shape.iter().map(|&e| e as usize)),
             strides,
             negative,
             empty,
@@ -134,7 +134,7 @@ pub(crate) fn non_overlapping(dims: &Dims) -> bool {
     if dims.is_empty() {
         return true;
     }
-    let mut axes = Buf::from_iter(
+    let mut axes = Buf::collect_n(
         dims.extents().len(),
         (0..dims.extents().len()).filter(|&a| dims.extents()[a] > 1),
     );

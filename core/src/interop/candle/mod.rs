@@ -13,6 +13,9 @@
 //!   straight into the vector candle then owns (any layout, compacted on the way), and hands
 //!   that vector to candle without copying it again.
 //!
+//! Rust version: candle-core 0.11 needs Rust 1.88 (its `zip` dependency declares it), newer
+//! than dlport-core's 1.85, which holds without this feature.
+//!
 //! Element types: every candle `DType` (`u8`, `u32`, `i16`, `i32`, `i64`, `bf16`, `f16`, `f32`,
 //! `f64`, `f8e4m3` as `float8_e4m3fn`, `f8e8m0` as `float8_e8m0fnu`, and the packed `f4`, `f6e2m3`,
 //! `f6e3m2` as `float4_e2m1fn`, `float6_e2m3fn`, `float6_e3m2fn`, compact only).
