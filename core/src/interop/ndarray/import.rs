@@ -40,7 +40,7 @@ impl Plan {
             // No element is reached: ndarray's own compact strides are as good as any.
             shape.into()
         } else {
-            shape.strides(IxDyn(self.dims.abs_strides())).into()
+            shape.strides(IxDyn(self.dims.abs_strides()))
         }
     }
 
