@@ -11,6 +11,7 @@ quick=${1:-}
 bash scripts/python-env.sh
 .venv/bin/python -m pip install --quiet -r bench/python/requirements.txt
 cargo bench -p dlport-bench --bench exchange --locked
+cargo bench -p dlport-bench --bench adapters --features adapters --locked   # ndarray, image, candle against dlpark
 python3 bench/python/exchange_profile.py   # instructions per import/export (callgrind)
 cargo run --release --locked -p dlport-bench --bin copies -- $quick
 .venv/bin/python bench/python/numpy_copies.py $quick
@@ -23,3 +24,4 @@ cargo run --release --locked -p dlport-bench --bin share -- $quick
 bash scripts/wasm-build.sh
 node bench/js/wasm_copies.mjs $quick   # the package's simd128 build against its scalar one
 .venv/bin/python bench/python/report.py
+python3 bench/python/adapters_report.py   # after report.py, which rewrites BENCHMARKS.md

@@ -26,6 +26,8 @@ pub mod dtype;
 mod error;
 #[cfg(feature = "alloc")]
 mod export;
+#[cfg(feature = "alloc")]
+pub mod interop;
 pub mod layout;
 mod limit;
 mod managed;

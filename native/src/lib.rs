@@ -20,6 +20,7 @@
 pub mod arrow;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod interop;
 pub mod pinned;
 pub mod plugin;
 pub mod share;
