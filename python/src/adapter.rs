@@ -297,20 +297,13 @@ impl Held {
         self.0.device()
     }
 
-    /// The device a Python tensor presents (`__dlpack_device__`, `device`, exports).
-    ///
-    /// Host-accessible memory (pinned, managed) presents as `cpu` unless the import asked for
-    /// its own device by name (`device="cuda_host"`): every consumer takes `kDLCPU`, while JAX,
-    /// torch and TensorFlow refuse `kDLCUDAHost` and `kDLCUDAManaged` (python/README.md,
-    /// "Which device a tensor presents"). `memory` still says where the memory is. Device
-    /// memory presents as itself.
+    /// The device a Python tensor presents (`__dlpack_device__`, `device`, exports), given the
+    /// device its import asked for: core's rule, [`Device::presented`]. Host-accessible memory
+    /// (pinned, managed) presents as `cpu` unless the import asked for its own device by name
+    /// (`device="cuda_host"`) (python/README.md, "Which device a tensor presents"); `memory`
+    /// still says where the memory is. Device memory presents as itself.
     pub fn presented(&self, requested: Option<Device>) -> Device {
-        let memory = self.memory();
-        match requested {
-            None if memory.is_host_accessible() => Device::cpu(),
-            Some(d) if d == Device::cpu() && memory.is_host_accessible() => d,
-            _ => memory,
-        }
+        self.memory().presented(requested)
     }
 
     /// READ_ONLY: nobody may write through an export.

@@ -9,7 +9,6 @@ mod default;
 
 pub use default::{default_registry, from_dlpack, to_dlpack};
 
-use crate::abi::DeviceType;
 use crate::backend::{BackendRef, CpuBackend};
 use crate::device::{Device, DeviceField, reconcile_device};
 use crate::error::{
@@ -368,9 +367,9 @@ impl Registry {
             Some(b) => b,
             None => self.resolve(own)?,
         };
-        let relabel = wanted == own
-            || (wanted.device_type == DeviceType::CPU
-                && tensor.buffer().device().is_host_accessible());
+        // Without a copy when the device asked for is the one the memory presents to it
+        // (host-accessible memory is shown to a `cpu` consumer as `cpu`).
+        let relabel = own.presented(Some(wanted)) == wanted;
         // The legacy form has no flags: READ_ONLY or IS_SUBBYTE_TYPE_PADDED reach a legacy
         // consumer only as a copy (compact, packed, writable), never by dropping the flag.
         let unrepresentable = if versioned {
