@@ -136,8 +136,7 @@ unsafe extern "C" fn to_py_object(
     entry(|py| {
         let out = NonNull::new(out).ok_or_else(|| crate::errors::value_error("out is NULL"))?;
         // SAFETY: a live tensor (contract); nothing is taken.
-        unsafe { adapter::check_view(tensor) }?;
-        let raw = RawManaged::Versioned(NonNull::new(tensor).expect("checked non-NULL"));
+        let raw = unsafe { adapter::check_view(tensor) }?;
         let view_only = Import {
             copy: Some(false),
             ..Import::default()
