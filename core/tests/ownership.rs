@@ -213,6 +213,64 @@ fn every_refusal_releases_exactly_once() {
 }
 
 #[test]
+fn borrowed_validation_takes_nothing() {
+    use dlport_core::{ImportOptions, RawManaged, Registry};
+    let never = ImportOptions {
+        copy: CopyPolicy::Never,
+        ..ImportOptions::default()
+    };
+    let registry = Registry::with_cpu();
+    type Tweak = fn(&mut DLManagedTensorVersioned);
+    let cases: [(&str, Tweak, Option<u32>); 4] = [
+        ("valid", |_| {}, None),
+        (
+            "major version 2",
+            |h| h.version = DLPackVersion::new(2, 0),
+            Some(2),
+        ),
+        (
+            "NULL data",
+            |h| h.dl_tensor.data = std::ptr::null_mut(),
+            Some(7),
+        ),
+        // No backend of a CPU-only registry reaches CUDA memory: refused by the decision.
+        (
+            "CUDA memory",
+            |h| h.dl_tensor.device = Device::cuda(0),
+            None,
+        ),
+    ];
+    for (what, tweak, code) in cases {
+        let n = counter();
+        let raw = RawManaged::Versioned(std::ptr::NonNull::new(versioned(&n, tweak)).unwrap());
+        // SAFETY: a live producer tensor (corrupt in metadata only), kept by this test.
+        let checked = unsafe { raw.validate() }.map(|view| view.shape().to_vec());
+        assert_eq!(checked.as_ref().err().map(Error::code), code, "{what}");
+        // SAFETY: as above.
+        let decided = unsafe { registry.decide_raw(raw, &never) };
+        match what {
+            "valid" => assert!(!decided.unwrap().copies, "a host tensor imports as a view"),
+            _ => assert!(decided.is_err(), "{what}: refused"),
+        }
+        assert_eq!(n.load(Ordering::SeqCst), 0, "{what}: nothing is released");
+        // SAFETY: still ours, released once.
+        unsafe { raw.release() };
+        assert_eq!(n.load(Ordering::SeqCst), 1);
+    }
+    // The legacy form too.
+    let n = counter();
+    let raw =
+        RawManaged::Legacy(std::ptr::NonNull::new(legacy(&n, |h| h.dl_tensor.ndim = 99)).unwrap());
+    // SAFETY: a live producer tensor, kept by this test.
+    let err = unsafe { raw.validate() }.unwrap_err();
+    assert_eq!(err, Error::Layout(LayoutError::NdimOutOfRange { ndim: 99 }));
+    assert_eq!(n.load(Ordering::SeqCst), 0);
+    // SAFETY: still ours, released once.
+    unsafe { raw.release() };
+    assert_eq!(n.load(Ordering::SeqCst), 1);
+}
+
+#[test]
 fn wrong_major_version_reads_nothing_past_the_header() {
     // Only the header is valid: the DLTensor part is garbage a 2.x producer might lay out
     // differently. The import must release it without reading the tensor.

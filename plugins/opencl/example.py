@@ -15,6 +15,7 @@ import sys
 import numpy as np
 
 import dlport
+from dlport.testing import DLManagedTensorVersioned, bare_capsule, capsule_pointer
 
 root = pathlib.Path(__file__).resolve().parents[2]
 path = sys.argv[1] if len(sys.argv) > 1 else os.environ.get(
@@ -34,27 +35,21 @@ lib = ctypes.CDLL(path)  # the same library dlport loaded: its helper functions
 lib.dlport_opencl_iota.restype = ctypes.c_void_p
 lib.dlport_opencl_iota.argtypes = [ctypes.c_float, ctypes.c_int64]
 lib.dlport_opencl_sum.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_double)]
-capsule_new = ctypes.pythonapi.PyCapsule_New
-capsule_new.restype = ctypes.py_object
-capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-get_pointer.restype = ctypes.c_void_p
-get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-DL_TENSOR = 32  # offset of dl_tensor in DLManagedTensorVersioned
+DL_TENSOR = DLManagedTensorVersioned.dl_tensor.offset
 
 # NumPy -> OpenCL: one copy into a cl_mem the plugin allocates; a kernel reads it.
 a = np.arange(100, dtype=np.float32)
 on_cl = dlport.from_dlpack(a, device="opencl:0")
 cap = on_cl.__dlpack__(max_version=(1, 3))
 total = ctypes.c_double()
-assert lib.dlport_opencl_sum(get_pointer(cap, b"dltensor_versioned") + DL_TENSOR, ctypes.byref(total)) == 0
+assert lib.dlport_opencl_sum(capsule_pointer(cap, b"dltensor_versioned") + DL_TENSOR, ctypes.byref(total)) == 0
 print(f"numpy -> {on_cl.device}: an OpenCL kernel sums it to {total.value} (numpy: {a.sum()})")
 assert total.value == float(a.sum())
 del cap
 
 # OpenCL -> NumPy: a kernel fills a cl_mem; dlport views it, then copies it to the host once.
 managed = lib.dlport_opencl_iota(0.5, 8)
-view = dlport.from_dlpack(capsule_new(managed, b"dltensor_versioned", None))
+view = dlport.from_dlpack(bare_capsule(managed, b"dltensor_versioned"))
 host = np.from_dlpack(dlport.from_dlpack(view, device="cpu"))
 print(f"{view.device} -> numpy: {host}")
 assert (host == np.arange(8, dtype=np.float32) + 0.5).all()

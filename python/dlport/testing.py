@@ -137,6 +137,19 @@ def capsule_name(capsule: Any) -> str:
     return str(_py.PyCapsule_GetName(capsule).decode())
 
 
+def owned_capsule(managed: int, versioned: bool = True) -> Any:
+    """A DLPack capsule that owns the managed tensor at ``managed`` (made by any producer): a
+    consumer takes it, and if nobody does, its destructor runs the tensor's deleter once."""
+    return _py.PyCapsule_New(managed, NAMES[versioned], _DESTRUCTOR)
+
+
+def release(managed: int, versioned: bool = True) -> None:
+    """Runs the deleter of the managed tensor at ``managed`` (a tensor nobody consumed)."""
+    kind = DLManagedTensorVersioned if versioned else DLManagedTensor
+    m = ctypes.cast(managed, ctypes.POINTER(kind))
+    m.contents.deleter(m)
+
+
 def bare_capsule(pointer: int, name: bytes) -> Any:
     """A capsule with any pointer and name and no destructor (for refusal tests)."""
     return _py.PyCapsule_New(pointer, name, None)
@@ -340,11 +353,13 @@ __all__ = [
     "NAMES",
     "Producer",
     "READ_ONLY",
+    "release",
     "aligned",
     "bare_capsule",
     "capsule_name",
     "capsule_pointer",
     "exchange_api",
     "managed_like",
+    "owned_capsule",
     "pinned_like",
 ]

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use dlport_core::abi::{DLManagedTensorVersioned, DLPackVersion, FLAG_IS_SUBBYTE_TYPE_PADDED};
 use dlport_core::backend::{CPU_ALIGN, LayoutNeed, ViewRequirements, compact_bytes};
 use dlport_core::{CopyPolicy, ExportOptions, ImportOptions, Registry, StreamRequest, Tensor};
-use dlport_core::{DataType, Device, DeviceType, Error, ManagedTensor, RawManaged, TensorRef};
+use dlport_core::{DataType, Device, DeviceType, Error, ManagedTensor, RawManaged};
 
 /// How Python sees a failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,27 +141,24 @@ pub unsafe fn import(raw: RawManaged, how: &Import) -> Result<Held, Failure> {
 }
 
 /// Checks, without taking ownership, that a versioned tensor is valid and that [`import`] with
-/// default options would take it as a view (no copy). For entries whose caller keeps the tensor
-/// when they fail: after this succeeds, the import cannot fail for the tensor's sake.
+/// `copy=False` would take it as a view: core's [`Registry::decide_raw`]. For entries whose
+/// caller keeps the tensor when they fail: after this succeeds, the import cannot fail for the
+/// tensor's sake. Returns the tensor as the raw pointer [`import`] takes.
 ///
 /// # Safety
-/// `raw` is a live managed tensor whose header is readable and, for major version 1, whose
-/// `dl_tensor` satisfies `TensorRef::from_raw`'s contract.
-pub unsafe fn check_view(raw: *mut DLManagedTensorVersioned) -> Result<(), Failure> {
-    if raw.is_null() {
-        return Err(Error::Layout(dlport_core::LayoutError::NullManagedTensor).into());
-    }
-    // SAFETY: a live tensor (contract); the version and flags sit in the stable header.
-    let (version, flags) = unsafe { ((*raw).version, (*raw).flags) };
-    dlport_core::layout::check_version(version)?;
-    // SAFETY: major version 1, so the DLTensor is at its 1.x offset and valid (contract).
-    let view = unsafe { TensorRef::from_raw(&(*raw).dl_tensor, Some(version), flags) }?;
+/// `raw` is NULL or a live managed tensor under [`RawManaged::validate`]'s contract for the
+/// duration of the call.
+pub unsafe fn check_view(raw: *mut DLManagedTensorVersioned) -> Result<RawManaged, Failure> {
+    let raw = std::ptr::NonNull::new(raw)
+        .map(RawManaged::Versioned)
+        .ok_or(Error::Layout(dlport_core::LayoutError::NullManagedTensor))?;
     let options = ImportOptions {
         copy: CopyPolicy::Never,
         ..ImportOptions::default()
     };
-    registry().decide(&view, &options)?;
-    Ok(())
+    // SAFETY: forwarded contract; nothing is taken.
+    unsafe { registry().decide_raw(raw, &options) }?;
+    Ok(raw)
 }
 
 /// What `__dlpack__(stream=, max_version=, dl_device=, copy=)` asked for.
@@ -297,20 +294,13 @@ impl Held {
         self.0.device()
     }
 
-    /// The device a Python tensor presents (`__dlpack_device__`, `device`, exports).
-    ///
-    /// Host-accessible memory (pinned, managed) presents as `cpu` unless the import asked for
-    /// its own device by name (`device="cuda_host"`): every consumer takes `kDLCPU`, while JAX,
-    /// torch and TensorFlow refuse `kDLCUDAHost` and `kDLCUDAManaged` (python/README.md,
-    /// "Which device a tensor presents"). `memory` still says where the memory is. Device
-    /// memory presents as itself.
+    /// The device a Python tensor presents (`__dlpack_device__`, `device`, exports), given the
+    /// device its import asked for: core's rule, [`Device::presented`]. Host-accessible memory
+    /// (pinned, managed) presents as `cpu` unless the import asked for its own device by name
+    /// (`device="cuda_host"`) (python/README.md, "Which device a tensor presents"); `memory`
+    /// still says where the memory is. Device memory presents as itself.
     pub fn presented(&self, requested: Option<Device>) -> Device {
-        let memory = self.memory();
-        match requested {
-            None if memory.is_host_accessible() => Device::cpu(),
-            Some(d) if d == Device::cpu() && memory.is_host_accessible() => d,
-            _ => memory,
-        }
+        self.memory().presented(requested)
     }
 
     /// READ_ONLY: nobody may write through an export.

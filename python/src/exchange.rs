@@ -1,18 +1,20 @@
-//! The DLPack 1.3 C exchange API (`dlpack.h`: `DLPackExchangeAPI`): dlport's static table as a
-//! producer, and finding and calling another type's table as a consumer.
+//! The DLPack 1.3 C exchange API (`dlpack.h`: `DLPackExchangeAPI`, declared in
+//! `dlport_core::abi`): dlport's static table as a producer, and finding and calling another
+//! type's table as a consumer.
 //!
 //! Every entry that touches Python attaches to the interpreter (the caller normally is: then
 //! attaching costs a thread-local read), catches panics, and reports failure as -1 with a
 //! Python exception set, as the header asks. None of them synchronises: dlport's own device
 //! work is synchronous, so the current work stream is the default one (NULL).
 
-use std::ffi::{CString, c_char, c_int, c_void};
+use std::ffi::{CString, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{NonNull, null_mut};
 use std::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, Ordering};
 
 use dlport_core::abi::{
-    DLManagedTensorVersioned, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DLPackVersion, DLTensor,
+    DLManagedTensorVersioned, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DLPackExchangeAPI,
+    DLPackExchangeAPIHeader, DLPackSetError, DLPackVersion, DLTensor,
 };
 use dlport_core::{DeviceType, RawManaged};
 use pyo3::exceptions::{PyRuntimeError, PySystemError};
@@ -24,66 +26,6 @@ use crate::adapter::{self, Failure, Import, Kind};
 use crate::cpython;
 use crate::errors::buffer_error;
 use crate::tensor::PyTensor;
-
-/// `DLPackExchangeAPIHeader`: the part that stays stable across versions.
-#[repr(C)]
-#[derive(Debug)]
-pub struct DLPackExchangeAPIHeader {
-    /// The DLPack version of the table (a consumer checks the major version first).
-    pub version: DLPackVersion,
-    /// An older table, or NULL.
-    pub prev_api: *mut DLPackExchangeAPIHeader,
-}
-
-/// `SetError(error_ctx, kind, message)` of the allocator.
-pub type SetError = unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char);
-/// `DLPackManagedTensorAllocator`.
-pub type Allocator = unsafe extern "C" fn(
-    *mut DLTensor,
-    *mut *mut DLManagedTensorVersioned,
-    *mut c_void,
-    Option<SetError>,
-) -> c_int;
-/// `DLPackManagedTensorFromPyObjectNoSync`.
-pub type FromPyObject =
-    unsafe extern "C" fn(*mut c_void, *mut *mut DLManagedTensorVersioned) -> c_int;
-/// `DLPackManagedTensorToPyObjectNoSync`.
-pub type ToPyObject =
-    unsafe extern "C" fn(*mut DLManagedTensorVersioned, *mut *mut c_void) -> c_int;
-/// `DLPackDLTensorFromPyObjectNoSync`.
-pub type DLTensorFromPyObject = unsafe extern "C" fn(*mut c_void, *mut DLTensor) -> c_int;
-/// `DLPackCurrentWorkStream`.
-pub type CurrentWorkStream = unsafe extern "C" fn(DeviceType, i32, *mut *mut c_void) -> c_int;
-
-/// `DLPackExchangeAPI`, member for member as in `dlpack.h` 1.3.
-#[repr(C)]
-#[derive(Debug)]
-pub struct DLPackExchangeAPI {
-    /// Version and older tables.
-    pub header: DLPackExchangeAPIHeader,
-    /// Allocates a tensor like a prototype (never NULL).
-    pub managed_tensor_allocator: Option<Allocator>,
-    /// Exports a Python object of the type (never NULL).
-    pub managed_tensor_from_py_object_no_sync: Option<FromPyObject>,
-    /// Wraps a managed tensor in a Python object of the type (never NULL).
-    pub managed_tensor_to_py_object_no_sync: Option<ToPyObject>,
-    /// Lends a borrowed `DLTensor` (may be NULL).
-    pub dltensor_from_py_object_no_sync: Option<DLTensorFromPyObject>,
-    /// The producer's current stream for a device (never NULL).
-    pub current_work_stream: Option<CurrentWorkStream>,
-}
-
-#[cfg(target_pointer_width = "64")]
-const _: () = {
-    use std::mem::{offset_of, size_of};
-    assert!(size_of::<DLPackExchangeAPIHeader>() == 16);
-    assert!(offset_of!(DLPackExchangeAPI, managed_tensor_allocator) == 16);
-    assert!(offset_of!(DLPackExchangeAPI, managed_tensor_from_py_object_no_sync) == 24);
-    assert!(offset_of!(DLPackExchangeAPI, managed_tensor_to_py_object_no_sync) == 32);
-    assert!(offset_of!(DLPackExchangeAPI, dltensor_from_py_object_no_sync) == 40);
-    assert!(offset_of!(DLPackExchangeAPI, current_work_stream) == 48);
-    assert!(size_of::<DLPackExchangeAPI>() == 56);
-};
 
 /// dlport's table. A static: the header requires it to live as long as the process.
 struct Table(DLPackExchangeAPI);
@@ -194,8 +136,7 @@ unsafe extern "C" fn to_py_object(
     entry(|py| {
         let out = NonNull::new(out).ok_or_else(|| crate::errors::value_error("out is NULL"))?;
         // SAFETY: a live tensor (contract); nothing is taken.
-        unsafe { adapter::check_view(tensor) }?;
-        let raw = RawManaged::Versioned(NonNull::new(tensor).expect("checked non-NULL"));
+        let raw = unsafe { adapter::check_view(tensor) }?;
         let view_only = Import {
             copy: Some(false),
             ..Import::default()
@@ -279,7 +220,7 @@ unsafe extern "C" fn allocator(
     prototype: *mut DLTensor,
     out: *mut *mut DLManagedTensorVersioned,
     error_ctx: *mut c_void,
-    set_error: Option<SetError>,
+    set_error: Option<DLPackSetError>,
 ) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: forwarded contract.

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import dlport
+from dlport.testing import DLManagedTensorVersioned, capsule_pointer, owned_capsule, release
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PATH = os.environ.get("DLPORT_OPENCL_PLUGIN", str(ROOT / "target" / "plugins" / "libdlport_opencl.so"))
@@ -35,36 +36,7 @@ class Counts(ctypes.Structure):
     _fields_ = [(name, ctypes.c_uint64) for name in FIELDS]
 
 
-# DLManagedTensorVersioned: version (2 x u32), manager_ctx, deleter, flags, then the DLTensor.
-DL_TENSOR_OFFSET = 8 + 8 + 8 + 8
-DELETER_OFFSET = 16
-
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_capsule_valid = ctypes.pythonapi.PyCapsule_IsValid
-_capsule_valid.restype = ctypes.c_int
-_capsule_valid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-def _call_deleter(managed):
-    fn = ctypes.c_void_p.from_address(managed + DELETER_OFFSET).value
-    if fn:
-        _DELETER(fn)(managed)
-
-
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _capsule_destructor(capsule):
-    # An unconsumed capsule still owns its tensor: run the tensor's deleter once.
-    if _capsule_valid(capsule, b"dltensor_versioned"):
-        getter = ctypes.pythonapi.PyCapsule_GetPointer
-        getter.restype = ctypes.c_void_p
-        getter.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-        _call_deleter(getter(capsule, b"dltensor_versioned"))
+DL_TENSOR_OFFSET = DLManagedTensorVersioned.dl_tensor.offset
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +77,7 @@ class ClBuffer:
     def __del__(self):
         # Never exported (a consumer refused before asking): the producer releases it.
         if self.managed:
-            _call_deleter(self.managed)
+            release(self.managed)
 
     def __dlpack_device__(self):
         return OPENCL
@@ -113,13 +85,13 @@ class ClBuffer:
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
         managed, self.managed = self.managed, None
         assert managed, "a ClBuffer is exported once"
-        return _capsule_new(managed, b"dltensor_versioned", ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+        return owned_capsule(managed)
 
 
 def kernel_sum(lib, tensor):
     """Sums a dlport.Tensor on kDLOpenCL with an OpenCL kernel (through its DLPack export)."""
     cap = tensor.__dlpack__(max_version=(1, 3))
-    managed = _capsule_pointer(cap, b"dltensor_versioned")
+    managed = capsule_pointer(cap, b"dltensor_versioned")
     out = ctypes.c_double()
     status = lib.dlport_opencl_sum(managed + DL_TENSOR_OFFSET, ctypes.byref(out))
     assert status == 0, lib.dlport_opencl_last_error()
@@ -194,7 +166,7 @@ def test_a_plugin_tensor_goes_out_and_back_as_the_same_cl_mem(lib):
     x = ClBuffer(lib, 5.0, 64)
     view = dlport.from_dlpack(x)
     cap = view.__dlpack__(max_version=(1, 3))
-    managed = _capsule_pointer(cap, b"dltensor_versioned")
+    managed = capsule_pointer(cap, b"dltensor_versioned")
     assert ctypes.c_void_p.from_address(managed + DL_TENSOR_OFFSET).value == x.cl_mem
     c = counts(lib)
     assert c["refs_acquired"] == before["refs_acquired"] + 1 and c["waits"] > before["waits"]

@@ -21,50 +21,19 @@ c_int, c_void_p, c_char_p = ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
 i32, u32, u64, i64 = ctypes.c_int32, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int64
 
 
-class DLPackVersion(ctypes.Structure):
-    _fields_ = [("major", u32), ("minor", u32)]
-
-
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", i32), ("device_id", i32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", c_void_p),
-        ("device", DLDevice),
-        ("ndim", i32),
-        ("dtype", DLDataType),
-        ("shape", ctypes.POINTER(i64)),
-        ("strides", ctypes.POINTER(i64)),
-        ("byte_offset", u64),
-    ]
-
-
-class DLManagedTensor(ctypes.Structure):
-    pass
-
-
-LEGACY_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
-DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", c_void_p), ("deleter", LEGACY_DELETER)]
-
-
-class DLManagedTensorVersioned(ctypes.Structure):
-    pass
-
-
-VERSIONED_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))
-DLManagedTensorVersioned._fields_ = [
-    ("version", DLPackVersion),
-    ("manager_ctx", c_void_p),
-    ("deleter", VERSIONED_DELETER),
-    ("flags", u64),
-    ("dl_tensor", DLTensor),
-]
+# The DLPack structs are dlport.testing's (the package's emulated producers, shipped for users'
+# tests): one definition for both Python suites.
+from dlport.testing import (  # noqa: E402
+    LEGACY_DELETER,
+    VERSIONED_DELETER,
+    DLDataType,
+    DLDevice,
+    DLManagedTensor,
+    DLManagedTensorVersioned,
+    DLPackVersion,
+    DLTensor,
+)
+from dlport.testing import Producer as _Producer  # noqa: E402
 
 
 class ImportOptions(ctypes.Structure):
@@ -296,62 +265,9 @@ def compact(obj, *, copy=None) -> Tensor:
     return import_managed(out.value, True, copy=False)
 
 
-class Producer:
-    """A foreign producer built from ctypes: a managed tensor over a NumPy buffer, with any
-    device in the capsule and any advertised device, counting its deleter calls."""
+class Producer(_Producer):
+    """dlport.testing's foreign producer, whose capsules carry the C ABI's own destructor
+    (`dlport_capsule_destructor`), so that the C ABI's capsule handling is what is tested."""
 
-    live: dict[int, tuple] = {}
-    # Released structs and callbacks stay referenced: a ctypes callback must not be freed while
-    # it runs, and tests are short-lived.
-    dead: list[tuple] = []
-
-    def __init__(self, array, *, capsule_device=(1, 0), advertised=(1, 0), versioned=False,
-                 version=(1, 3), shape=None, dtype=None):
-        import numpy as np
-        self.array = array
-        self.capsule_device = capsule_device
-        self.advertised = advertised
-        self.versioned = versioned
-        self.version = version
-        self.deleted = 0
-        itemsize = array.itemsize
-        self._shape_override = shape
-        shp = array.shape if shape is None else shape
-        self._shape = (i64 * max(len(shp), 1))(*shp)
-        self._strides = (i64 * max(len(shp), 1))(*[s // itemsize for s in array.strides] or [1])
-        kinds = {"b": 6, "i": 0, "u": 1, "f": 2, "c": 5}
-        self._dtype = dtype or DLDataType(kinds[array.dtype.kind], itemsize * 8, 1)
-        self._np = np
-
-    def _tensor(self):
-        ndim = len(self.array.shape) if self._shape_override is None else len(self._shape_override)
-        return DLTensor(self.array.ctypes.data, DLDevice(*self.capsule_device), ndim, self._dtype,
-                        self._shape, self._strides, 0)
-
-    def managed(self) -> int:
-        """A fresh owned managed tensor (legacy or versioned)."""
-        if self.versioned:
-            m = DLManagedTensorVersioned()
-            m.version = DLPackVersion(*self.version)
-            m.flags = 0
-            cb = VERSIONED_DELETER(self._on_delete)
-        else:
-            m = DLManagedTensor()
-            cb = LEGACY_DELETER(self._on_delete)
-        m.dl_tensor = self._tensor()
-        m.deleter = cb
-        addr = ctypes.addressof(m)
-        Producer.live[addr] = (self, m, cb)
-        return addr
-
-    def _on_delete(self, p):
-        self.deleted += 1
-        addr = ctypes.cast(p, c_void_p).value
-        if addr in Producer.live:
-            Producer.dead.append(Producer.live.pop(addr))
-
-    def __dlpack_device__(self):
-        return self.advertised
-
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None, **unknown):
         return capsule_from_managed(self.managed(), self.versioned)

@@ -1,5 +1,6 @@
-//! `#[repr(C)]` mirrors of every struct in `dlpack.h` 1.3, plus the open device-type and
-//! type-code newtypes and the flag bits.
+//! `#[repr(C)]` mirrors of every struct in `dlpack.h` 1.3 (the exchange API's table and its
+//! function-pointer types included), plus the open device-type and type-code newtypes and the
+//! flag bits.
 //!
 //! These are plain data: no method here dereferences a pointer. Foreign code can put any value
 //! in any field, so [`DeviceType`] and [`TypeCode`] are transparent newtypes with named
@@ -11,10 +12,12 @@
 use core::ffi::c_void;
 
 mod codes;
+mod exchange;
 
 pub use crate::device::Device;
 pub use crate::dtype::DataType;
 pub use codes::*;
+pub use exchange::*;
 
 /// `DLDevice`: the C name of [`Device`], which has its exact layout.
 pub type DLDevice = Device;

@@ -118,6 +118,41 @@ impl Device {
     pub const fn is_host_accessible(self) -> bool {
         self.memory_class().is_host_accessible()
     }
+
+    /// The device that memory on this device presents to consumers, given the device a caller
+    /// asked for (`requested`: an import's or an export's own device argument, `None` for
+    /// none).
+    ///
+    /// Host-accessible memory (pinned, managed) presents as `cpu` unless the caller names
+    /// another device: every consumer takes `kDLCPU`, while JAX, torch and TensorFlow refuse
+    /// `kDLCUDAHost` and `kDLCUDAManaged`. Asked for `cpu`, it presents as `cpu` too. Device
+    /// memory, and host-accessible memory asked for any device but `cpu` (its own device by
+    /// name, such as `cuda_host:0`), present as themselves.
+    ///
+    /// An export reaches a consumer without a copy exactly when the device it asks for is the
+    /// device presented: `memory.presented(Some(wanted)) == wanted`.
+    ///
+    /// ```
+    /// use dlport_core::Device;
+    /// let pinned = Device::cuda_host();
+    /// assert_eq!(pinned.presented(None), Device::cpu());
+    /// assert_eq!(pinned.presented(Some(Device::cpu())), Device::cpu());
+    /// assert_eq!(pinned.presented(Some(pinned)), pinned);
+    /// assert_eq!(Device::cuda(0).presented(None), Device::cuda(0));
+    /// assert_eq!(Device::cuda(0).presented(Some(Device::cpu())), Device::cuda(0));
+    /// ```
+    #[inline]
+    pub const fn presented(self, requested: Option<Device>) -> Device {
+        let asks_cpu = match requested {
+            None => true,
+            Some(d) => d.device_type.0 == DeviceType::CPU.0 && d.device_id == 0,
+        };
+        if asks_cpu && self.is_host_accessible() {
+            Device::cpu()
+        } else {
+            self
+        }
+    }
 }
 
 impl Default for Device {

@@ -56,6 +56,37 @@ impl RawManaged {
         }
     }
 
+    /// Validates the pointed-to managed tensor without taking ownership: the rules
+    /// [`ManagedTensor::from_raw`] applies (for the versioned form the major version first,
+    /// reading nothing past `flags` for another one; then every layout rule), returning the
+    /// borrowed view. Nothing is released on any path: the tensor stays the caller's, so a
+    /// caller that keeps the tensor when it refuses it (as the exchange API's
+    /// `managed_tensor_to_py_object_no_sync` does) checks here before it takes ownership.
+    ///
+    /// # Safety
+    /// As [`ManagedTensor::from_raw`] for the form, except that ownership is not handed over:
+    /// the header (version and flags for the versioned form) is readable, and for a tensor of
+    /// major version 1 or a legacy one the `dl_tensor` satisfies [`TensorRef::from_raw`]'s
+    /// contract for all of `'a`.
+    pub unsafe fn validate<'a>(self) -> Result<TensorRef<'a>, Error> {
+        match self {
+            Self::Versioned(ptr) => {
+                let ptr = ptr.as_ptr();
+                // SAFETY: the stable header is readable (contract).
+                let (version, flags) = unsafe { ((*ptr).version, (*ptr).flags) };
+                crate::layout::check_version(version)?;
+                // SAFETY: major version 1, so the DLTensor follows at its 1.x offset and
+                // satisfies TensorRef::from_raw's contract for 'a (contract).
+                unsafe { TensorRef::from_raw(&(*ptr).dl_tensor, Some(version), flags) }
+            }
+            // SAFETY: a readable legacy tensor whose DLTensor satisfies TensorRef::from_raw's
+            // contract for 'a (contract).
+            Self::Legacy(ptr) => unsafe {
+                TensorRef::from_raw(&(*ptr.as_ptr()).dl_tensor, None, 0)
+            },
+        }
+    }
+
     /// The address, for logging and identity checks.
     pub fn addr(self) -> usize {
         match self {

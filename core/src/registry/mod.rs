@@ -9,13 +9,12 @@ mod default;
 
 pub use default::{default_registry, from_dlpack, to_dlpack};
 
-use crate::abi::DeviceType;
 use crate::backend::{BackendRef, CpuBackend};
 use crate::device::{Device, DeviceField, reconcile_device};
 use crate::error::{
     AccessError, BackendError, BackendNames, CopyReason, DispatchError, Error, OptionRule,
 };
-use crate::managed::ManagedTensor;
+use crate::managed::{ManagedTensor, RawManaged};
 use crate::options::{CopyPolicy, ExportOptions, ImportOptions, MAX_ALIGNMENT};
 use crate::tensor::Tensor;
 use crate::view::TensorRef;
@@ -190,6 +189,27 @@ impl Registry {
     /// Decides how an import would go, without doing it.
     pub fn decide(&self, view: &TensorRef<'_>, options: &ImportOptions) -> Result<Decision, Error> {
         self.plan(view, options).map(|(decision, _)| decision)
+    }
+
+    /// Validates a managed tensor the caller keeps and decides how
+    /// [`from_dlpack`](Self::from_dlpack) would import it under `options`, without taking
+    /// ownership: every rule of [`ManagedTensor::from_raw`] ([`RawManaged::validate`]), then
+    /// [`decide`](Self::decide). `Decision::copies` false means a view; with
+    /// [`CopyPolicy::Never`] a tensor that needs a copy is refused here
+    /// ([`DispatchError::CopyRequired`]). Nothing is released on any path. For an entry whose
+    /// caller keeps the tensor when it fails: once this says a view, `from_dlpack` with the same
+    /// options and registry does not refuse the tensor.
+    ///
+    /// # Safety
+    /// As [`RawManaged::validate`] (the view lives only during this call).
+    pub unsafe fn decide_raw(
+        &self,
+        raw: RawManaged,
+        options: &ImportOptions,
+    ) -> Result<Decision, Error> {
+        // SAFETY: forwarded contract; the view does not outlive the call.
+        let view = unsafe { raw.validate() }?;
+        self.decide(&view, options)
     }
 
     /// [`decide`](Self::decide), and the target's backend. Always inlined: in an import, the
@@ -368,9 +388,9 @@ impl Registry {
             Some(b) => b,
             None => self.resolve(own)?,
         };
-        let relabel = wanted == own
-            || (wanted.device_type == DeviceType::CPU
-                && tensor.buffer().device().is_host_accessible());
+        // Without a copy when the device asked for is the one the memory presents to it
+        // (host-accessible memory is shown to a `cpu` consumer as `cpu`).
+        let relabel = own.presented(Some(wanted)) == wanted;
         // The legacy form has no flags: READ_ONLY or IS_SUBBYTE_TYPE_PADDED reach a legacy
         // consumer only as a copy (compact, packed, writable), never by dropping the flag.
         let unrepresentable = if versioned {
