@@ -15,6 +15,7 @@ use crate::export::{
 };
 use crate::options::CopyPolicy;
 use crate::storage::{ImportStorage, TensorStorage};
+#[cfg(debug_assertions)]
 use crate::view::TensorRef;
 
 /// A re-export with a guard value dropped along with it.
