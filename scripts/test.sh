@@ -4,9 +4,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Each step prints the minutes the run has taken so far, so that a CI log shows where a
-# fresh machine's time goes (the budget is 60 minutes).
-step() { printf '\n=== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
+# Each step prints the minutes the run has taken so far and the disk left, so that a CI log shows
+# where a fresh machine's time and disk go (the budget is 60 minutes).
+step() {
+  printf '\n=== [%d:%02d, %s free] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) \
+    "$(df -h --output=avail . | tail -n1 | tr -d ' ')" "$*"
+}
+
+# Builds sized for a test run: line tables instead of full debug info (a test binary that links
+# arrow and wgpu is about 180 MB with full debug info, a fraction of that with line tables, and
+# links faster), and no incremental state (a test run builds each crate once).
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only CARGO_INCREMENTAL=0
+
+# A build directory that one step uses alone is removed after that step on a fresh machine
+# (CI set), where disk, not rebuild time, is what runs out; a developer's machine keeps it.
+done_with() {
+  if [ -n "${CI:-}" ]; then
+    rm -rf "$@"
+    echo "[disk] CI: removed $*"
+  fi
+}
 
 step "install"
 bash scripts/install-deps.sh
@@ -42,12 +59,14 @@ for target in thumbv7em-none-eabi wasm32-unknown-unknown; do
   cargo build -p dlport-core --no-default-features --target "$target" --locked
   cargo build -p dlport-core --target "$target" --locked
 done
+done_with target/thumbv7em-none-eabi
 
 step "wasm32 with simd128: dlport-core's SIMD copy kernels (clippy, and their tests under node)"
 simd128=(env RUSTFLAGS='-C target-feature=+simd128' CARGO_TARGET_DIR=target/wasm-simd128
   CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner)
 "${simd128[@]}" cargo clippy -p dlport-core --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
 "${simd128[@]}" cargo test -p dlport-core --target wasm32-unknown-unknown --locked --lib copy::arch
+done_with target/wasm-simd128
 
 step "tests (all features)"
 cargo test --workspace --all-features --locked
@@ -58,12 +77,15 @@ cargo test --workspace --locked
 step "dlport-core's buffer counts in a 32-bit word, as on targets without 64-bit atomics"
 env RUSTFLAGS='--cfg dlport_word32' CARGO_TARGET_DIR=target/word32 \
   cargo test -p dlport-core --all-features --locked --test dispatch --test ownership --test guarantees
+done_with target/word32
 
 step "crates that publish: scripts/release.sh crates --dry-run (cargo publish --dry-run in order, doc tests of the packaged copies)"
 bash scripts/release.sh crates --dry-run
+done_with target/package-verify target/package-doc
 
 step "miri (core, the copy kernels included)"
 cargo +nightly miri test -p dlport-core --all-features --locked
+done_with target/miri
 
 step "C ABI: the C test programs against capi/include/dlport.h and libdlport.so.0"
 bash scripts/c-test.sh
@@ -107,6 +129,7 @@ DLPORT_STRESS_N=16000 \
   cargo test -q -p dlport-native -p dlport-capi --target aarch64-unknown-linux-gnu --locked \
   -- --skip fds::bad_frames_close_the_fds_that_came_with_them
 echo "[portability] dlport-native, dlport-capi: their tests pass on aarch64 under qemu-aarch64 (sharing included; one skipped, above)"
+done_with target/x86_64-pc-windows-msvc target/aarch64-apple-darwin target/aarch64-unknown-linux-gnu
 
 step "real peers: the Python package dlport (maturin wheel in .venv, CPython 3.12) with NumPy, JAX and tvm-ffi; the C ABI's ctypes tests"
 bash scripts/python-env.sh
@@ -136,6 +159,7 @@ step "the README's pip install ./python as written, in a fresh venv and \$HOME f
 # (10 minutes here, on 2 cores under a load of about 12); warm: about 5 (the fresh venv and
 # NumPy, the copy, and the rebuild of what changed).
 bash scripts/getting-started.sh python
+done_with target/getting-started
 
 step "the Python package's release: scripts/release.sh wheels --dry-run (the cp310-abi3 and cp39-abi3 wheels with LTO, and the sdist)"
 # Cold: the release profile with LTO in python/target, twice (4 to 10 minutes each on 2 cores);
@@ -173,6 +197,7 @@ cargo test --release -p dlport-capi --test stress --locked
 
 step "hardening: valgrind and LeakSanitizer"
 bash scripts/sanitize.sh
+done_with target/sanitize
 
 step "hardening: fuzz smoke run (${DLPORT_FUZZ_SECONDS:=30} s per target, on a copy of the corpus)"
 cargo +nightly fuzz build

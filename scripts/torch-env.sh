@@ -36,7 +36,8 @@ else
   rm -rf "$venv"
   "$py" -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --upgrade pip
-  "$venv/bin/python" -m pip install --quiet -r "$req"
+  # No pip cache: the wheels (about 4 GB) would take that much disk a second time.
+  "$venv/bin/python" -m pip install --quiet --no-cache-dir -r "$req"
   echo "$want" > "$stamp"
 fi
 wheel=$(ls python/target/wheels/dlport-*.whl 2>/dev/null | head -n1 || true)
