@@ -328,7 +328,7 @@ impl Tensor {
 
     /// Copies the elements out in row-major order (host-accessible memory only).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, Error> {
-        self.view()?.to_vec()
+        self.view()?.tensor_ref().to_vec()
     }
 
     /// Exports a DLPack tensor that keeps the buffer alive by a counted reference (XLA's
@@ -410,18 +410,38 @@ impl Tensor {
     }
 }
 
-/// A validated view of a [`Tensor`] that keeps its memory from being released while it lives;
-/// it dereferences to [`TensorRef`].
+/// A validated view of a [`Tensor`] that keeps its memory from being released while it lives.
+///
+/// [`tensor_ref`](Self::tensor_ref) lends the view as a [`TensorRef`] for as long as this guard
+/// is borrowed, so no slice of the memory outlives the guard: once the guard is gone, the
+/// memory may be released to a DLPack consumer and freed.
+///
+/// ```compile_fail,E0597
+/// # use dlport_core::Tensor;
+/// let tensor = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+/// let slice: &[f32] = {
+///     let view = tensor.view().unwrap();
+///     view.tensor_ref().as_slice::<f32>().unwrap()
+/// }; // error: `view` does not live long enough
+/// # let _ = slice;
+/// ```
 pub struct TensorView<'a> {
     view: TensorRef<'a>,
     _use: Use,
 }
 
-impl<'a> core::ops::Deref for TensorView<'a> {
-    type Target = TensorRef<'a>;
-
-    fn deref(&self) -> &TensorRef<'a> {
-        &self.view
+impl TensorView<'_> {
+    /// The view, borrowed from this guard: its slices live no longer than the guard.
+    ///
+    /// ```
+    /// # use dlport_core::Tensor;
+    /// let tensor = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?;
+    /// let view = tensor.view()?;
+    /// assert_eq!(view.tensor_ref().as_slice::<f32>()?, &[1.0, 2.0, 3.0]);
+    /// # Ok::<(), dlport_core::Error>(())
+    /// ```
+    pub fn tensor_ref(&self) -> TensorRef<'_> {
+        self.view
     }
 }
 

@@ -340,7 +340,7 @@ fn fuzz_finding_compact_1_padded_sub_byte_tensor_compacts() {
     assert_eq!(out, [0x21, 0x03]);
     let c = dlport_core::backend::CpuBackend::compact(&t.view())
         .unwrap_or_else(|e| panic!("a valid padded int4 tensor must compact: {e}"));
-    let bytes = c.view().unwrap().as_bytes().unwrap().to_vec();
+    let bytes = c.view().unwrap().tensor_ref().as_bytes().unwrap().to_vec();
     assert_eq!((bytes[0], bytes[1] & 0x0f), (0x21, 0x03));
 }
 

@@ -156,7 +156,11 @@ fn sub_byte_tensors_packed_or_padded_compact_to_the_same_packed_bytes() {
                 let c = CpuBackend::compact(&t.view()).unwrap();
                 assert!(c.flags() & dlport_core::abi::FLAG_IS_SUBBYTE_TYPE_PADDED == 0);
                 let guard = c.view().unwrap();
-                assert_eq!(guard.as_bytes().unwrap(), &want[..], "CpuBackend: {what}");
+                assert_eq!(
+                    guard.tensor_ref().as_bytes().unwrap(),
+                    &want[..],
+                    "CpuBackend: {what}"
+                );
                 // The padded size is refused as a destination: the compact form is packed.
                 if is_padded && numel != want.len() {
                     let mut wrong = vec![0u8; numel];

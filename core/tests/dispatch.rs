@@ -257,10 +257,10 @@ fn xpu_plugin_registered_at_run_time() {
             .is_err()
     );
     let guard = t.view().unwrap();
-    assert_eq!(guard.shape(), &[3]);
+    assert_eq!(guard.tensor_ref().shape(), &[3]);
     // Device memory is never read as host memory.
     assert_eq!(
-        guard.as_bytes().unwrap_err(),
+        guard.tensor_ref().as_bytes().unwrap_err(),
         Error::Access(AccessError::NotHostAccessible {
             device: Device::new(DeviceType::ONEAPI, 10)
         })
@@ -340,7 +340,7 @@ fn handles_and_uses_free_the_buffer_once_whoever_goes_last() {
     let second = xpu.acquire_external(&alias, false, t.device()).unwrap();
     {
         let view = t.view().unwrap();
-        assert_eq!(view.shape(), &[4]);
+        assert_eq!(view.tensor_ref().shape(), &[4]);
         assert_eq!((t.buffer().handles(), t.buffer().users()), (2, 3));
     }
     assert_eq!(t.buffer().users(), 2);
@@ -367,7 +367,7 @@ fn handles_and_uses_free_the_buffer_once_whoever_goes_last() {
                     let export = xpu.acquire_external(&alias, true, alias.device());
                     match (view, export) {
                         (Ok(view), Ok(export)) => {
-                            assert_eq!(view.shape(), export.view().shape());
+                            assert_eq!(view.tensor_ref().shape(), export.view().shape());
                         }
                         (Err(e), _) | (_, Err(e)) => {
                             assert_eq!(e, Error::Access(AccessError::BufferReleased));

@@ -77,13 +77,13 @@ fn the_default_registry_is_installed_once_and_serves_both_directions() {
     let back = from_dlpack(m, &ImportOptions::default()).unwrap();
     assert_eq!(back.first_element_address(), Some(address));
     assert!(!back.is_copied());
-    assert_eq!(back.view().unwrap().shape(), &[2, 3]);
+    assert_eq!(back.view().unwrap().tensor_ref().shape(), &[2, 3]);
     assert_eq!(
         back.to_vec::<f32>().unwrap(),
         [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]
     );
     assert_eq!(
-        back.view().unwrap().as_slice::<f32>().unwrap()[4],
+        back.view().unwrap().tensor_ref().as_slice::<f32>().unwrap()[4],
         4.5,
         "typed access through the view"
     );

@@ -408,7 +408,11 @@ fn a_pinned_or_managed_import_is_that_device_everywhere() {
             .unwrap();
         assert_eq!(t.device(), advertised);
         assert_eq!(t.buffer().device(), advertised);
-        assert_eq!(t.view().unwrap().device(), advertised, "describe's view");
+        assert_eq!(
+            t.view().unwrap().tensor_ref().device(),
+            advertised,
+            "describe's view"
+        );
         let out = reg.to_dlpack(&t, &ExportOptions::versioned()).unwrap();
         assert_eq!(
             out.view().device(),
@@ -464,7 +468,10 @@ fn what_import_accepts_a_copy_handles() {
     .unwrap();
     assert_ne!(padded.flags() & FLAG_IS_SUBBYTE_TYPE_PADDED, 0);
     let t = reg.from_dlpack(padded, &always).unwrap();
-    assert_eq!(t.view().unwrap().as_bytes().unwrap(), &[0x21, 0x43]);
+    assert_eq!(
+        t.view().unwrap().tensor_ref().as_bytes().unwrap(),
+        &[0x21, 0x43]
+    );
     assert_eq!(t.flags() & FLAG_IS_SUBBYTE_TYPE_PADDED, 0);
     let transposed = ExportBuilder::new(
         vec![0x21u8, 0x43],
@@ -475,5 +482,8 @@ fn what_import_accepts_a_copy_handles() {
     .build()
     .unwrap();
     let t = reg.from_dlpack(transposed, &always).unwrap();
-    assert_eq!(t.view().unwrap().as_bytes().unwrap(), &[0x31, 0x42]);
+    assert_eq!(
+        t.view().unwrap().tensor_ref().as_bytes().unwrap(),
+        &[0x31, 0x42]
+    );
 }

@@ -411,7 +411,8 @@ fuzz_target!(|data: &[u8]| {
         Ok(c) => {
             assert!(c.is_copied() && c.flags() & FLAG_IS_SUBBYTE_TYPE_PADDED == 0);
             assert_eq!((c.dtype(), c.shape()), (dtype, &shape[..]));
-            let cv = c.view().expect("a fresh tensor is readable");
+            let guard = c.view().expect("a fresh tensor is readable");
+            let cv = guard.tensor_ref();
             assert!(numel == 0 || cv.contiguity().is_row_major());
             let got = cv.as_bytes().unwrap();
             assert_eq!(got.len(), packed_len);

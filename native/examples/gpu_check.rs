@@ -37,17 +37,18 @@ fn main() -> Result<(), Error> {
             .for_each(|(i, b)| *b = pattern(i, seed));
         let t0 = Instant::now();
         let p1 = pinned
-            .copy(&*cpu.view()?, pinned.device())?
+            .copy(&cpu.view()?.tensor_ref(), pinned.device())?
             .expect("host → pinned");
         let dev = cuda
-            .copy(&*p1.view()?, Device::cuda(0))?
+            .copy(&p1.view()?.tensor_ref(), Device::cuda(0))?
             .expect("pinned → cuda");
         let p2 = cuda
-            .copy(&*dev.view()?, Device::cuda_host())?
+            .copy(&dev.view()?.tensor_ref(), Device::cuda_host())?
             .expect("cuda → pinned");
-        let back = CpuBackend::compact(&*p2.view()?)?;
+        let back = CpuBackend::compact(&p2.view()?.tensor_ref())?;
         let dt = t0.elapsed();
-        let out = back.view()?;
+        let guard = back.view()?;
+        let out = guard.tensor_ref();
         let ok = out
             .as_bytes()?
             .iter()

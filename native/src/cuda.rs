@@ -406,7 +406,7 @@ impl CudaBackend {
         if target.device_type == DeviceType::CUDA_HOST {
             return Ok(pinned.with_copied(true));
         }
-        CpuBackend::compact(&*pinned.view()?)
+        CpuBackend::compact(&pinned.view()?.tensor_ref())
     }
 }
 

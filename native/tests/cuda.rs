@@ -19,7 +19,7 @@ mod gpu {
             .zeros(Device::cuda(0), DataType::FLOAT32, &[1024])
             .map_err(|e| e.to_string())?;
         let host = b
-            .copy(&t.view().unwrap(), Device::cpu())
+            .copy(&t.view().unwrap().tensor_ref(), Device::cpu())
             .map_err(|e| e.to_string())?
             .unwrap();
         if host.to_vec::<f32>().unwrap().iter().any(|&x| x != 0.0) {
@@ -34,7 +34,7 @@ mod gpu {
             .map_err(|e| e.to_string())?
             .unwrap();
         let back = b
-            .copy(&dev.view().unwrap(), Device::cpu())
+            .copy(&dev.view().unwrap().tensor_ref(), Device::cpu())
             .map_err(|e| e.to_string())?
             .unwrap();
         if back.to_vec::<f32>().unwrap() != src.view().to_vec::<f32>().unwrap() {
@@ -54,7 +54,7 @@ mod gpu {
             .map_err(|e| e.to_string())?
             .unwrap();
         let back = b
-            .copy(&dev.view().unwrap(), Device::cpu())
+            .copy(&dev.view().unwrap().tensor_ref(), Device::cpu())
             .map_err(|e| e.to_string())?
             .unwrap();
         let v = back.to_vec::<i32>().unwrap();

@@ -24,7 +24,7 @@ fn install_puts_webgpu_behind_the_front_door() {
     let back = from_dlpack(out, &ImportOptions::default()).unwrap();
     assert_eq!(back.backend(), "webgpu");
     assert_eq!(back.device(), Device::webgpu(0));
-    assert_eq!(back.view().unwrap().data() as usize, handle);
+    assert_eq!(back.view().unwrap().tensor_ref().data() as usize, handle);
     assert!(!back.is_copied());
 
     // A second install is refused, naming what is in force.

@@ -24,7 +24,11 @@ async fn round_trips_and_byte_offsets() {
                 .build()
                 .unwrap();
             let t = b.gpu().upload(&host.view(), 0).unwrap();
-            let back = b.gpu().download(&t.view().unwrap()).await.unwrap();
+            let back = b
+                .gpu()
+                .download(&t.view().unwrap().tensor_ref())
+                .await
+                .unwrap();
             assert!(back == data, "{dtype} × {n}");
         }
     }
@@ -34,7 +38,13 @@ async fn round_trips_and_byte_offsets() {
             .build()
             .unwrap();
         let t = b.gpu().upload(&host.view(), offset).unwrap();
-        assert_eq!(b.gpu().download(&t.view().unwrap()).await.unwrap(), data);
+        assert_eq!(
+            b.gpu()
+                .download(&t.view().unwrap().tensor_ref())
+                .await
+                .unwrap(),
+            data
+        );
     }
 }
 
@@ -104,7 +114,11 @@ async fn dlpack_references_keep_the_buffer_and_release_once() {
         .unwrap();
     drop(t);
     assert_eq!(b.gpu().live_buffers(), before + 1);
-    let back = b.gpu().download(&imported.view().unwrap()).await.unwrap();
+    let back = b
+        .gpu()
+        .download(&imported.view().unwrap().tensor_ref())
+        .await
+        .unwrap();
     assert_eq!(back.len(), 256);
     drop(imported);
     assert_eq!(b.gpu().live_buffers(), before);

@@ -39,7 +39,9 @@ fn round_trips_from_4_bytes_to_64_mib() {
                 .unwrap();
             let t = b.gpu().upload(&host.view(), 0).unwrap();
             assert_eq!(t.device(), Device::webgpu(0));
-            let back = b.download_blocking(&t.view().unwrap()).unwrap();
+            let back = b
+                .download_blocking(&t.view().unwrap().tensor_ref())
+                .unwrap();
             assert!(back == data, "{dtype} × {n}: round trip changed the data");
         }
     }
@@ -56,12 +58,21 @@ fn byte_offsets_are_honoured_even_when_not_word_aligned() {
                 .unwrap();
             let t = b.gpu().upload(&host.view(), offset).unwrap();
             assert_eq!(t.byte_offset(), offset);
-            let back = b.download_blocking(&t.view().unwrap()).unwrap();
+            let back = b
+                .download_blocking(&t.view().unwrap().tensor_ref())
+                .unwrap();
             assert_eq!(back, data, "offset {offset}, {n} bytes");
             // A GPU-side copy honours the offset too.
-            let c = b.gpu().compact_on_gpu(&t.view().unwrap()).unwrap();
+            let c = b
+                .gpu()
+                .compact_on_gpu(&t.view().unwrap().tensor_ref())
+                .unwrap();
             assert_eq!(c.byte_offset(), 0);
-            assert_eq!(b.download_blocking(&c.view().unwrap()).unwrap(), data);
+            assert_eq!(
+                b.download_blocking(&c.view().unwrap().tensor_ref())
+                    .unwrap(),
+                data
+            );
         }
     }
 }
@@ -148,7 +159,9 @@ fn strided_tensors_are_compacted_on_the_gpu() {
         let view = unsafe { dlport_core::TensorRef::from_raw(&view_struct, None, 0) }.unwrap();
         let c = b.gpu().compact_on_gpu(&view).unwrap();
         assert!(c.is_copied() && c.contiguity().is_row_major());
-        let got = b.download_blocking(&c.view().unwrap()).unwrap();
+        let got = b
+            .download_blocking(&c.view().unwrap().tensor_ref())
+            .unwrap();
         let want = cpu_reference(&data, esize, shape, strides, offset);
         assert_eq!(got, want, "{dtype} {shape:?} {strides:?} +{offset}");
         // Downloading the strided view directly compacts on the GPU too.
@@ -274,7 +287,9 @@ fn dlpack_export_and_import_release_the_slot_exactly_once() {
         before + 1,
         "the DLPack reference keeps the buffer"
     );
-    let back = b.download_blocking(&imported.view().unwrap()).unwrap();
+    let back = b
+        .download_blocking(&imported.view().unwrap().tensor_ref())
+        .unwrap();
     assert_eq!(back.len(), 4000);
     // Copy to the host through the registry.
     let host = registry
@@ -305,7 +320,8 @@ fn allocation_and_errors() {
         .allocate(Device::webgpu(0), DataType::UINT32, &[3, 5])
         .unwrap();
     assert_eq!(
-        b.download_blocking(&t.view().unwrap()).unwrap(),
+        b.download_blocking(&t.view().unwrap().tensor_ref())
+            .unwrap(),
         vec![0u8; 60],
         "zeroed"
     );
@@ -374,7 +390,11 @@ fn uploads_from_pinned_and_strided_host_memory() {
         .unwrap();
     assert_eq!(pinned.view().device(), Device::cuda_host());
     let t = b.gpu().upload(&pinned.view(), 0).unwrap();
-    assert_eq!(b.download_blocking(&t.view().unwrap()).unwrap(), data);
+    assert_eq!(
+        b.download_blocking(&t.view().unwrap().tensor_ref())
+            .unwrap(),
+        data
+    );
     // A strided host view is compacted on the host side of the upload.
     let strided = ExportBuilder::new(data.clone(), DataType::UINT16, &[6, 8])
         .strides(&[1, 6])
@@ -388,9 +408,16 @@ fn uploads_from_pinned_and_strided_host_memory() {
         .flat_map(|x| x.to_ne_bytes())
         .collect();
     let t = b.gpu().upload(&strided.view(), 2).unwrap();
-    assert_eq!(b.download_blocking(&t.view().unwrap()).unwrap(), want);
+    assert_eq!(
+        b.download_blocking(&t.view().unwrap().tensor_ref())
+            .unwrap(),
+        want
+    );
     // Device memory is not a host source.
-    let err = b.gpu().upload(&t.view().unwrap(), 0).unwrap_err();
+    let err = b
+        .gpu()
+        .upload(&t.view().unwrap().tensor_ref(), 0)
+        .unwrap_err();
     assert_eq!(
         err,
         Error::Access(AccessError::NotHostAccessible {

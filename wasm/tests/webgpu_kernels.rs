@@ -100,10 +100,15 @@ fn normalize_matches_the_cpu_reference_for_every_input_type() {
                     std: s,
                     scale: 1.0 / 255.0,
                 };
-                let out = b.gpu().normalize(&t.view().unwrap(), &opts).unwrap();
+                let out = b
+                    .gpu()
+                    .normalize(&t.view().unwrap().tensor_ref(), &opts)
+                    .unwrap();
                 assert_eq!(out.dtype(), DataType::FLOAT32);
                 assert_eq!(out.shape(), &shape);
-                let bytes = b.download_blocking(&out.view().unwrap()).unwrap();
+                let bytes = b
+                    .download_blocking(&out.view().unwrap().tensor_ref())
+                    .unwrap();
                 let got: Vec<f32> = bytemuck::pod_collect_to_vec(&bytes);
                 let want = normalize_reference(&x, c, m, s, 1.0 / 255.0);
                 assert_close(
@@ -136,7 +141,7 @@ fn normalize_matches_the_cpu_reference_for_every_input_type() {
     let out = b
         .gpu()
         .normalize(
-            &transposed.view().unwrap(),
+            &transposed.view().unwrap().tensor_ref(),
             &dlport_wasm::Normalize {
                 mean: &mean,
                 std: &std,
@@ -144,8 +149,10 @@ fn normalize_matches_the_cpu_reference_for_every_input_type() {
             },
         )
         .unwrap();
-    let got: Vec<f32> =
-        bytemuck::pod_collect_to_vec(&b.download_blocking(&out.view().unwrap()).unwrap());
+    let got: Vec<f32> = bytemuck::pod_collect_to_vec(
+        &b.download_blocking(&out.view().unwrap().tensor_ref())
+            .unwrap(),
+    );
     let hw = (h * w) as usize;
     let xt: Vec<f64> = (0..n).map(|i| values[(i % c) * hw + i / c]).collect();
     assert_close(
@@ -162,7 +169,8 @@ fn normalize_refuses_bad_arguments_by_name() {
         .build()
         .unwrap();
     let t = b.gpu().upload(&host.view(), 0).unwrap();
-    let v = t.view().unwrap();
+    let guard = t.view().unwrap();
+    let v = guard.tensor_ref();
     let err = |m: &[f32], s: &[f32], scale: f32| {
         b.gpu()
             .normalize(
@@ -196,7 +204,7 @@ fn normalize_refuses_bad_arguments_by_name() {
     };
     let refuse = |t: &dlport_core::Tensor| {
         b.gpu()
-            .normalize(&t.view().unwrap(), &identity)
+            .normalize(&t.view().unwrap().tensor_ref(), &identity)
             .unwrap_err()
     };
     let e = refuse(&h);
@@ -261,7 +269,9 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
     )
     .unwrap();
     assert_eq!(gpu.live_buffers(), live + 1);
-    let back = b.download_blocking(&t.view().unwrap()).unwrap();
+    let back = b
+        .download_blocking(&t.view().unwrap().tensor_ref())
+        .unwrap();
     assert_eq!(
         bytemuck::pod_collect_to_vec::<u8, f32>(&back),
         values,
@@ -269,7 +279,7 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
     );
     let out = gpu
         .normalize(
-            &t.view().unwrap(),
+            &t.view().unwrap().tensor_ref(),
             &dlport_wasm::Normalize {
                 mean: &[1.0, 2.0, 3.0],
                 std: &[2.0],
@@ -277,8 +287,10 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
             },
         )
         .unwrap();
-    let got: Vec<f32> =
-        bytemuck::pod_collect_to_vec(&b.download_blocking(&out.view().unwrap()).unwrap());
+    let got: Vec<f32> = bytemuck::pod_collect_to_vec(
+        &b.download_blocking(&out.view().unwrap().tensor_ref())
+            .unwrap(),
+    );
     let x: Vec<f64> = values.iter().map(|&v| f64::from(v)).collect();
     assert_close(
         &got,

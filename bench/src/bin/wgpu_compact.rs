@@ -214,7 +214,8 @@ fn main() {
         // Checked (and the pipeline built) before anything is timed.
         let got = {
             let t = gpu.compact_on_gpu(&view).unwrap();
-            b.download_blocking(&t.view().unwrap()).unwrap()
+            b.download_blocking(&t.view().unwrap().tensor_ref())
+                .unwrap()
         };
         assert!(got == reference(&data, &c), "{}: wrong result", c.name);
         let (mut ours, mut theirs, mut floors) = (Vec::new(), Vec::new(), Vec::new());

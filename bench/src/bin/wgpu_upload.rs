@@ -75,7 +75,9 @@ fn main() {
             .unwrap();
         ours_up.push(t0.elapsed().as_secs_f64());
         let t1 = Instant::now();
-        let back = b.download_blocking(&t.view().unwrap()).unwrap();
+        let back = b
+            .download_blocking(&t.view().unwrap().tensor_ref())
+            .unwrap();
         ours_down.push(t1.elapsed().as_secs_f64());
         assert!(back == data);
         if rep % 2 == 0 {

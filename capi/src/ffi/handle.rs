@@ -91,7 +91,7 @@ pub unsafe extern "C" fn dlport_tensor_describe(
         let out = out_ptr(json_out, "json_out")?;
         let guard = t.0.view()?;
         let d = HandleDescription {
-            tensor: Description::of(&guard),
+            tensor: Description::of(&guard.tensor_ref()),
             backend: t.0.backend(),
             // The read guard is one user; count the others.
             users: t.0.buffer().users().saturating_sub(1),

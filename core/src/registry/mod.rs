@@ -329,7 +329,8 @@ impl Registry {
         }
         crate::limit::check_alloc(2 * bytes as u128, Some(limit))?;
         let view = copied.view()?;
-        let buf = crate::backend::compact_copy_aligned(&view, alignment, Some(u64::MAX))?;
+        let buf =
+            crate::backend::compact_copy_aligned(&view.tensor_ref(), alignment, Some(u64::MAX))?;
         let realigned = Tensor::new(
             super::buffer::Buffer::new(alloc::boxed::Box::new(buf)),
             copied.backend(),
@@ -416,7 +417,7 @@ impl Registry {
         let copy = {
             let view = tensor.view()?;
             self.copy_view(
-                &view,
+                &view.tensor_ref(),
                 tensor.buffer().device(),
                 wanted,
                 1,

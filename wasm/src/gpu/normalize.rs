@@ -67,7 +67,7 @@ impl GpuDevice {
         if !src.contiguity().is_row_major() {
             let compact = self.compact_on_gpu(src)?;
             let guard = compact.view()?;
-            return self.normalize(&guard, options);
+            return self.normalize(&guard.tensor_ref(), options);
         }
         let elements = src.numel();
         let align = if kind == 3 { 1 } else { 4 };

@@ -101,7 +101,8 @@ impl GpuDevice {
         } else {
             let c = self.compact_on_gpu(t)?;
             let (source, offset) = {
-                let view = c.view()?;
+                let guard = c.view()?;
+                let view = guard.tensor_ref();
                 (self.source_of(&view)?.0, view.byte_offset())
             };
             (source, offset, Some(c))

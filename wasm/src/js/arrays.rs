@@ -118,7 +118,8 @@ impl Tensor {
     /// The bytes of a host tensor, in row-major order, as a new Uint8Array.
     #[wasm_bindgen(js_name = toBytes)]
     pub fn to_bytes(&self) -> Result<Vec<u8>, JsError> {
-        let view = self.inner.view().map_err(js_err)?;
+        let guard = self.inner.view().map_err(js_err)?;
+        let view = guard.tensor_ref();
         let mut out = vec![0u8; compact_bytes(view.dtype(), view.shape()).map_err(js_err)?];
         copy_to_compact(&view, &mut out).map_err(js_err)?;
         Ok(out)

@@ -26,7 +26,7 @@ impl Tensor {
                 }
                 let b = backend()?;
                 let guard = self.inner.view().map_err(js_err)?;
-                let t = b.gpu().upload(&guard, 0).map_err(js_err)?;
+                let t = b.gpu().upload(&guard.tensor_ref(), 0).map_err(js_err)?;
                 Ok(Tensor { inner: t })
             }
             "cpu" => Err(args::refuse(
@@ -51,8 +51,11 @@ impl Tensor {
         }
         let b = backend()?;
         let bytes = {
-            let view = self.inner.view().map_err(js_err)?;
-            b.gpu().download(&view).await.map_err(js_err)?
+            let guard = self.inner.view().map_err(js_err)?;
+            b.gpu()
+                .download(&guard.tensor_ref())
+                .await
+                .map_err(js_err)?
         };
         let m = ExportBuilder::new(bytes, self.inner.dtype(), self.inner.shape())
             .copied(true)
@@ -98,7 +101,7 @@ impl Tensor {
         let inner = b
             .gpu()
             .normalize(
-                &guard,
+                &guard.tensor_ref(),
                 &Normalize {
                     mean: &mean,
                     std: &std,
