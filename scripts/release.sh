@@ -82,7 +82,8 @@ case "$what" in
     # The sdist builds on its own: it holds the Rust sources of the crates the extension needs.
     listing=$(tar -tzf "$sdist")
     for need in python/Cargo.lock core/Cargo.toml core/src/lib.rs native/Cargo.toml native/src/lib.rs \
-      python/Cargo.toml python/src/lib.rs dlport/__init__.py pyproject.toml; do
+      python/Cargo.toml python/src/lib.rs python/pyo3/Cargo.toml python/pyo3/src/lib.rs \
+      dlport/__init__.py pyproject.toml; do
       grep -qx "dlport-$version/$need" <<<"$listing" || { log "the sdist lacks $need"; exit 1; }
     done
     log "the sdist holds the crates' sources, Cargo.lock and the Python package ($(wc -l <<<"$listing") files)"

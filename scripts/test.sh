@@ -30,7 +30,7 @@ bash scripts/install-deps.sh
 
 step "format"
 cargo fmt --all --check
-cargo fmt --manifest-path python/Cargo.toml --check
+cargo fmt --manifest-path python/Cargo.toml --all --check
 
 step "rooms: dlport-core's module graph has no cycle; no source file over 500 lines without a reason in DESIGN.md"
 python3 scripts/module-graph-check.py core/src
@@ -44,9 +44,10 @@ cargo clippy --workspace --all-targets --all-features --locked -- -D warnings -D
 cargo clippy --workspace --all-targets --locked -- -D warnings -D clippy::incompatible_msrv
 cargo clippy -p dlport-core --no-default-features --locked -- -D warnings -D clippy::incompatible_msrv
 cargo clippy -p dlport-wasm --target wasm32-unknown-unknown --all-targets --locked -- -D warnings -D clippy::incompatible_msrv
-# The Python package's crate is a workspace of its own (pyo3 stays out of `cargo test --workspace`).
-cargo clippy --manifest-path python/Cargo.toml --all-targets --locked -- -D warnings -D clippy::incompatible_msrv
-cargo clippy --manifest-path python/Cargo.toml --all-targets --features bench --locked -- -D warnings -D clippy::incompatible_msrv
+# The Python package's crate is a workspace of its own (pyo3 stays out of `cargo test --workspace`),
+# with dlport-pyo3 and the example extension as its members.
+cargo clippy --manifest-path python/Cargo.toml --workspace --all-targets --locked -- -D warnings -D clippy::incompatible_msrv
+cargo clippy --manifest-path python/Cargo.toml --workspace --all-targets --features bench --locked -- -D warnings -D clippy::incompatible_msrv
 
 step "MSRV: each crate's rust-version against its dependencies' and its edition (no old toolchain here)"
 bash scripts/msrv-check.sh

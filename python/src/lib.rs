@@ -2,32 +2,26 @@
 //! `dlport.Tensor` as a producer, and the DLPack 1.3 C exchange API both ways, over
 //! dlport-native's registry.
 //!
-//! - [`adapter`]: the one module that calls dlport's Rust API;
-//! - [`import`]: `from_dlpack` (capsules, the exchange API, `__dlpack__`);
-//! - [`tensor`]: `dlport.Tensor`; [`buffer`]: its buffer protocol;
-//! - [`exchange`]: the `DLPackExchangeAPI` table, as producer and consumer;
-//! - [`capsule`]: DLPack capsules and their destructor; [`errors`]: exceptions;
-//! - [`cpython`]: the CPython declarations pyo3's abi3 bindings lack;
+//! The import, `dlport.Tensor`, the exchange API, capsules, errors and argument parsing are
+//! dlport-pyo3's (python/pyo3), the crate PyO3 extensions use: the package calls the same code.
+//! What only the package has lives here:
+//!
+//! - this `#[pymodule]`;
 //! - [`about`]: `_about()`, the build and the backends found, for `python -m dlport`;
 //! - [`share`]: tensors shared with another process (`share`, `Shared`, `open_shared`);
+//! - [`plugin`]: C plugins (`load_plugin`, `unload_plugin`, `backends`);
 //! - `bench` (cargo feature `bench`, off in the wheel): timing loops for `bench/python`.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod about;
-mod adapter;
-mod args;
 #[cfg(feature = "bench")]
 mod bench;
-mod buffer;
-mod capsule;
-mod cpython;
-mod errors;
-mod exchange;
-mod import;
 mod plugin;
 mod share;
-mod tensor;
 
+#[cfg(feature = "bench")]
+use dlport_pyo3::exchange;
+use dlport_pyo3::{adapter, args, capsule, errors, import, tensor};
 use pyo3::prelude::*;
 
 /// The extension module.
@@ -50,9 +44,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
             dlport_core::abi::DLPACK_MINOR_VERSION,
         ),
     )?;
-    let ty = py.get_type::<tensor::PyTensor>();
-    cpython::check(&ty)?;
-    buffer::install(&ty)?;
+    dlport_pyo3::ready(py)?;
     #[cfg(feature = "bench")]
     bench::add(m)?;
     Ok(())

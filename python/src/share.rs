@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 
 use crate::adapter::Failure;
 #[cfg(unix)]
-use crate::adapter::{self, Kind};
+use crate::adapter::Kind;
 #[cfg(unix)]
 use crate::import;
 use crate::tensor::PyTensor;
@@ -38,7 +38,7 @@ mod imp {
     use pyo3::prelude::*;
     use pyo3::types::{PyBytes, PyList};
 
-    use super::{Failure, Kind, PyShared, PyTensor, adapter, import};
+    use super::{Failure, Kind, PyShared, PyTensor, import, io};
     use crate::capsule::type_name;
 
     /// The core's `BackendError::Unsupported` and `AllocationFailed` codes, and `Failed` (an
@@ -126,14 +126,14 @@ mod imp {
         let t = tensor_of(x)?;
         let held = t.get().held();
         // A copy into the memfd can be large: let other threads run meanwhile.
-        let inner = py.detach(|| adapter::share(held, copy, read_only))?;
+        let inner = py.detach(|| io::share(held, copy, read_only))?;
         Ok(PyShared { inner })
     }
 
     pub(super) fn open_shared(descriptor: &[u8], fds: Vec<RawFd>) -> PyResult<PyTensor> {
         let d = Descriptor::from_bytes(descriptor).map_err(|e| argument_error(e.into()))?;
         let borrowed = borrow_fds(&fds)?;
-        let held = adapter::open_shared(&d, &borrowed).map_err(argument_error)?;
+        let held = io::open_shared(&d, &borrowed).map_err(argument_error)?;
         Ok(PyTensor::new(held, None))
     }
 
@@ -160,8 +160,7 @@ mod imp {
 
         pub(super) fn open_here(&self) -> PyResult<PyTensor> {
             let fds: Vec<BorrowedFd<'_>> = self.inner.fds().iter().map(AsFd::as_fd).collect();
-            let held =
-                adapter::open_shared(self.inner.descriptor(), &fds).map_err(argument_error)?;
+            let held = io::open_shared(self.inner.descriptor(), &fds).map_err(argument_error)?;
             Ok(PyTensor::new(held, None))
         }
 
@@ -356,5 +355,53 @@ impl PyShared {
 
     fn __repr__(&self) -> String {
         self.repr()
+    }
+}
+
+/// The two calls of dlport-native's `share` the package makes, over the registry's tensors.
+#[cfg(unix)]
+mod io {
+    use dlport_core::{CopyPolicy, ExportOptions, ImportOptions};
+
+    use crate::adapter::{self, Failure, Held};
+
+    /// Shares a held tensor with other processes (dlport-native's `share`): host memory through a
+    /// sealed memfd (dlport's own memfds, such as an opened tensor's, without a copy; anything else
+    /// copied into a new one as the array-API `copy` allows), CUDA memory through CUDA IPC. The
+    /// tensor is exported as a reference first, so its memory lives as long as the share needs it.
+    pub fn share(
+        t: &Held,
+        copy: Option<bool>,
+        read_only: bool,
+    ) -> Result<dlport_native::share::Shared, Failure> {
+        let exported = adapter::registry().to_dlpack(
+            t.tensor(),
+            &ExportOptions {
+                dl_device: Some(t.tensor().device()),
+                ..ExportOptions::versioned()
+            },
+        )?;
+        let options = dlport_native::share::ShareOptions {
+            copy: CopyPolicy::from_copy(copy),
+            read_only,
+            max_alloc: None,
+        };
+        Ok(dlport_native::share::share_managed(exported, &options)?)
+    }
+
+    /// Opens a shared tensor in this process (dlport-native's `open`: zero copy, the fds are
+    /// duplicated) and imports it onto the registry as a view.
+    pub fn open_shared(
+        descriptor: &dlport_native::share::Descriptor,
+        fds: &[std::os::fd::BorrowedFd<'_>],
+    ) -> Result<Held, Failure> {
+        let opened = dlport_native::share::open(descriptor, fds)?;
+        let options = ImportOptions {
+            copy: CopyPolicy::Never,
+            ..ImportOptions::default()
+        };
+        Ok(Held::from_tensor(
+            adapter::registry().from_dlpack(opened, &options)?,
+        ))
     }
 }

@@ -54,7 +54,7 @@ def test_conj_is_refused_as_torch_refuses_it_not_read_unconjugated():
 def test_torchs_exchange_table_still_ignores_the_conjugate_bit():
     """Why dlport skips torch's table: called directly, it hands over a conjugate view as its
     raw (unconjugated) memory. When torch fixes its table this test fails, and dlport may take
-    the table for torch tensors again (python/src/exchange.rs, is_torch_tensor)."""
+    the table for torch tensors again (python/pyo3/src/exchange.rs, is_torch_tensor)."""
     z = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex64).conj()
     api = exchange_api(torch.Tensor)
     out = ctypes.POINTER(DLManagedTensorVersioned)()

@@ -15,7 +15,7 @@ use pyo3::types::PyString;
 #[cfg(unix)]
 use pyo3::types::PyTuple;
 
-use crate::adapter::{self, Import};
+use crate::adapter::{self, Held, Import};
 use crate::args;
 use crate::capsule::{self, type_name};
 use crate::exchange;
@@ -57,18 +57,29 @@ pub fn from_dlpack<'py>(
         Some(c) => args::copy(Some(c))?,
     };
     let requirements = args::requirements(layout, align)?;
+    let held = take(x, target, copy, requirements)?;
+    Bound::new(x.py(), PyTensor::new(held, target))
+}
+
+/// Imports `x` as `from_dlpack` does, with its arguments read: the producer's tensor, on
+/// `device`, under the array API's `copy`, with the layout and alignment `requirements` ask.
+/// `DLPackTensor`'s extraction and `from_dlpack` both take this one path.
+#[inline(always)]
+pub fn take(
+    x: &Bound<'_, PyAny>,
+    device: Option<Device>,
+    copy: Option<bool>,
+    requirements: Option<adapter::Requirements>,
+) -> PyResult<Held> {
     let (raw, advertised) = produce(x)?;
     let how = Import {
-        device: target,
+        device,
         advertised,
         copy,
         requirements,
     };
     // SAFETY: `raw` was just handed over by its producer and is owned by nobody else.
-    let held = unsafe { adapter::import(raw, &how) }?;
-    // The Python object is made here, where the held tensor is: a large value moved through
-    // fewer results on its way into the object.
-    Bound::new(x.py(), PyTensor::new(held, target))
+    Ok(unsafe { adapter::import(raw, &how) }?)
 }
 
 /// The managed tensor of `x`, owned by the caller, and the device its producer advertised.

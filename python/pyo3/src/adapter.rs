@@ -65,11 +65,28 @@ impl From<Error> for Failure {
 #[derive(Clone, Debug)]
 pub struct Held(Tensor);
 
+impl Held {
+    /// Holds a tensor of the registry.
+    pub fn from_tensor(t: Tensor) -> Self {
+        Self(t)
+    }
+
+    /// The tensor.
+    pub fn tensor(&self) -> &Tensor {
+        &self.0
+    }
+
+    /// The tensor, owned.
+    pub fn into_tensor(self) -> Tensor {
+        self.0
+    }
+}
+
 /// The registry of the package: the process-wide default, shared with the C ABI and Rust code
 /// in the same process. `dlport_native::install()` installs it on first use (every native
 /// backend that works on this machine: CPU with the fast copy kernels, pinned memory, CUDA when
 /// a driver answers), unless a program embedding Python installed its own first.
-pub(crate) fn registry() -> &'static Registry {
+pub fn registry() -> &'static Registry {
     // Decided once: the process-wide default cannot change after it is installed.
     static REGISTRY: OnceLock<&'static Registry> = OnceLock::new();
     REGISTRY.get_or_init(|| {
@@ -364,44 +381,4 @@ pub unsafe fn validate_and_release(raw: RawManaged) -> Result<(), Failure> {
     // SAFETY: forwarded contract.
     drop(unsafe { ManagedTensor::from_raw(raw) }?);
     Ok(())
-}
-
-/// Shares a held tensor with other processes (dlport-native's `share`): host memory through a
-/// sealed memfd (dlport's own memfds, such as an opened tensor's, without a copy; anything else
-/// copied into a new one as the array-API `copy` allows), CUDA memory through CUDA IPC. The
-/// tensor is exported as a reference first, so its memory lives as long as the share needs it.
-#[cfg(unix)]
-pub fn share(
-    t: &Held,
-    copy: Option<bool>,
-    read_only: bool,
-) -> Result<dlport_native::share::Shared, Failure> {
-    let exported = registry().to_dlpack(
-        &t.0,
-        &ExportOptions {
-            dl_device: Some(t.0.device()),
-            ..ExportOptions::versioned()
-        },
-    )?;
-    let options = dlport_native::share::ShareOptions {
-        copy: policy(copy),
-        read_only,
-        max_alloc: None,
-    };
-    Ok(dlport_native::share::share_managed(exported, &options)?)
-}
-
-/// Opens a shared tensor in this process (dlport-native's `open`: zero copy, the fds are
-/// duplicated) and imports it onto the registry as a view.
-#[cfg(unix)]
-pub fn open_shared(
-    descriptor: &dlport_native::share::Descriptor,
-    fds: &[std::os::fd::BorrowedFd<'_>],
-) -> Result<Held, Failure> {
-    let opened = dlport_native::share::open(descriptor, fds)?;
-    let options = ImportOptions {
-        copy: CopyPolicy::Never,
-        ..ImportOptions::default()
-    };
-    Ok(Held(registry().from_dlpack(opened, &options)?))
 }

@@ -29,6 +29,16 @@ impl PyTensor {
         Self { held, device }
     }
 
+    /// Wraps a held tensor that presents `device`.
+    pub(crate) fn with_device(held: Held, device: Device) -> Self {
+        Self { held, device }
+    }
+
+    /// The tensor.
+    pub fn tensor(&self) -> &dlport_core::Tensor {
+        self.held.tensor()
+    }
+
     /// The held tensor.
     pub fn held(&self) -> &Held {
         &self.held
