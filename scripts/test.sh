@@ -136,6 +136,9 @@ step "real peers: the Python package dlport (maturin wheel in .venv, CPython 3.1
 bash scripts/python-env.sh
 bash scripts/python-build.sh
 .venv/bin/python -m pytest -q -p no:cacheprovider python/tests
+# The example PyO3 extension on dlport-pyo3 (python/examples/extension), built with maturin into
+# .venv beside the package, with NumPy, JAX and tvm-ffi (seconds once dlport-pyo3 is built).
+bash scripts/python-extension-test.sh
 # Real PyTorch 2.15.0 in .venv-torch (about 6 GB the first time: 82 s here; seconds after).
 torch_start=$SECONDS
 if bash scripts/torch-env.sh; then

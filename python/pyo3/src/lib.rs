@@ -71,3 +71,10 @@ pub fn ready(py: Python<'_>) -> PyResult<()> {
         })
         .map(|_| ())
 }
+
+/// The package's exception for a dlport error, as `dlport.from_dlpack` raises it: a
+/// `dlport.DLPackBufferError` (a `BufferError`), `DLPackValueError` or `DLPackMemoryError` with
+/// the error's stable `code` (the builtin classes where the package `dlport` is not installed).
+pub fn error(e: dlport_core::Error) -> PyErr {
+    adapter::Failure::from(e).into()
+}

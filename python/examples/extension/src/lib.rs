@@ -2,6 +2,7 @@
 //! (NumPy, JAX, PyTorch, tvm-ffi, `dlport.Tensor`, a capsule) as a [`DLPackTensor`] and return
 //! dlport tensors, which NumPy, JAX and PyTorch take without a copy.
 
+use dlport_core::backend::{AlignedBuffer, Buffer, CPU_ALIGN};
 use dlport_core::{DataType, Device, Tensor};
 use dlport_pyo3::{DLPackTensor, ImportOptions};
 use pyo3::exceptions::PyTypeError;
@@ -14,8 +15,17 @@ fn passthrough(x: DLPackTensor) -> DLPackTensor {
     x
 }
 
-/// `x * factor` in a new float32 tensor. `x` is float32 on any device and in any layout:
-/// dlport copies it to the host and makes it row-major compact only where needed.
+/// `x` as row-major compact memory, never copied: a strided view is refused with the package's
+/// `BufferError` (`DLPackTensor::extract_with` takes `from_dlpack`'s options).
+#[pyfunction]
+fn compact_view(x: &Bound<'_, PyAny>) -> PyResult<DLPackTensor> {
+    let options = ImportOptions::new().compact(1).copy(Some(false));
+    DLPackTensor::extract_with(x, &options)
+}
+
+/// `x * factor` in a new float32 tensor, 64-byte aligned (JAX views it without a copy). `x` is
+/// float32 on any device and in any layout: dlport copies it to the host and makes it row-major
+/// compact only where needed.
 #[pyfunction]
 fn scale(x: &Bound<'_, PyAny>, factor: f32) -> PyResult<DLPackTensor> {
     let options = ImportOptions::new().device(Device::cpu()).compact(1);
@@ -27,27 +37,26 @@ fn scale(x: &Bound<'_, PyAny>, factor: f32) -> PyResult<DLPackTensor> {
             t.dtype()
         )));
     }
-    let view = t.view().map_err(dlport_error)?;
-    let data = view
+    let view = t.view().map_err(dlport_pyo3::error)?;
+    let input = view
         .tensor_ref()
         .as_slice::<f32>()
-        .map_err(dlport_error)?
-        .iter()
-        .map(|v| v * factor)
-        .collect();
-    let shape = t.shape().to_vec();
-    Ok(Tensor::from_vec(data, &shape).map_err(dlport_error)?.into())
-}
-
-/// A dlport error as a Python exception (the messages name the field and the value).
-fn dlport_error(e: dlport_core::Error) -> PyErr {
-    pyo3::exceptions::PyBufferError::new_err(e.to_string())
+        .map_err(dlport_pyo3::error)?;
+    let mut out =
+        AlignedBuffer::zeroed(size_of_val(input), CPU_ALIGN).map_err(dlport_pyo3::error)?;
+    for (o, v) in out.as_mut_slice().chunks_exact_mut(4).zip(input) {
+        o.copy_from_slice(&(v * factor).to_ne_bytes());
+    }
+    let buffer = Buffer::new(Box::new(out));
+    let result = Tensor::new(buffer, "cpu", DataType::FLOAT32, t.shape(), None, 0, 0);
+    Ok(result.map_err(dlport_pyo3::error)?.into())
 }
 
 /// The extension module.
 #[pymodule]
 fn dlport_example(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(passthrough, m)?)?;
+    m.add_function(wrap_pyfunction!(compact_view, m)?)?;
     m.add_function(wrap_pyfunction!(scale, m)?)?;
     Ok(())
 }
