@@ -135,6 +135,9 @@ unsafe extern "C" fn to_py_object(
 ) -> c_int {
     entry(|py| {
         let out = NonNull::new(out).ok_or_else(|| crate::errors::value_error("out is NULL"))?;
+        // The class is prepared before its first instance (an extension's table can be asked
+        // before the extension made a tensor itself); nothing is taken yet.
+        crate::ready(py)?;
         // SAFETY: a live tensor (contract); nothing is taken.
         let raw = unsafe { adapter::check_view(tensor) }?;
         let view_only = Import {

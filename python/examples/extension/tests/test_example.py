@@ -193,3 +193,18 @@ def test_tvm_ffi_tensors_come_in_through_their_exchange_api():
     del t, y
     collect()
     assert use_count(x) == base, "tvm-ffi's deleter ran exactly once"
+
+
+def test_a_tvm_ffi_function_takes_and_returns_the_extensions_tensors():
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    echo = tvm_ffi.get_global_func("testing.echo")
+    a = aligned(8, np.float32)
+    t = ext.passthrough(a)
+    # Argument: the extension's managed_tensor_from_py_object_no_sync; result: to_py_object.
+    r = echo(t)
+    assert type(r) is type(t), "the result came back through the extension's to_py_object"
+    assert r.data_ptr() == t.data_ptr() == a.ctypes.data
+    assert t._dlpack_users == 1
+    del r
+    collect()
+    assert t._dlpack_users == 0, "tvm-ffi released the extension's export exactly once"
