@@ -25,3 +25,7 @@ bash scripts/wasm-build.sh
 node bench/js/wasm_copies.mjs $quick   # the package's simd128 build against its scalar one
 .venv/bin/python bench/python/report.py
 python3 bench/python/adapters_report.py   # after report.py, which rewrites BENCHMARKS.md
+# The PyO3 argument path (the example extension, release, with dlpark's path beside it) against
+# dlport.from_dlpack and numpy.from_dlpack; its own section of BENCHMARKS.md, after report.py.
+DLPORT_EXT_FEATURES=dlpark bash scripts/python-extension-test.sh --release -q
+.venv/bin/python bench/python/pyo3_args.py $quick

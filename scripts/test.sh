@@ -48,6 +48,7 @@ cargo clippy -p dlport-wasm --target wasm32-unknown-unknown --all-targets --lock
 # with dlport-pyo3 and the example extension as its members.
 cargo clippy --manifest-path python/Cargo.toml --workspace --all-targets --locked -- -D warnings -D clippy::incompatible_msrv
 cargo clippy --manifest-path python/Cargo.toml --workspace --all-targets --features bench --locked -- -D warnings -D clippy::incompatible_msrv
+cargo clippy --manifest-path python/Cargo.toml -p dlport-example-ext --all-targets --features dlpark --locked -- -D warnings
 
 step "MSRV: each crate's rust-version against its dependencies' and its edition (no old toolchain here)"
 bash scripts/msrv-check.sh

@@ -52,11 +52,33 @@ fn scale(x: &Bound<'_, PyAny>, factor: f32) -> PyResult<DLPackTensor> {
     Ok(result.map_err(dlport_pyo3::error)?.into())
 }
 
+/// Takes `x` and drops it: dlport-pyo3's argument path alone (import, validation, release), for
+/// bench/python/pyo3_args.py.
+#[pyfunction]
+fn take(x: DLPackTensor) {
+    drop(x);
+}
+
+/// Takes `x` through dlpark 0.10's PyO3 path (`dlpark::python::from_dlpack`, then its
+/// validation) and drops it, for bench/python/pyo3_args.py (cargo feature `dlpark`).
+#[cfg(feature = "dlpark")]
+#[pyfunction]
+fn take_dlpark(x: &Bound<'_, PyAny>) -> PyResult<()> {
+    let imported = dlpark::python::from_dlpack(x.as_borrowed(), None, None)?;
+    imported
+        .validate()
+        .map_err(|e| pyo3::exceptions::PyBufferError::new_err(e.to_string()))?;
+    Ok(())
+}
+
 /// The extension module.
 #[pymodule]
 fn dlport_example(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(passthrough, m)?)?;
     m.add_function(wrap_pyfunction!(compact_view, m)?)?;
     m.add_function(wrap_pyfunction!(scale, m)?)?;
+    m.add_function(wrap_pyfunction!(take, m)?)?;
+    #[cfg(feature = "dlpark")]
+    m.add_function(wrap_pyfunction!(take_dlpark, m)?)?;
     Ok(())
 }

@@ -87,6 +87,13 @@ def test_the_producers_array_lives_as_long_as_the_tensor():
     assert alive() is None, "released once the last holder is gone"
 
 
+def test_take_releases_the_argument_at_once():
+    a = np.arange(4, dtype=np.float32)
+    before = sys.getrefcount(a)
+    assert ext.take(a) is None
+    assert sys.getrefcount(a) == before, "the import was released when the call returned"
+
+
 def test_a_producers_deleter_runs_exactly_once():
     src = Producer(aligned(16, np.float32))
     t = ext.passthrough(src)

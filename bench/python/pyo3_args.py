@@ -1,0 +1,139 @@
+"""The PyO3 argument path against the package's `from_dlpack`, in one run: a 16-element float32
+NumPy array taken by the example extension's `passthrough(x: DLPackTensor) -> DLPackTensor`
+(dlport-pyo3's extraction, then the result object), by `dlport.from_dlpack(a)`, and by
+`numpy.from_dlpack(a)`. Times are medians over rounds (rounds of the three calls alternate);
+instructions per call are counted by callgrind where valgrind is installed. Replaces (or
+appends) the section of BENCHMARKS.md.
+
+Build both extensions with the same profile first, the release wheels (scripts/bench.sh):
+  DLPORT_PY_FEATURES=bench bash scripts/python-build.sh --release
+  DLPORT_EXT_FEATURES=dlpark bash scripts/python-extension-test.sh --release
+Usage: .venv/bin/python bench/python/pyo3_args.py [--quick]
+"""
+
+import os
+import pathlib
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import timeit
+
+import numpy as np
+
+import dlport
+import dlport_example
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+QUICK = "--quick" in sys.argv
+ROUNDS = 7 if QUICK else 25
+CALLS = 2_000 if QUICK else 20_000
+HEADING = "## PyO3 argument path for a NumPy array vs the package's from_dlpack"
+
+SETUP = """
+import numpy as np, dlport, dlport_example
+a = np.arange(16, dtype=np.float32)
+"""
+CASES = {
+    "`dlport_example.passthrough(a)` (dlport-pyo3: `DLPackTensor` argument and result)":
+        "dlport_example.passthrough(a)",
+    "`dlport_example.take(a)` (dlport-pyo3: the argument alone, dropped)":
+        "dlport_example.take(a)",
+    "`dlport_example.take_dlpark(a)` (dlpark 0.10's `python::from_dlpack` + `validate`, dropped)":
+        "dlport_example.take_dlpark(a)",
+    "`dlport.from_dlpack(a)`": "dlport.from_dlpack(a)",
+    "`numpy.from_dlpack(a)`": "np.from_dlpack(a)",
+}
+if not hasattr(dlport_example, "take_dlpark"):
+    sys.exit("dlport_example lacks take_dlpark: build it with DLPORT_EXT_FEATURES=dlpark "
+             "(scripts/python-extension-test.sh --release)")
+COUNTED = """
+import gc
+gc.collect()
+gc.freeze()
+def loop():
+    for _ in range({n}):
+        {stmt}
+loop()
+"""
+
+
+def per_call():
+    env = {}
+    exec(SETUP, env)
+    fns = {name: eval(f"lambda: {stmt}", env) for name, stmt in CASES.items()}
+    times = {name: [] for name in fns}
+    for f in fns.values():
+        f()
+    for _ in range(ROUNDS):
+        for name, f in fns.items():
+            times[name].append(timeit.timeit(f, number=CALLS) / CALLS * 1e9)
+    out = {}
+    for name, v in times.items():
+        q = statistics.quantiles(v, n=4)
+        out[name] = (statistics.median(v), q[0], q[2])
+    return out
+
+
+def callgrind(stmt, n):
+    """Instructions of the program that runs `stmt` n times, under callgrind."""
+    prog = SETUP + COUNTED.format(n=n, stmt=stmt)
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+           sys.executable, "-c", prog]
+    env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
+    err = subprocess.run(cmd, capture_output=True, text=True, env=env).stderr
+    return int(re.search(r"refs:\s+([\d,]+)", err).group(1).replace(",", ""))
+
+
+def instructions(n=20_000):
+    """Instructions per call of each case: its loop, less the same loop with `pass`."""
+    empty = callgrind("pass", n)
+    return {name: (callgrind(stmt, n) - empty) / n for name, stmt in CASES.items()}
+
+
+def main():
+    times = per_call()
+    counts = instructions() if shutil.which("valgrind") else {}
+    base_t = times["`dlport.from_dlpack(a)`"][0]
+    base_i = counts.get("`dlport.from_dlpack(a)`")
+    lines = [
+        HEADING,
+        "",
+        "Command: `DLPORT_PY_FEATURES=bench scripts/python-build.sh --release && "
+        "DLPORT_EXT_FEATURES=dlpark scripts/python-extension-test.sh --release && "
+        ".venv/bin/python bench/python/pyo3_args.py` "
+        f"(Python {platform.python_version()}, NumPy {np.__version__}, dlport {dlport.__version__}; "
+        f"medians over {ROUNDS} rounds of {CALLS:,} calls, p25–p75 in parentheses, rounds "
+        "alternating; instructions per call by callgrind in the same run). The argument path is "
+        "the example extension's `passthrough`: dlport-pyo3 takes the array as a `DLPackTensor` "
+        "and returns it as the extension's `Tensor`, the same work as `dlport.from_dlpack(a)`; "
+        "`take` is the argument alone (imported, validated, held, released), and `take_dlpark` "
+        "the same argument through dlpark 0.10's PyO3 path in the same extension (dlpark 0.10 "
+        "depends on pyo3 0.30, as dlport-pyo3 does, so both link into one module).",
+        "",
+        "| call | time | vs `dlport.from_dlpack` | instructions | vs `dlport.from_dlpack` |",
+        "|---|---|---|---|---|",
+    ]
+    for name, (med, lo, hi) in times.items():
+        inst = counts.get(name)
+        lines.append(
+            f"| {name} | {med:.0f} ns ({lo:.0f}–{hi:.0f}) | {med / base_t:.2f} × | "
+            + (f"{inst:,.0f} | {inst / base_i:.2f} × |" if inst is not None else "– | – |"))
+    lines.append("")
+    body = "\n".join(lines)
+    path = ROOT / "BENCHMARKS.md"
+    text = path.read_text()
+    if HEADING in text:
+        start = text.index(HEADING)
+        nxt = text.find("\n## ", start + len(HEADING))
+        text = text[:start] + body + (text[nxt:] if nxt != -1 else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + body
+    path.write_text(text)
+    print(body)
+
+
+if __name__ == "__main__":
+    main()
