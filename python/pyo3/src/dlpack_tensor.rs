@@ -99,8 +99,10 @@ impl DLPackTensor {
                 )));
             }
         }
-        let held = import::take(obj, options.device, options.copy, options.requirements)?;
-        Ok(Self::from_held(held, options.device))
+        let (device, copy) = (options.device, options.copy);
+        import::take(obj, device, copy, options.requirements, |held| {
+            Ok(Self::from_held(held, device))
+        })
     }
 
     /// A held tensor, presenting the device `requested` asked for (see `Held::presented`).

@@ -57,20 +57,22 @@ pub fn from_dlpack<'py>(
         Some(c) => args::copy(Some(c))?,
     };
     let requirements = args::requirements(layout, align)?;
-    let held = take(x, target, copy, requirements)?;
-    Bound::new(x.py(), PyTensor::new(held, target))
+    take(x, target, copy, requirements, |held| {
+        Bound::new(x.py(), PyTensor::new(held, target))
+    })
 }
 
 /// Imports `x` as `from_dlpack` does, with its arguments read: the producer's tensor, on
-/// `device`, under the array API's `copy`, with the layout and alignment `requirements` ask.
-/// `DLPackTensor`'s extraction and `from_dlpack` both take this one path.
+/// `device`, under the array API's `copy`, with the layout and alignment `requirements` ask,
+/// handed to `make`. `DLPackTensor`'s extraction and `from_dlpack` both take this one path.
 #[inline(always)]
-pub fn take(
+pub fn take<R>(
     x: &Bound<'_, PyAny>,
     device: Option<Device>,
     copy: Option<bool>,
     requirements: Option<adapter::Requirements>,
-) -> PyResult<Held> {
+    make: impl FnOnce(Held) -> PyResult<R>,
+) -> PyResult<R> {
     let (raw, advertised) = produce(x)?;
     let how = Import {
         device,
@@ -79,10 +81,16 @@ pub fn take(
         requirements,
     };
     // SAFETY: `raw` was just handed over by its producer and is owned by nobody else.
-    Ok(unsafe { adapter::import(raw, &how) }?)
+    let held = unsafe { adapter::import(raw, &how) }?;
+    // The result is made here, where the held tensor is: a large value moved through fewer
+    // results on its way into it.
+    make(held)
 }
 
 /// The managed tensor of `x`, owned by the caller, and the device its producer advertised.
+// Inlined into each caller, as it is when `from_dlpack` is its only one: a call here costs
+// about 80 instructions per import (callgrind, BENCHMARKS.md's PyO3 section).
+#[inline(always)]
 fn produce(x: &Bound<'_, PyAny>) -> PyResult<(RawManaged, Option<Device>)> {
     if capsule::is_capsule(x) {
         return Ok((capsule::take(x)?, None));
