@@ -140,6 +140,7 @@ bash scripts/python-build.sh
 # The example PyO3 extension on dlport-pyo3 (python/examples/extension), built with maturin into
 # .venv beside the package, with NumPy, JAX and tvm-ffi (seconds once dlport-pyo3 is built).
 bash scripts/python-extension-test.sh
+cargo test --manifest-path python/Cargo.toml -p dlport-pyo3 --doc --locked   # its API docs' examples
 # Real PyTorch 2.15.0 in .venv-torch (about 6 GB the first time: 82 s here; seconds after).
 torch_start=$SECONDS
 if bash scripts/torch-env.sh; then
