@@ -1,9 +1,12 @@
 //! The binding's one door into dlport's Rust API.
 //!
-//! Everything the package does with dlport — the native registry, import, export, compaction,
+//! Everything dlport-pyo3 does with dlport — the native registry, import, export, compaction,
 //! allocation, the CUDA stream hand-off and the error codes — goes through this module, so a
 //! change of dlport's API is absorbed here. Elsewhere the crate uses only dlport's C-layout
-//! types (`abi::*`, `Device`, `DataType`, `RawManaged`), which mirror `dlpack.h`.
+//! types (`abi::*`, `Device`, `DataType`, `RawManaged`), which mirror `dlpack.h`, and hands
+//! extension authors the `Tensor` a [`Held`] holds. The package's own features beyond it (its
+//! `share.rs`: dlport-native's `share` and `open`) make their calls in the package, over
+//! [`registry`] and [`Held`].
 //!
 //! Errors leave as a [`Failure`] carrying [`Error::code`] (stable numbers shared with the C
 //! ABI), classified by `crate::errors::kind_of`.
