@@ -13,8 +13,8 @@ use std::hint::black_box;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use dlpark::TryFromDlpack;
 use dlpark::ffi::DLManagedTensorVersioned as ParkVersioned;
-use dlport_core::abi::{DLManagedTensorVersioned, DLTensor};
-use dlport_core::{DLPackVersion, DataType, Device, ManagedTensor};
+use dlport_core::abi::{DLManagedTensorVersioned, DLPackVersion, DLTensor};
+use dlport_core::{DataType, Device, ManagedTensor};
 
 unsafe extern "C" fn count_deleter(_: *mut DLManagedTensorVersioned) {}
 

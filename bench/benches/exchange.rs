@@ -9,8 +9,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use dlport_bench::exchange::{
     LegacyProducer, Producer, dlpark_export, floor_export, plain_import, release,
 };
-use dlport_core::Registry;
-use dlport_core::{Device, DeviceType, ExportBuilder, ManagedTensor};
+use dlport_core::abi::DeviceType;
+use dlport_core::{Device, ExportBuilder, ManagedTensor, Registry};
 
 /// The dimensions the import is measured at (`Producer::shape_for` gives the shapes).
 const NDIMS: [usize; 4] = [1, 4, 16, 64];

@@ -6,10 +6,11 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlport_core::abi::{
-    DLManagedTensor, DLManagedTensorVersioned, DLTensor, FLAG_IS_SUBBYTE_TYPE_PADDED, KNOWN_FLAGS,
+    DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor,
+    FLAG_IS_SUBBYTE_TYPE_PADDED, KNOWN_FLAGS,
 };
-use dlport_core::layout::{USER_ADDRESS_END, contiguity};
-use dlport_core::{Contiguity, DLPackVersion, DataType, Device};
+use dlport_core::internal::{USER_ADDRESS_END, contiguity};
+use dlport_core::{DataType, Device, layout::Contiguity};
 
 /// How many times [`count_deleter`] ran.
 pub static DELETED: AtomicUsize = AtomicUsize::new(0);

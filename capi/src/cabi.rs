@@ -363,7 +363,7 @@ macro_rules! same_layout {
 }
 
 same_layout! {
-    DLPackVersion = dlport_core::DLPackVersion: [major, minor];
+    DLPackVersion = dlport_core::abi::DLPackVersion: [major, minor];
     DLDevice = dlport_core::Device: [device_type, device_id];
     DLDataType = dlport_core::DataType: [code, bits, lanes];
     DLTensor = dlport_core::abi::DLTensor: [data, device, ndim, dtype, shape, strides, byte_offset];
@@ -383,7 +383,7 @@ const _: () = {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dlport_core::{DeviceType, TypeCode};
+    use dlport_core::abi::{DeviceType, TypeCode};
 
     #[test]
     fn device_types_and_type_codes_match_core() {

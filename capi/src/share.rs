@@ -7,7 +7,8 @@
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
 
-use dlport_core::{DataType, Error, TypeCode};
+use dlport_core::abi::TypeCode;
+use dlport_core::{DataType, Error};
 
 use dlport_native::share::{self as native_share, DESCRIPTOR_MAX};
 
@@ -58,7 +59,7 @@ pub unsafe extern "C" fn dlport_share_alloc(
         let out = out_ptr(out, "out")?;
         let n = dlport_core::layout::check_ndim(i64::from(ndim))?;
         if n > 0 && shape.is_null() {
-            return Err(Error::Layout(dlport_core::LayoutError::NullShape { ndim }).into());
+            return Err(Error::Layout(dlport_core::error::LayoutError::NullShape { ndim }).into());
         }
         let shape = if n == 0 {
             &[][..]
@@ -381,7 +382,8 @@ mod sys {
 mod sys {
     use std::ffi::c_int;
 
-    use dlport_core::{BackendError, DataType, Error, ManagedTensor};
+    use dlport_core::error::BackendError;
+    use dlport_core::{DataType, Error, ManagedTensor};
     use dlport_native::share::{Descriptor, NAME, ShareOptions};
 
     use super::DlportShared;

@@ -6,8 +6,8 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::Mutex;
 
 use dlport::ffi::*;
-use dlport_core::abi::FLAG_READ_ONLY;
-use dlport_core::{DataType, ExportBuilder, ManagedTensor, RawManaged, TypeCode};
+use dlport_core::abi::{FLAG_READ_ONLY, RawManaged, TypeCode};
+use dlport_core::{DataType, ExportBuilder, ManagedTensor};
 
 /// Tests that change the process-wide limit or read the last error hold this.
 static LOCK: Mutex<()> = Mutex::new(());

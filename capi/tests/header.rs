@@ -6,7 +6,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use dlport_core::{DeviceType, Error, LayoutError, TypeCode};
+use dlport_core::Error;
+use dlport_core::abi::{DeviceType, TypeCode};
+use dlport_core::error::LayoutError;
 
 const HEADER: &str = include_str!("../include/dlport.h");
 /// The sub-errors' sources, each with its `code()`.

@@ -2,13 +2,14 @@
 //! only) came first, the entries use it rather than fail. One test function: the default is
 //! process-wide.
 
-use dlport_core::{ExportBuilder, RawManaged, Registry};
+use dlport_core::abi::RawManaged;
+use dlport_core::{ExportBuilder, Registry};
 
 #[test]
 fn the_c_abi_works_on_a_default_installed_first_by_someone_else() {
     assert!(Registry::get_default().is_none());
     // A first use of the front door installs core's default …
-    let core = dlport_core::default_registry();
+    let core = Registry::process_default();
     let m = ExportBuilder::from_vec(vec![1i32; 2], &[2])
         .build()
         .unwrap();

@@ -13,9 +13,9 @@ use dlport::ffi::{
     dlport_string_free, dlport_tensor_data, dlport_tensor_describe, dlport_tensor_free,
 };
 use dlport_core::abi::{DLManagedTensorVersioned, DLTensor};
-use dlport_core::{
-    AccessError, Contiguity, DataType, Device, Error, ExportBuilder, LayoutError, ManagedTensor,
-};
+use dlport_core::error::{AccessError, LayoutError};
+use dlport_core::layout::Contiguity;
+use dlport_core::{DataType, Device, Error, ExportBuilder, ManagedTensor};
 use dlport_testkit::malformed::{self, Case, Expect, Outcome, case, v};
 
 /// The C ABI keeps its last error per thread; tests run in parallel threads, which is fine.
@@ -297,7 +297,7 @@ fn typed_access_refusals() {
     assert_eq!(
         strided.as_slice::<f32>().unwrap_err(),
         Error::Access(AccessError::NotContiguous {
-            contiguity: dlport_core::Contiguity::Strided
+            contiguity: dlport_core::layout::Contiguity::Strided
         })
     );
 }
@@ -347,7 +347,8 @@ fn a_double_release_through_the_c_abi_is_detected_for_dlport_exports() {
 #[test]
 fn every_c_device_argument_applies_the_rule_of_device_ids() {
     use dlport::ffi::{DlportImportOptions, dlport_alloc, dlport_export, dlport_host_view};
-    use dlport_core::{DeviceField, DispatchError};
+    use dlport_core::backend::DeviceField;
+    use dlport_core::error::DispatchError;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     let _c = C_LOCK.lock().unwrap_or_else(|p| p.into_inner());
@@ -363,7 +364,7 @@ fn every_c_device_argument_applies_the_rule_of_device_ids() {
         }
     }
     // SAFETY: the vector's buffer is stable and owned by the value.
-    unsafe impl dlport_core::TensorStorage for Counted {
+    unsafe impl dlport_core::backend::TensorStorage for Counted {
         fn data_ptr(&mut self) -> *mut c_void {
             self.0.as_mut_ptr().cast()
         }
@@ -381,8 +382,8 @@ fn every_c_device_argument_applies_the_rule_of_device_ids() {
         .build()
         .unwrap();
         let p: *mut c_void = match m.into_raw() {
-            dlport_core::RawManaged::Versioned(p) => p.as_ptr().cast(),
-            dlport_core::RawManaged::Legacy(_) => unreachable!("built versioned"),
+            dlport_core::abi::RawManaged::Versioned(p) => p.as_ptr().cast(),
+            dlport_core::abi::RawManaged::Legacy(_) => unreachable!("built versioned"),
         };
         (p, drops)
     };

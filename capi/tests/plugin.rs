@@ -46,7 +46,7 @@ fn the_c_abi_registers_lists_and_unregisters_plugins_in_the_default_registry() {
         )
         .unwrap();
     assert_eq!(t.backend(), "cabi_fake");
-    let out = r.to_dlpack(&t, &ExportOptions::default()).unwrap();
+    let out = r.to_dlpack(&t, &ExportOptions::legacy()).unwrap();
     assert_eq!(fake.refs.load(Ordering::SeqCst), 1);
     let name = CString::new("cabi_fake").unwrap();
     // SAFETY: a NUL-terminated name.
@@ -54,7 +54,7 @@ fn the_c_abi_registers_lists_and_unregisters_plugins_in_the_default_registry() {
     assert_eq!(status, 0);
     // Unregistered while `t` and an export of it live: the export stays valid, a new one is
     // refused, and the plugin is destroyed once, after the last of them.
-    let err = r.to_dlpack(&t, &ExportOptions::default()).unwrap_err();
+    let err = r.to_dlpack(&t, &ExportOptions::legacy()).unwrap_err();
     assert!(
         err.to_string().contains("no backend for kDLExtDev"),
         "{err}"

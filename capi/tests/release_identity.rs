@@ -18,8 +18,8 @@ use dlport::ffi::{
     DLPORT_INVALID_ARGUMENT, DLPORT_OK, dlport_convert, dlport_describe, dlport_export_counts,
     dlport_import, dlport_last_error, dlport_release,
 };
-use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
-use dlport_core::{DLPackVersion, DataType, Device};
+use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor};
+use dlport_core::{DataType, Device};
 
 // ── The recycling allocator ──
 

@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use dlport_core::{DataType, ExportBuilder, ManagedTensor, RawManaged, TensorStorage};
+use dlport_core::abi::RawManaged;
+use dlport_core::backend::TensorStorage;
+use dlport_core::{DataType, ExportBuilder, ManagedTensor};
 
 static CREATED: AtomicUsize = AtomicUsize::new(0);
 static DROPPED: AtomicUsize = AtomicUsize::new(0);

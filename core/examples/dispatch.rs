@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use dlport_core::{DataType, Device, DeviceType, Error, ExportBuilder};
-use dlport_core::{ImportOptions, Registry};
+use dlport_core::abi::DeviceType;
+use dlport_core::{DataType, Device, Error, ExportBuilder, ImportOptions, Registry};
 use dlport_testkit::xpu::Xpu;
 
 fn main() -> Result<(), Error> {

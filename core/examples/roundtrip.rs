@@ -2,7 +2,8 @@
 //!
 //! `cargo run -p dlport-core --example roundtrip`
 
-use dlport_core::{DataType, ExportBuilder, ManagedTensor, TensorInfo};
+use dlport_core::layout::TensorInfo;
+use dlport_core::{DataType, ExportBuilder, ManagedTensor};
 
 fn main() -> Result<(), dlport_core::Error> {
     // A 2×3 float32 matrix, exported as a DLPack 1.3 DLManagedTensorVersioned.

@@ -12,10 +12,12 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
-// The rooms, each below the ones that use it (DESIGN.md draws the map).
+// The rooms, each below the ones that use it (DESIGN.md draws the map). The public ones are
+// the API's chapters: `abi` (the C structs), `dtype`, `layout`, `error` (every error's
+// payloads), `backend` (what a backend author uses) and `interop` (the adapters); `internal`
+// is for dlport's own fuzz targets, test kit and benches, and is not API.
 pub mod abi;
 mod access;
-#[cfg(feature = "alloc")]
 pub mod backend;
 #[cfg(feature = "alloc")]
 mod buffer;
@@ -23,9 +25,11 @@ mod buffer;
 mod copy;
 mod device;
 pub mod dtype;
-mod error;
+pub mod error;
 #[cfg(feature = "alloc")]
 mod export;
+#[doc(hidden)]
+pub mod internal;
 #[cfg(feature = "alloc")]
 pub mod interop;
 pub mod layout;
@@ -39,34 +43,21 @@ mod registry;
 mod storage;
 #[cfg(feature = "alloc")]
 mod tensor;
-#[cfg(feature = "alloc")]
-mod tensor_info;
 mod view;
 
-pub use abi::{DLPackVersion, DeviceType, TypeCode};
-pub use access::Access;
-pub use device::{Device, DeviceField, MemoryClass, StreamRequest, reconcile_device};
-pub use dtype::{Bool8, Complex32, Complex64, DataType, Element, Fp4Convention};
-pub use error::{
-    AccessError, Address, AddressRange, BackendError, BackendReport, ByteCount, CopyReason,
-    DispatchError, Driver, Error, Flag, LayoutError, NameKind, OptionRule, ShortStr, StaticReport,
-    StreamReason, ValueRule,
-};
-#[cfg(feature = "alloc")]
-pub use error::{BackendNames, ShownValue};
+// The front door: the two entry points, the tensor types, the builder, the options, the
+// allocation limit, and the three types every signature names.
+pub use device::Device;
+pub use dtype::DataType;
+pub use error::Error;
 #[cfg(feature = "alloc")]
 pub use export::ExportBuilder;
-pub use layout::{ByteSpan, Contiguity, Layout};
-pub use limit::{alloc_limit, check_alloc, set_alloc_limit};
-pub use managed::{ManagedTensor, RawManaged};
+pub use limit::set_alloc_limit;
+pub use managed::ManagedTensor;
 #[cfg(feature = "alloc")]
-pub use options::{CopyPolicy, ExportOptions, ImportOptions, MAX_ALIGNMENT};
+pub use options::{CopyPolicy, ExportOptions, ImportOptions};
 #[cfg(feature = "alloc")]
-pub use registry::{Decision, Registry, default_registry, from_dlpack, to_dlpack};
-#[cfg(feature = "alloc")]
-pub use storage::TensorStorage;
+pub use registry::{Registry, from_dlpack, to_dlpack};
 #[cfg(feature = "alloc")]
 pub use tensor::{Tensor, TensorView};
-#[cfg(feature = "alloc")]
-pub use tensor_info::TensorInfo;
 pub use view::TensorRef;

@@ -1,6 +1,7 @@
 //! The options of an import and an export, as the array API names them: the [`CopyPolicy`],
 //! [`ImportOptions`] (`from_dlpack(x, device=, copy=)` plus the consumer's
-//! [`ViewRequirements`]) and [`ExportOptions`] (`__dlpack__(max_version=, dl_device=, copy=)`).
+//! [`ViewRequirements`]) and [`ExportOptions`] (`__dlpack__(max_version=, dl_device=, copy=)`);
+//! and the [`Decision`] a registry makes from an import's options, before doing it.
 
 use crate::abi::DLPackVersion;
 use crate::device::Device;
@@ -8,11 +9,45 @@ use crate::error::CopyReason;
 use crate::layout::Contiguity;
 use crate::view::TensorRef;
 
-/// The array-API `copy` argument.
+/// The array-API `copy` argument: whether an import or an export may copy, must copy, or must
+/// not.
+///
+/// # Examples
+///
+/// ```
+/// use dlport_core::error::{CopyReason, DispatchError};
+/// use dlport_core::{
+///     CopyPolicy, Error, ExportBuilder, ExportOptions, ImportOptions, Tensor, from_dlpack,
+///     to_dlpack,
+/// };
+///
+/// assert_eq!(CopyPolicy::default(), CopyPolicy::IfNeeded);
+/// assert_eq!(CopyPolicy::from_copy(Some(true)), CopyPolicy::Always);
+///
+/// // Always: the import is a copy, even where a view was possible.
+/// let t = Tensor::from_vec(vec![1u8, 2, 3], &[3])?;
+/// let always = ImportOptions { copy: CopyPolicy::Always, ..Default::default() };
+/// let copied = from_dlpack(to_dlpack(&t, &ExportOptions::default())?, &always)?;
+/// assert!(copied.is_copied());
+/// assert_ne!(copied.first_element_address(), t.first_element_address());
+///
+/// // Never: what needs a copy is refused, saying why (a legacy consumer cannot carry
+/// // READ_ONLY, so a read-only tensor reaches it only as a copy).
+/// let read_only = ExportBuilder::from_vec(vec![1u8], &[1]).read_only(true).build()?;
+/// let imported = from_dlpack(read_only, &ImportOptions::default())?;
+/// let never = ExportOptions { copy: CopyPolicy::Never, ..ExportOptions::legacy() };
+/// let err = to_dlpack(&imported, &never).unwrap_err();
+/// assert!(matches!(
+///     err,
+///     Error::Dispatch(DispatchError::CopyRequired { reason: CopyReason::Flag { .. } })
+/// ));
+/// # Ok::<(), dlport_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum CopyPolicy {
-    /// `copy=False`: never copy; fail with [`DispatchError::CopyRequired`](crate::DispatchError::CopyRequired) if a copy would be
-    /// needed.
+    /// `copy=False`: never copy; fail with
+    /// [`DispatchError::CopyRequired`](crate::error::DispatchError::CopyRequired) if a copy
+    /// would be needed.
     Never,
     /// `copy=None`: copy only if needed.
     #[default]
@@ -34,11 +69,33 @@ impl CopyPolicy {
 }
 
 /// How to import: the array-API `from_dlpack(x, device=, copy=)` plus the producer's
-/// advertised device and the consumer's own layout needs.
+/// advertised device and the consumer's own layout needs. The default is the data's own
+/// device, a copy only if needed, no requirements of the consumer's own and the registry's
+/// allocation limit.
+///
+/// # Examples
+///
+/// ```
+/// use dlport_core::backend::{LayoutNeed, ViewRequirements};
+/// use dlport_core::{ExportBuilder, ImportOptions, from_dlpack};
+///
+/// // A transposed (column-major) tensor, imported by a consumer that reads row-major only:
+/// // the import is a row-major copy.
+/// let t = ExportBuilder::from_vec(vec![1u8, 2, 3, 4, 5, 6], &[3, 2]).strides(&[1, 3]).build()?;
+/// let options = ImportOptions {
+///     requirements: Some(ViewRequirements { layout: LayoutNeed::RowMajor, alignment: 1 }),
+///     ..Default::default()
+/// };
+/// let imported = from_dlpack(t, &options)?;
+/// assert!(imported.is_copied() && imported.contiguity().is_row_major());
+/// assert_eq!(imported.to_vec::<u8>()?, [1, 4, 2, 5, 3, 6]);
+/// # Ok::<(), dlport_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ImportOptions {
     /// The target device; `None` means the data's own device. It obeys [the rule of device
-    /// ids](crate::Device#the-rule-of-device-ids) ([`DispatchError::InvalidDevice`](crate::DispatchError::InvalidDevice) otherwise).
+    /// ids](crate::Device#the-rule-of-device-ids)
+    /// ([`DispatchError::InvalidDevice`](crate::error::DispatchError::InvalidDevice) otherwise).
     pub device: Option<Device>,
     /// What the producer's `__dlpack_device__` said, if known (checked by the same rule).
     pub advertised: Option<Device>,
@@ -46,27 +103,51 @@ pub struct ImportOptions {
     pub copy: CopyPolicy,
     /// Extra needs of the consumer (layout, alignment), on top of the backend's own. A copy
     /// made for the import meets them too (an alignment above what the backend allocates is
-    /// honoured by re-aligning host copies, refused with [`DispatchError::InvalidOption`](crate::DispatchError::InvalidOption)
-    /// elsewhere).
+    /// honoured by re-aligning host copies, refused with
+    /// [`DispatchError::InvalidOption`](crate::error::DispatchError::InvalidOption) elsewhere).
     pub requirements: Option<ViewRequirements>,
     /// The most bytes a copy made for this call may allocate (`None`: the registry's limit).
     pub max_alloc: Option<u64>,
 }
 
 /// How to export: the array-API `__dlpack__(max_version=, dl_device=, copy=)`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+///
+/// The two forms are spelt out: [`versioned`](Self::versioned) (a `DLManagedTensorVersioned`,
+/// DLPack 1.3, what every 1.x consumer takes) and [`legacy`](Self::legacy) (a
+/// `DLManagedTensor`, for consumers that predate DLPack 1.0). The default is the versioned
+/// form.
+///
+/// # Examples
+///
+/// ```
+/// use dlport_core::{ExportOptions, Tensor, to_dlpack};
+///
+/// assert_eq!(ExportOptions::default(), ExportOptions::versioned());
+/// let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+/// assert!(to_dlpack(&t, &ExportOptions::default())?.is_versioned());
+/// assert!(!to_dlpack(&t, &ExportOptions::legacy())?.is_versioned());
+/// # Ok::<(), dlport_core::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExportOptions {
     /// The highest version the consumer understands: `None` or major 0 → legacy
     /// `DLManagedTensor`; major ≥ 1 → `DLManagedTensorVersioned` 1.3.
     pub max_version: Option<DLPackVersion>,
     /// The device the consumer wants; `None` means the tensor's own. It obeys [the rule of
-    /// device ids](crate::Device#the-rule-of-device-ids) ([`DispatchError::InvalidDevice`](crate::DispatchError::InvalidDevice)
-    /// otherwise).
+    /// device ids](crate::Device#the-rule-of-device-ids)
+    /// ([`DispatchError::InvalidDevice`](crate::error::DispatchError::InvalidDevice) otherwise).
     pub dl_device: Option<Device>,
     /// The copy policy.
     pub copy: CopyPolicy,
     /// The most bytes a copy made for this call may allocate (`None`: the registry's limit).
     pub max_alloc: Option<u64>,
+}
+
+impl Default for ExportOptions {
+    /// [`ExportOptions::versioned`]: what a Rust caller gets unless it names the legacy form.
+    fn default() -> Self {
+        Self::versioned()
+    }
 }
 
 impl ExportOptions {
@@ -80,6 +161,34 @@ impl ExportOptions {
             max_alloc: None,
         }
     }
+
+    /// What a consumer that predates DLPack 1.0 asks for (`max_version` unset): a legacy
+    /// `DLManagedTensor` on its own device, copied only if needed. The legacy form has no
+    /// flags: a read-only or padded sub-byte tensor reaches it only as a copy.
+    pub const fn legacy() -> Self {
+        Self {
+            max_version: None,
+            dl_device: None,
+            copy: CopyPolicy::IfNeeded,
+            max_alloc: None,
+        }
+    }
+}
+
+/// What a registry decided for an import, before doing it
+/// ([`Registry::decide`](crate::Registry::decide)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// Where the memory really is (after reconciliation).
+    pub memory: Device,
+    /// Where the result goes.
+    pub target: Device,
+    /// The backend that will hold the result.
+    pub backend: &'static str,
+    /// Why a view is impossible, if it is.
+    pub copy_reason: Option<CopyReason>,
+    /// Whether a copy will be made.
+    pub copies: bool,
 }
 
 /// The largest alignment an import may ask for (1 GiB).

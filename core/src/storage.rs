@@ -32,7 +32,7 @@ pub unsafe trait TensorStorage: Send + 'static {
     fn byte_len(&self) -> usize;
     /// Where the memory lives; host memory by default. It obeys [the rule of device
     /// ids](crate::Device#the-rule-of-device-ids): the builder refuses anything else with
-    /// [`DispatchError::InvalidDevice`](crate::DispatchError::InvalidDevice).
+    /// [`DispatchError::InvalidDevice`](crate::error::DispatchError::InvalidDevice).
     fn device(&self) -> Device {
         Device::cpu()
     }

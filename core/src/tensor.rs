@@ -3,7 +3,7 @@
 //! [`Tensor::acquire_external`] exports a DLPack tensor that holds a counted use of the buffer
 //! (XLA's *external reference*); [`Tensor::release_ownership`] hands the memory itself to a
 //! consumer, after which every handle's access returns
-//! [`AccessError::BufferReleased`](crate::AccessError::BufferReleased).
+//! [`AccessError::BufferReleased`](crate::error::AccessError::BufferReleased).
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
@@ -86,6 +86,20 @@ impl Dims {
 ///
 /// Cloning is cheap and shares the buffer. The memory is freed (or the DLPack deleter of an
 /// imported tensor called) when the last handle and the last DLPack reference are gone.
+/// [`from_dlpack`](crate::from_dlpack) makes one; [`to_dlpack`](crate::to_dlpack) shares it.
+///
+/// # Examples
+///
+/// ```
+/// use dlport_core::{DataType, Tensor};
+///
+/// let t = Tensor::from_vec(vec![1i16, 2, 3, 4, 5, 6], &[2, 3])?; // no copy
+/// assert_eq!((t.dtype(), t.shape(), t.strides()), (DataType::INT16, &[2, 3][..], &[3, 1][..]));
+/// let same = t.clone(); // another handle onto the same buffer
+/// assert_eq!(same.first_element_address(), t.first_element_address());
+/// assert_eq!(t.view()?.tensor_ref().get::<i16>(&[1, 2])?, Some(6));
+/// # Ok::<(), dlport_core::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Tensor {
     buffer: SharedBuffer,
@@ -148,8 +162,8 @@ impl Tensor {
     /// A compact row-major CPU tensor over `data`, without a copy (the CPU backend's tensor;
     /// the vector is freed when the last handle and the last DLPack reference are gone).
     /// `shape` must fit in `data`
-    /// ([`LayoutError::DataTooShort`](crate::LayoutError::DataTooShort) otherwise, counted in
-    /// elements).
+    /// ([`LayoutError::DataTooShort`](crate::error::LayoutError::DataTooShort) otherwise,
+    /// counted in elements).
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[i64]) -> Result<Self, Error> {
         Self::new(
             Buffer::new(Box::new(data)),
@@ -168,7 +182,7 @@ impl Tensor {
     ///
     /// `memory` is where the memory really is: the capsule's device, or the more specific
     /// host-accessible class the producer advertised (see
-    /// [`reconcile_device`](crate::reconcile_device)); anything that contradicts the
+    /// [`reconcile_device`](crate::backend::reconcile_device)); anything that contradicts the
     /// capsule is refused with [`DispatchError::DeviceMismatch`] (and the tensor released). It
     /// becomes the buffer's device, the one source of truth for describe, device queries and
     /// export. `device` is the tensor's device as the holding backend numbers it (usually
@@ -305,7 +319,7 @@ impl Tensor {
     /// and typed access (`as_slice`, `to_vec`) where the host can read the memory. The view
     /// holds a counted use of the buffer, so the memory cannot be released to a consumer while
     /// it lives. Fails with
-    /// [`AccessError::BufferReleased`](crate::AccessError::BufferReleased) once it was.
+    /// [`AccessError::BufferReleased`](crate::error::AccessError::BufferReleased) once it was.
     pub fn view(&self) -> Result<TensorView<'_>, Error> {
         let guard = self.buffer.try_use()?;
         // SAFETY: the tensor's layout was validated against the buffer (or came from a
@@ -345,8 +359,8 @@ impl Tensor {
     }
 
     /// Hands the memory itself to a DLPack consumer. Afterwards every handle onto this buffer
-    /// gets [`AccessError::BufferReleased`](crate::AccessError::BufferReleased). Fails with
-    /// [`AccessError::BufferInUse`](crate::AccessError::BufferInUse) while views or
+    /// gets [`AccessError::BufferReleased`](crate::error::AccessError::BufferReleased). Fails with
+    /// [`AccessError::BufferInUse`](crate::error::AccessError::BufferInUse) while views or
     /// external references exist.
     pub(crate) fn release_ownership(
         &self,
@@ -410,11 +424,21 @@ impl Tensor {
     }
 }
 
-/// A validated view of a [`Tensor`] that keeps its memory from being released while it lives.
+/// What [`Tensor::view`] returns: a validated view of a [`Tensor`] that keeps its memory from
+/// being released while it lives.
 ///
 /// [`tensor_ref`](Self::tensor_ref) lends the view as a [`TensorRef`] for as long as this guard
 /// is borrowed, so no slice of the memory outlives the guard: once the guard is gone, the
 /// memory may be released to a DLPack consumer and freed.
+///
+/// # Examples
+///
+/// ```
+/// let t = dlport_core::Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?;
+/// let view = t.view()?; // the buffer cannot be released to a consumer while `view` lives
+/// assert_eq!(view.tensor_ref().as_slice::<f32>()?.iter().sum::<f32>(), 6.0);
+/// # Ok::<(), dlport_core::Error>(())
+/// ```
 ///
 /// ```compile_fail,E0597
 /// # use dlport_core::Tensor;

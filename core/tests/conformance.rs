@@ -12,13 +12,14 @@
 use std::collections::BTreeSet;
 use std::ffi::c_void;
 
-use dlport_core::abi::DLManagedTensorVersioned;
-use dlport_core::layout::{self, RawFields};
-use dlport_core::{
-    AccessError, Address, AddressRange, BackendError, BackendNames, ByteSpan, CopyReason, DataType,
-    Device, DeviceType, DispatchError, Driver, Error, ExportBuilder, Flag, LayoutError,
-    ManagedTensor, NameKind, OptionRule, ShortStr, StreamReason, TensorRef, TypeCode,
+use dlport_core::abi::{DLManagedTensorVersioned, DeviceType, TypeCode};
+use dlport_core::error::{
+    AccessError, Address, AddressRange, BackendError, BackendNames, CopyReason, DispatchError,
+    Driver, Flag, LayoutError, NameKind, OptionRule, ShortStr, StreamReason,
 };
+use dlport_core::internal::{self, RawFields};
+use dlport_core::layout::ByteSpan;
+use dlport_core::{DataType, Device, Error, ExportBuilder, ManagedTensor, TensorRef};
 use dlport_testkit::malformed::{self, Case, Outcome, v};
 
 /// What one entry point made of a case, and anything wrong with how it released the tensor.
@@ -177,7 +178,7 @@ fn all_reached_errors() -> Vec<Error> {
         .collect();
 
     // The process-wide default registry is installed once: a second install is refused.
-    let _ = dlport_core::default_registry();
+    let _ = dlport_core::Registry::process_default();
     errors.push(
         dlport_core::Registry::with_cpu()
             .install_default()
@@ -186,7 +187,7 @@ fn all_reached_errors() -> Vec<Error> {
 
     // Pure validator: a strides array of the wrong length (impossible through a DLTensor).
     errors.push(
-        layout::validate(&RawFields {
+        internal::validate(&RawFields {
             data: 64,
             device: Device::cpu(),
             dtype: DataType::FLOAT32,
@@ -242,7 +243,7 @@ fn all_reached_errors() -> Vec<Error> {
     // Device memory is not host-accessible.
     struct DeviceBuf;
     // SAFETY: the handle is never dereferenced; the test only reads metadata.
-    unsafe impl dlport_core::TensorStorage for DeviceBuf {
+    unsafe impl dlport_core::backend::TensorStorage for DeviceBuf {
         fn data_ptr(&mut self) -> *mut c_void {
             std::ptr::without_provenance_mut(0x1000)
         }
@@ -265,8 +266,10 @@ fn all_reached_errors() -> Vec<Error> {
             .unwrap(),
     );
     // Dispatch and backend tensors.
-    use dlport_core::backend::{AlignedBuffer, Backend, CpuBackend, LayoutNeed, ViewRequirements};
-    use dlport_core::{CopyPolicy, ImportOptions, Registry, reconcile_device};
+    use dlport_core::backend::{
+        AlignedBuffer, Backend, CpuBackend, LayoutNeed, ViewRequirements, reconcile_device,
+    };
+    use dlport_core::{CopyPolicy, ImportOptions, Registry};
     use std::sync::Arc;
     errors.push(reconcile_device(Device::cuda(0), Some(Device::cpu())).unwrap_err());
     let registry = Registry::with_cpu();
@@ -348,7 +351,7 @@ fn all_reached_errors() -> Vec<Error> {
     }
     r.register(Arc::new(OneDevice)).unwrap();
     // The DLPack stream argument.
-    errors.push(dlport_core::StreamRequest::parse(Some(0), DeviceType::CUDA).unwrap_err());
+    errors.push(dlport_core::backend::StreamRequest::parse(Some(0), DeviceType::CUDA).unwrap_err());
     // Driver and OS failures, as a backend reports them.
     errors.push(
         OneDevice
@@ -408,7 +411,7 @@ fn all_reached_errors() -> Vec<Error> {
             .build()
             .unwrap();
         let mut dst = [0u8; 15];
-        errors.push(dlport_core::backend::copy_to_compact(&src.view(), &mut dst).unwrap_err());
+        errors.push(src.view().copy_to_compact(&mut dst).unwrap_err());
     }
     errors
 }
@@ -416,7 +419,7 @@ fn all_reached_errors() -> Vec<Error> {
 /// Device memory of an extension device, id 3 (never dereferenced).
 struct DeviceBuf2;
 // SAFETY: the handle is never dereferenced by these tests.
-unsafe impl dlport_core::TensorStorage for DeviceBuf2 {
+unsafe impl dlport_core::backend::TensorStorage for DeviceBuf2 {
     fn data_ptr(&mut self) -> *mut c_void {
         std::ptr::without_provenance_mut(0x2000)
     }

@@ -1,8 +1,9 @@
 //! Strided → compact copies, checked element by element against the core's reference reader
 //! for every stride pattern (negative, zero, permuted, gaps) and many element sizes.
 
-use dlport_core::backend::copy_to_compact;
-use dlport_core::{DataType, ExportBuilder, TypeCode};
+use dlport_core::abi::TypeCode;
+use dlport_core::backend::{Backend, CpuBackend};
+use dlport_core::{DataType, Device, ExportBuilder};
 
 /// A small deterministic generator (no dependency needed).
 struct Lcg(u64);
@@ -59,7 +60,7 @@ fn check(rng: &mut Lcg, elem: usize, ndim: usize) {
     let view = t.view();
     let numel = view.numel() as usize;
     let mut out = vec![0u8; numel * elem];
-    copy_to_compact(&view, &mut out).unwrap();
+    view.copy_to_compact(&mut out).unwrap();
     // Reference: walk the multi-index in row-major order.
     let mut index = vec![0i64; ndim];
     for k in 0..numel {
@@ -134,7 +135,7 @@ fn transposes_take_the_tiled_path_and_stay_exact() {
                 .build()
                 .unwrap();
             let mut out = vec![0u8; n * elem];
-            copy_to_compact(&t.view(), &mut out).unwrap();
+            t.view().copy_to_compact(&mut out).unwrap();
             for r in 0..rows {
                 for c in 0..cols {
                     let src = (c * rows + r) * elem;
@@ -167,7 +168,7 @@ fn copy_at_shifts(
         // SAFETY: viewing initialised u32s as bytes.
         let out_bytes =
             unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), n * 4) };
-        copy_to_compact(&t.view(), out_bytes).unwrap();
+        t.view().copy_to_compact(out_bytes).unwrap();
         for (i, &v) in out.iter().enumerate() {
             assert_eq!(v, want(i), "{what} +{shift} words: element {i}");
         }
@@ -237,7 +238,7 @@ fn large_transposes_of_every_element_size_stay_exact() {
             let lead = backing.as_ptr().align_offset(64);
             for shift in [0, elem, 1] {
                 let out = &mut backing[lead + shift..lead + shift + n * elem];
-                copy_to_compact(&t.view(), out).unwrap();
+                t.view().copy_to_compact(out).unwrap();
                 if let Some(at) = out.iter().zip(&want).position(|(a, b)| a != b) {
                     let (r, c) = (at / elem / cols, at / elem % cols);
                     panic!("elem {elem} {rows}x{cols} +{shift} bytes: ({r}, {c}) differs");
@@ -279,7 +280,7 @@ fn broadcast_and_reversed_views() {
         .build()
         .unwrap();
     let mut out = vec![0u8; 48];
-    copy_to_compact(&t.view(), &mut out).unwrap();
+    t.view().copy_to_compact(&mut out).unwrap();
     let got: Vec<f32> = out
         .chunks(4)
         .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
@@ -292,7 +293,7 @@ fn broadcast_and_reversed_views() {
         .build()
         .unwrap();
     let mut out = vec![0u8; 10];
-    copy_to_compact(&t.view(), &mut out).unwrap();
+    t.view().copy_to_compact(&mut out).unwrap();
     let got: Vec<i16> = out
         .chunks(2)
         .map(|c| i16::from_ne_bytes(c.try_into().unwrap()))
@@ -306,10 +307,10 @@ fn wrong_destination_size_is_an_error() {
         .build()
         .unwrap();
     let mut out = vec![0u8; 23];
-    let err = copy_to_compact(&t.view(), &mut out).unwrap_err();
+    let err = t.view().copy_to_compact(&mut out).unwrap_err();
     assert_eq!(
         err,
-        dlport_core::Error::Dispatch(dlport_core::DispatchError::DestinationSize {
+        dlport_core::Error::Dispatch(dlport_core::error::DispatchError::DestinationSize {
             needed: 24,
             available: 23
         })
@@ -321,8 +322,7 @@ fn wrong_destination_size_is_an_error() {
 // behaviour (they failed before the fix).
 // ---------------------------------------------------------------------------------------------
 
-/// FUZZ FINDING compact-1: `CpuBackend::compact` (so `CpuBackend::copy` and every registry copy
-/// to the CPU) refuses a valid IS_SUBBYTE_TYPE_PADDED sub-byte tensor of more than one element
+/// FUZZ FINDING compact-1: `CpuBackend::copy` to the CPU (so every registry copy to the CPU) refuses a valid IS_SUBBYTE_TYPE_PADDED sub-byte tensor of more than one element
 /// with `StorageTooSmall { needed: 3, available: 2 }`: it allocates the packed size (and returns
 /// a tensor without the padded flag), then calls `copy_to_compact`, which wants the padded size.
 /// The direct copy is right (padded in, padded out). Per DLPack the backend's result, whose
@@ -336,17 +336,19 @@ fn fuzz_finding_compact_1_padded_sub_byte_tensor_compacts() {
         .unwrap();
     // The compact form is packed: both the direct copy and the backend's.
     let mut out = vec![0u8; 2];
-    copy_to_compact(&t.view(), &mut out).unwrap();
+    t.view().copy_to_compact(&mut out).unwrap();
     assert_eq!(out, [0x21, 0x03]);
-    let c = dlport_core::backend::CpuBackend::compact(&t.view())
-        .unwrap_or_else(|e| panic!("a valid padded int4 tensor must compact: {e}"));
+    let c = CpuBackend
+        .copy(&t.view(), Device::cpu())
+        .unwrap_or_else(|e| panic!("a valid padded int4 tensor must compact: {e}"))
+        .expect("the CPU backend copies host memory");
     let bytes = c.view().unwrap().tensor_ref().as_bytes().unwrap().to_vec();
     assert_eq!((bytes[0], bytes[1] & 0x0f), (0x21, 0x03));
 }
 
 /// FUZZ FINDING compact-2: an EMPTY tensor whose extents, zeros counted as 1, multiply past
 /// i64::MAX (here `[i64::MAX, 2, 0]`) is valid (the validator and the builder with explicit
-/// strides accept it, the copies return at once), but `CpuBackend::compact` and the builder's
+/// strides accept it, the copies return at once), but `CpuBackend::copy` and the builder's
 /// default strides refuse it with `ElementCountOverflow` ("makes the element count overflow",
 /// for a count of 0): `layout::compact_row_major` (and `compact_fast`) also multiply in the
 /// outermost extent, a product that no stride uses. Its compact strides `[2, 1, 1]` fit.
@@ -357,16 +359,18 @@ fn fuzz_finding_compact_2_empty_tensor_with_a_huge_extent_compacts() {
         .strides(&[2, 1, 1])
         .build()
         .unwrap();
-    copy_to_compact(&t.view(), &mut []).unwrap();
-    dlport_core::backend::CpuBackend::compact(&t.view())
-        .unwrap_or_else(|e| panic!("an empty tensor must compact: {e}"));
+    t.view().copy_to_compact(&mut []).unwrap();
+    CpuBackend
+        .copy(&t.view(), Device::cpu())
+        .unwrap_or_else(|e| panic!("an empty tensor must compact: {e}"))
+        .expect("the CPU backend copies host memory");
     ExportBuilder::new(Vec::<u8>::new(), DataType::FLOAT32, &shape)
         .build()
         .unwrap_or_else(|e| panic!("an empty tensor must export with default strides: {e}"));
 }
 
 /// FINDING compact-3 (found reading the code for the fuzz target, which passes exact sizes):
-/// the core's portable `dlport_core::backend::copy_to_compact` never checks `dst.len()`. A
+/// the core's portable `TensorRef::copy_to_compact` never checks `dst.len()`. A
 /// row-major source with a destination too long panics (slice index out of range); a strided
 /// source with a destination too short returns `Ok` having copied only part of the tensor. The
 /// native copy returned `DestinationSize` for both (see `wrong_destination_size_is_an_error`);
@@ -376,14 +380,13 @@ fn fuzz_finding_compact_3_core_copy_checks_the_destination_size() {
     let contiguous = ExportBuilder::from_vec(vec![0u32; 6], &[2, 3])
         .build()
         .unwrap();
-    let long = std::panic::catch_unwind(|| {
-        dlport_core::backend::copy_to_compact(&contiguous.view(), &mut [0u8; 25]).is_err()
-    });
+    let long =
+        std::panic::catch_unwind(|| contiguous.view().copy_to_compact(&mut [0u8; 25]).is_err());
     let transposed = ExportBuilder::from_vec(vec![0u32; 6], &[2, 3])
         .strides(&[1, 2])
         .build()
         .unwrap();
-    let short = dlport_core::backend::copy_to_compact(&transposed.view(), &mut [0u8; 23]);
+    let short = transposed.view().copy_to_compact(&mut [0u8; 23]);
     assert!(
         long.as_ref().is_ok_and(|&refused| refused) && short.is_err(),
         "25 bytes for 24 (contiguous): {}; 23 bytes for 24 (strided): {short:?}",

@@ -5,11 +5,12 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use dlport_core::backend::{LayoutNeed, ViewRequirements};
-use dlport_core::{CopyPolicy, DispatchError, ExportOptions, ImportOptions, Registry};
+use dlport_core::abi::{DLPackVersion, DeviceType};
+use dlport_core::backend::{LayoutNeed, TensorStorage, ViewRequirements};
+use dlport_core::error::{CopyReason, DispatchError};
 use dlport_core::{
-    CopyReason, DLPackVersion, DataType, Device, DeviceType, Error, ExportBuilder, ManagedTensor,
-    TensorStorage,
+    CopyPolicy, DataType, Device, Error, ExportBuilder, ExportOptions, ImportOptions,
+    ManagedTensor, Registry,
 };
 
 /// Host memory that claims a given device type (pinned or managed memory without a driver).
@@ -98,7 +99,7 @@ fn copy_policy_matrix() {
                         ),
                         _ => (
                             CopyReason::Layout {
-                                contiguity: dlport_core::Contiguity::ColumnMajor,
+                                contiguity: dlport_core::layout::Contiguity::ColumnMajor,
                             },
                             "the layout is column-major (F) contiguous, which the target cannot view",
                         ),
@@ -195,14 +196,14 @@ fn to_dlpack_follows_max_version_dl_device_and_copy() {
     let t = cpu
         .allocate(Device::cpu(), DataType::INT16, &[3, 2])
         .unwrap();
-    let legacy = registry.to_dlpack(&t, &ExportOptions::default()).unwrap();
+    let legacy = registry.to_dlpack(&t, &ExportOptions::legacy()).unwrap();
     assert!(!legacy.is_versioned(), "no max_version → legacy");
     let legacy0 = registry
         .to_dlpack(
             &t,
             &ExportOptions {
                 max_version: Some(DLPackVersion::new(0, 8)),
-                ..Default::default()
+                ..ExportOptions::legacy()
             },
         )
         .unwrap();
@@ -212,7 +213,7 @@ fn to_dlpack_follows_max_version_dl_device_and_copy() {
             &t,
             &ExportOptions {
                 max_version: Some(DLPackVersion::new(1, 1)),
-                ..Default::default()
+                ..ExportOptions::legacy()
             },
         )
         .unwrap();
@@ -228,7 +229,7 @@ fn to_dlpack_follows_max_version_dl_device_and_copy() {
             &ExportOptions {
                 copy: CopyPolicy::Always,
                 max_version: Some(DLPackVersion::new(1, 3)),
-                ..Default::default()
+                ..ExportOptions::legacy()
             },
         )
         .unwrap();
@@ -240,7 +241,7 @@ fn to_dlpack_follows_max_version_dl_device_and_copy() {
             &ExportOptions {
                 dl_device: Some(Device::cuda(0)),
                 copy: CopyPolicy::Never,
-                ..Default::default()
+                ..ExportOptions::legacy()
             },
         )
         .unwrap_err();
@@ -279,7 +280,7 @@ fn pinned_memory_is_shown_to_a_cpu_only_consumer_without_a_copy() {
             &ExportOptions {
                 dl_device: Some(Device::cpu()),
                 copy: CopyPolicy::Never,
-                ..Default::default()
+                ..ExportOptions::legacy()
             },
         )
         .unwrap();
@@ -289,7 +290,7 @@ fn pinned_memory_is_shown_to_a_cpu_only_consumer_without_a_copy() {
 
 #[test]
 fn stream_argument_follows_the_dlpack_protocol() {
-    use dlport_core::StreamRequest as S;
+    use dlport_core::backend::StreamRequest as S;
     let cuda = DeviceType::CUDA;
     assert_eq!(S::parse(None, cuda).unwrap(), S::LegacyDefault);
     assert_eq!(S::parse(Some(1), cuda).unwrap(), S::LegacyDefault);

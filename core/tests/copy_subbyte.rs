@@ -2,8 +2,8 @@
 //! packed or padded (IS_SUBBYTE_TYPE_PADDED), with any strides (DESIGN.md, "Compact copies and
 //! sub-byte elements").
 
-use dlport_core::backend::copy_to_compact;
-use dlport_core::{DataType, ExportBuilder, TypeCode};
+use dlport_core::abi::TypeCode;
+use dlport_core::{DataType, ExportBuilder};
 
 /// A small deterministic generator (no dependency needed).
 struct Lcg(u64);
@@ -26,7 +26,7 @@ fn packed_sub_byte_compacts_from_any_layout() {
         .build()
         .unwrap();
     let mut out = vec![0u8; 2];
-    copy_to_compact(&fp4.view(), &mut out).unwrap();
+    fp4.view().copy_to_compact(&mut out).unwrap();
     assert_eq!(out, [0x21, 0x43]);
     let strided = ExportBuilder::new(vec![0x21u8, 0x43], DataType::FLOAT4_E2M1FN, &[2])
         .strides(&[2])
@@ -34,7 +34,7 @@ fn packed_sub_byte_compacts_from_any_layout() {
         .unwrap();
     // Elements 0 and 2 (values 1 and 3), packed into one byte.
     let mut out = vec![0u8; 1];
-    copy_to_compact(&strided.view(), &mut out).unwrap();
+    strided.view().copy_to_compact(&mut out).unwrap();
     assert_eq!(out, [0x31]);
     let t = ExportBuilder::new(
         vec![0x21u8, 0x43],
@@ -45,7 +45,7 @@ fn packed_sub_byte_compacts_from_any_layout() {
     .build()
     .unwrap();
     let mut out = vec![0u8; 2];
-    copy_to_compact(&t.view(), &mut out).unwrap();
+    t.view().copy_to_compact(&mut out).unwrap();
     // Source elements [1, 2, 3, 4] as a column-major 2x2: rows are (1, 3) and (2, 4).
     assert_eq!(out, [0x31, 0x42]);
     // Padded int4 (one element per byte, value in the low bits) comes out packed.
@@ -58,7 +58,7 @@ fn packed_sub_byte_compacts_from_any_layout() {
     .build()
     .unwrap();
     let mut out = vec![0u8; 2];
-    copy_to_compact(&padded.view(), &mut out).unwrap();
+    padded.view().copy_to_compact(&mut out).unwrap();
     assert_eq!(out, [0x21, 0x43]);
 }
 
@@ -69,7 +69,8 @@ fn packed_sub_byte_compacts_from_any_layout() {
 /// the CPU backend's copy (whose result carries no padded flag).
 #[test]
 fn sub_byte_tensors_packed_or_padded_compact_to_the_same_packed_bytes() {
-    use dlport_core::backend::CpuBackend;
+    use dlport_core::Device;
+    use dlport_core::backend::{Backend, CpuBackend};
     let mut rng = Lcg(7);
     let mut dtypes: Vec<DataType> = (1..8)
         .flat_map(|b| {
@@ -151,9 +152,9 @@ fn sub_byte_tensors_packed_or_padded_compact_to_the_same_packed_bytes() {
                     });
                 let what = format!("{dtype} {shape:?} {strides:?} padded {is_padded}");
                 let mut out = vec![0xa5u8; want.len()];
-                copy_to_compact(&t.view(), &mut out).unwrap();
+                t.view().copy_to_compact(&mut out).unwrap();
                 assert_eq!(out, want, "copy_to_compact: {what}");
-                let c = CpuBackend::compact(&t.view()).unwrap();
+                let c = CpuBackend.copy(&t.view(), Device::cpu()).unwrap().unwrap();
                 assert!(c.flags() & dlport_core::abi::FLAG_IS_SUBBYTE_TYPE_PADDED == 0);
                 let guard = c.view().unwrap();
                 assert_eq!(
@@ -164,7 +165,7 @@ fn sub_byte_tensors_packed_or_padded_compact_to_the_same_packed_bytes() {
                 // The padded size is refused as a destination: the compact form is packed.
                 if is_padded && numel != want.len() {
                     let mut wrong = vec![0u8; numel];
-                    assert!(copy_to_compact(&t.view(), &mut wrong).is_err(), "{what}");
+                    assert!(t.view().copy_to_compact(&mut wrong).is_err(), "{what}");
                 }
             }
         }

@@ -8,9 +8,11 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use dlport_core::abi::DeviceType;
+use dlport_core::backend::{DeviceField, TensorStorage, reconcile_device};
+use dlport_core::error::DispatchError;
 use dlport_core::{
-    DataType, Device, DeviceField, DeviceType, DispatchError, Error, ExportBuilder, ExportOptions,
-    ImportOptions, ManagedTensor, Registry, TensorStorage, reconcile_device,
+    DataType, Device, Error, ExportBuilder, ExportOptions, ImportOptions, ManagedTensor, Registry,
 };
 use dlport_testkit::malformed::device_ids;
 
@@ -116,8 +118,8 @@ fn every_door_applies_the_one_rule() {
         for versioned in [true, false] {
             let opts = ExportOptions {
                 dl_device: Some(device),
-                max_version: versioned.then_some(dlport_core::DLPackVersion::CURRENT),
-                ..ExportOptions::default()
+                max_version: versioned.then_some(dlport_core::abi::DLPackVersion::CURRENT),
+                ..ExportOptions::legacy()
             };
             let got = reg.to_dlpack(&t, &opts);
             check(

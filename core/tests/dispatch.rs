@@ -6,9 +6,10 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use dlport_core::backend::platform_id;
-use dlport_core::{AccessError, DispatchError, ExportOptions, ImportOptions, Registry};
-use dlport_core::{DataType, Device, DeviceType, Error, ExportBuilder, TensorStorage};
+use dlport_core::abi::DeviceType;
+use dlport_core::backend::{TensorStorage, platform_id};
+use dlport_core::error::{AccessError, DispatchError};
+use dlport_core::{DataType, Device, Error, ExportBuilder, ExportOptions, ImportOptions, Registry};
 
 #[test]
 fn every_device_type_resolves_to_the_expected_backend_or_error() {
@@ -26,7 +27,7 @@ fn every_device_type_resolves_to_the_expected_backend_or_error() {
                     Error::Dispatch(DispatchError::NoBackend {
                         device_type: DeviceType(0),
                         device_id: 0,
-                        registered: dlport_core::BackendNames::default()
+                        registered: dlport_core::error::BackendNames::default()
                     })
                     .code()
                 );
@@ -172,7 +173,8 @@ fn a_true_contradiction_is_an_error_naming_both() {
         1,
         "the refused tensor is released"
     );
-    let err = dlport_core::reconcile_device(Device::cuda(0), Some(Device::cuda(1))).unwrap_err();
+    let err =
+        dlport_core::backend::reconcile_device(Device::cuda(0), Some(Device::cuda(1))).unwrap_err();
     assert_eq!(
         err,
         Error::Dispatch(DispatchError::DeviceMismatch {
@@ -302,7 +304,7 @@ fn release_ownership_makes_later_use_an_error() {
     );
     assert_eq!(
         registry
-            .to_dlpack(&alias, &ExportOptions::default())
+            .to_dlpack(&alias, &ExportOptions::legacy())
             .unwrap_err(),
         Error::Access(AccessError::BufferReleased)
     );

@@ -5,10 +5,13 @@
 
 use std::ffi::c_void;
 
-use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
+use dlport_core::abi::{
+    DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, RawManaged,
+};
+use dlport_core::backend::TensorStorage;
 use dlport_core::{
-    CopyPolicy, DLPackVersion, DataType, Device, ExportBuilder, ExportOptions, ImportOptions,
-    ManagedTensor, RawManaged, Registry, TensorStorage,
+    CopyPolicy, DataType, Device, ExportBuilder, ExportOptions, ImportOptions, ManagedTensor,
+    Registry,
 };
 
 /// The header's `manager_ctx`, version and `dl_tensor`.
@@ -41,7 +44,7 @@ fn exports(byte_offset: u64, shape: &[i64]) -> Vec<(&'static str, ManagedTensor)
     let t = reg.from_dlpack(build(), &ImportOptions::default()).unwrap();
     let legacy = ExportOptions {
         max_version: None,
-        ..ExportOptions::default()
+        ..ExportOptions::legacy()
     };
     let copied = ExportOptions {
         copy: CopyPolicy::Always,

@@ -6,9 +6,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use dlport_core::abi::DLPackVersion;
+use dlport_core::backend::TensorStorage;
 use dlport_core::{
-    CopyPolicy, DLPackVersion, Device, ExportOptions, ImportOptions, ManagedTensor, Registry,
-    Tensor, TensorStorage, from_dlpack, to_dlpack,
+    CopyPolicy, Device, ExportOptions, ImportOptions, ManagedTensor, Registry, Tensor, from_dlpack,
+    to_dlpack,
 };
 
 /// Host memory that counts its frees.
@@ -39,7 +41,7 @@ fn the_default_registry_is_installed_once_and_serves_both_directions() {
     assert!(Registry::get_default().is_none());
     let seen: Vec<usize> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..8)
-            .map(|_| s.spawn(|| dlport_core::default_registry() as *const Registry as usize))
+            .map(|_| s.spawn(|| Registry::process_default() as *const Registry as usize))
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
@@ -59,7 +61,7 @@ fn the_default_registry_is_installed_once_and_serves_both_directions() {
         "{text}"
     );
     assert_eq!(
-        dlport_core::default_registry() as *const Registry as usize,
+        Registry::process_default() as *const Registry as usize,
         seen[0]
     );
 

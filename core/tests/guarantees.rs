@@ -4,13 +4,15 @@
 
 use std::sync::Arc;
 
-use dlport_core::abi::{FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
-use dlport_core::backend::{LayoutNeed, ViewRequirements, compact_bytes};
-use dlport_core::{
-    Access, AccessError, CopyPolicy, CopyReason, DataType, Device, DeviceType, DispatchError,
-    Error, ExportBuilder, Flag, ManagedTensor, OptionRule, Registry, TypeCode,
+use dlport_core::abi::{
+    DeviceType, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY, TypeCode,
 };
-use dlport_core::{ExportOptions, ImportOptions};
+use dlport_core::backend::{Access, LayoutNeed, ViewRequirements, compact_bytes};
+use dlport_core::error::{AccessError, CopyReason, DispatchError, Flag, OptionRule};
+use dlport_core::{
+    CopyPolicy, DataType, Device, Error, ExportBuilder, ExportOptions, ImportOptions,
+    ManagedTensor, Registry,
+};
 
 fn imported(reg: &Registry, data: Vec<f32>, shape: &[i64]) -> dlport_core::Tensor {
     let src = ExportBuilder::from_vec(data, shape).build().unwrap();
@@ -368,7 +370,7 @@ fn sizes_past_64_bits_are_reported_exactly() {
     let bytes = compact_bytes(DataType::FLOAT32, &[1 << 60]).unwrap();
     assert_eq!(bytes, 1 << 62);
     assert_eq!(
-        dlport_core::check_alloc(bytes as u128, Some(1 << 30)),
+        dlport_core::backend::check_alloc(bytes as u128, Some(1 << 30)),
         Err(Error::Dispatch(DispatchError::AllocationLimit {
             bytes: (1u128 << 62).into(),
             limit: 1 << 30

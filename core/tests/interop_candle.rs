@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use candle_core::{CpuStorage, DType, Device as Cpu, IndexOp, Storage, Tensor};
-use dlport_core::{Access, DataType, Device, ExportBuilder, ManagedTensor};
+use dlport_core::backend::Access;
+use dlport_core::{DataType, Device, ExportBuilder, ManagedTensor};
 
 fn storage_address(t: &Tensor) -> usize {
     let (s, l) = t.storage_and_layout();

@@ -1,7 +1,8 @@
 //! The image adapter against the real crate: HWC both ways, borrowed, owned and copied.
 #![cfg(feature = "image")]
 
-use dlport_core::{Access, DataType, ExportBuilder, ManagedTensor};
+use dlport_core::backend::Access;
+use dlport_core::{DataType, ExportBuilder, ManagedTensor};
 use image::{ImageBuffer, Luma, LumaA, Rgb, Rgba};
 
 #[test]

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use dlport_core::{Access, DataType, Device, ExportBuilder, ManagedTensor, RawManaged, TensorRef};
+use dlport_core::abi::RawManaged;
+use dlport_core::backend::Access;
+use dlport_core::{DataType, Device, ExportBuilder, ManagedTensor, TensorRef};
 use half::{bf16, f16};
 use ndarray::{Array, Array2, ArrayD, Axis, Dimension, IxDyn, array, s};
 
@@ -127,7 +129,7 @@ fn half_and_other_elements() {
     let t = ManagedTensor::try_from(b).unwrap();
     assert_eq!(t.view().dtype(), DataType::BFLOAT16);
     assert_eq!(t.as_ndarray::<bf16>().unwrap()[[2]], bf16::from_f32(0.25));
-    let c = array![dlport_core::Complex32 { re: 1.0, im: -1.0 }];
+    let c = array![dlport_core::dtype::Complex32 { re: 1.0, im: -1.0 }];
     let t = ManagedTensor::try_from(c).unwrap();
     assert_eq!(t.view().dtype(), DataType::COMPLEX64);
 }

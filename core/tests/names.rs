@@ -1,7 +1,9 @@
 //! Names of data types and devices: Display, FromStr back, byte sizes, and the serde form of
 //! `TensorInfo`.
 
-use dlport_core::{DataType, Device, DeviceType, Element, ExportBuilder, Fp4Convention, TypeCode};
+use dlport_core::abi::{DeviceType, TypeCode};
+use dlport_core::dtype::{Element, Fp4Convention};
+use dlport_core::{DataType, Device, ExportBuilder};
 
 #[test]
 fn every_standard_dtype_has_a_name_that_parses_back() {
@@ -99,8 +101,8 @@ fn elements_map_to_their_dtypes() {
     assert_eq!(dt::<f32>(), DataType::FLOAT32);
     assert_eq!(dt::<half::bf16>(), DataType::BFLOAT16);
     assert_eq!(dt::<half::f16>(), DataType::FLOAT16);
-    assert_eq!(dt::<dlport_core::Complex32>(), DataType::COMPLEX64);
-    assert_eq!(dt::<dlport_core::Bool8>(), DataType::BOOL);
+    assert_eq!(dt::<dlport_core::dtype::Complex32>(), DataType::COMPLEX64);
+    assert_eq!(dt::<dlport_core::dtype::Bool8>(), DataType::BOOL);
     assert_eq!(dt::<u64>(), DataType::UINT64);
 }
 
@@ -167,8 +169,8 @@ fn devices_display_and_parse() {
 #[cfg(feature = "serde")]
 #[test]
 fn tensor_info_serializes_to_json_and_back() {
-    use dlport_core::TensorInfo;
     use dlport_core::abi::FLAG_READ_ONLY;
+    use dlport_core::layout::TensorInfo;
     let t = ExportBuilder::from_vec(vec![0f32; 12], &[3, 4])
         .strides(&[1, 3])
         .read_only(true)

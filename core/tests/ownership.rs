@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlport_core::abi::{
-    DLManagedTensor, DLManagedTensorVersioned, DLTensor, FLAG_IS_COPIED, FLAG_READ_ONLY,
+    DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, FLAG_IS_COPIED,
+    FLAG_READ_ONLY,
 };
-use dlport_core::{
-    AccessError, CopyPolicy, DLPackVersion, DataType, Device, DispatchError, Error, ExportBuilder,
-    LayoutError, ManagedTensor, TensorStorage,
-};
+use dlport_core::backend::TensorStorage;
+use dlport_core::error::{AccessError, DispatchError, LayoutError};
+use dlport_core::{CopyPolicy, DataType, Device, Error, ExportBuilder, ManagedTensor};
 
 /// A foreign producer: a heap block holding the managed struct, its arrays and a counter.
 #[repr(C)]
@@ -188,7 +188,7 @@ fn every_refusal_releases_exactly_once() {
         ("unknown dtype", |h| h.dl_tensor.dtype.code.0 = 200, 12),
         (
             "fp4 with 8 bits",
-            |h| h.dl_tensor.dtype = DataType::new(dlport_core::TypeCode::FLOAT4_E2M1FN, 8, 1),
+            |h| h.dl_tensor.dtype = DataType::new(dlport_core::abi::TypeCode::FLOAT4_E2M1FN, 8, 1),
             13,
         ),
     ];
@@ -214,7 +214,8 @@ fn every_refusal_releases_exactly_once() {
 
 #[test]
 fn borrowed_validation_takes_nothing() {
-    use dlport_core::{ImportOptions, RawManaged, Registry};
+    use dlport_core::abi::RawManaged;
+    use dlport_core::{ImportOptions, Registry};
     let never = ImportOptions {
         copy: CopyPolicy::Never,
         ..ImportOptions::default()
@@ -356,7 +357,7 @@ fn writes_through_as_mut_slice_reach_the_producer() {
     assert_eq!(
         t.as_mut_slice::<f32>().unwrap_err(),
         Error::Access(AccessError::NotExclusive {
-            access: dlport_core::Access::Shared
+            access: dlport_core::backend::Access::Shared
         })
     );
     // … until the caller vouches for it (this test's producer keeps no other handle).

@@ -8,7 +8,9 @@ use dlport_native::arrow::read_ipc_stream;
 
 fuzz_target!(|data: &[u8]| {
     static LIMIT: std::sync::Once = std::sync::Once::new();
-    LIMIT.call_once(|| dlport_core::set_alloc_limit(64 << 20));
+    LIMIT.call_once(|| {
+        dlport_core::set_alloc_limit(64 << 20);
+    });
     if let Ok(tensors) = read_ipc_stream(data) {
         for t in tensors {
             let view = t.tensor.view();
@@ -21,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
             );
             let bytes = view.numel() as usize * view.dtype().size_bytes();
             let mut out = vec![0u8; bytes];
-            dlport_core::backend::copy_to_compact(&view, &mut out).unwrap();
+            view.copy_to_compact(&mut out).unwrap();
         }
     }
 });

@@ -9,8 +9,7 @@ use libfuzzer_sys::fuzz_target;
 
 mod common;
 use common::{Input, fields};
-use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned};
-use dlport_core::DLPackVersion;
+use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned, DLPackVersion};
 use dlport::ffi::*;
 
 static RELEASED: AtomicUsize = AtomicUsize::new(0);

@@ -2,8 +2,8 @@
 //! backing buffer that the harness owns.
 #![allow(dead_code)]
 
-use dlport_core::abi::DLTensor;
-use dlport_core::{DataType, Device, DeviceType, TypeCode};
+use dlport_core::abi::{DLTensor, DeviceType, TypeCode};
+use dlport_core::{DataType, Device};
 
 pub struct Input<'a>(pub &'a [u8]);
 

@@ -1,9 +1,10 @@
 //! Compact copies: structure-aware random tensors (shapes, strides, offsets, dtypes built from
 //! the input, not raw struct bytes) over a real buffer, then EVERY compact-copy path checked
 //! byte for byte against a naive odometer reference written here:
-//! - `dlport_core::backend::copy_to_compact` (the one copy: memcpy, rows, SIMD/tiled transposes,
-//!   reversed rows, gathers, the sub-byte bit gather),
-//! - `dlport_core::backend::CpuBackend::compact` (a backend tensor, read back through its view).
+//! - `TensorRef::copy_to_compact` (the one copy: memcpy, rows, SIMD/tiled transposes, reversed
+//!   rows, gathers, the sub-byte bit gather),
+//! - the CPU backend's copy to the host, `CpuBackend::copy` (a backend tensor, read back through
+//!   its view).
 //!
 //! Refusals must match the validator: the builder refuses exactly what `validate_metadata`
 //! refuses (same error) plus spans outside the buffer (`StorageTooSmall`); `TensorRef::from_raw`
@@ -15,9 +16,12 @@ use libfuzzer_sys::fuzz_target;
 
 mod common;
 use common::Input;
-use dlport_core::abi::{DLTensor, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
-use dlport_core::layout;
-use dlport_core::{DLPackVersion, DataType, Device, DispatchError, Error, ExportBuilder, LayoutError, TensorRef, TypeCode};
+use dlport_core::abi::{
+    DLPackVersion, DLTensor, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY, TypeCode,
+};
+use dlport_core::backend::{Backend, CpuBackend};
+use dlport_core::error::{DispatchError, LayoutError};
+use dlport_core::{DataType, Device, Error, ExportBuilder, TensorRef, layout};
 
 /// Largest compact copy per input (bytes) and largest element count: a few MiB per input in
 /// all (source buffer, three destinations, the reference).
@@ -385,7 +389,7 @@ fuzz_target!(|data: &[u8]| {
 
     // 1. The copy.
     let mut copied = vec![0xa5u8; out_len];
-    match dlport_core::backend::copy_to_compact(&view, &mut copied) {
+    match view.copy_to_compact(&mut copied) {
         Ok(()) => {
             assert!(same_elements(&copied, &want, numel, value_bits), "copy differs from the reference: {dtype} {shape:?} {strides:?} +{byte_offset} padded {padded}\n got {copied:?}\nwant {want:?}");
         }
@@ -397,18 +401,18 @@ fuzz_target!(|data: &[u8]| {
     // A destination of the wrong size is refused, never written past.
     if inp.u8() % 16 == 0 {
         let mut long = vec![0u8; out_len + 1];
-        let e = dlport_core::backend::copy_to_compact(&view, &mut long).unwrap_err();
+        let e = view.copy_to_compact(&mut long).unwrap_err();
         assert_eq!(e, Error::Dispatch(DispatchError::DestinationSize { needed: out_len as u64, available: out_len as u64 + 1 }));
         if out_len > 0 {
-            let e = dlport_core::backend::copy_to_compact(&view, &mut long[..out_len - 1]).unwrap_err();
+            let e = view.copy_to_compact(&mut long[..out_len - 1]).unwrap_err();
             assert_eq!(e, Error::Dispatch(DispatchError::DestinationSize { needed: out_len as u64, available: out_len as u64 - 1 }));
         }
     }
 
     // 2. The CPU backend: a new compact tensor (packed, IS_COPIED).
     let packed_len = dtype.bytes_for(numel, false).unwrap() as usize;
-    match dlport_core::backend::CpuBackend::compact(&view) {
-        Ok(c) => {
+    match CpuBackend.copy(&view, Device::cpu()) {
+        Ok(Some(c)) => {
             assert!(c.is_copied() && c.flags() & FLAG_IS_SUBBYTE_TYPE_PADDED == 0);
             assert_eq!((c.dtype(), c.shape()), (dtype, &shape[..]));
             let guard = c.view().expect("a fresh tensor is readable");
@@ -418,6 +422,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(got.len(), packed_len);
             assert!(same_elements(got, &want, numel, value_bits), "backend compact differs: {dtype} {shape:?} {strides:?} padded {padded}");
         }
-        Err(e) => panic!("CpuBackend::compact refused a valid tensor: {e} ({dtype} {shape:?} {strides:?} +{byte_offset} padded {padded} contiguity {:?})", view.contiguity()),
+        Ok(None) => panic!("CpuBackend::copy declined a host tensor: {dtype} {shape:?} {strides:?}"),
+        Err(e) => panic!("CpuBackend::copy refused a valid tensor: {e} ({dtype} {shape:?} {strides:?} +{byte_offset} padded {padded} contiguity {:?})", view.contiguity()),
     }
 });

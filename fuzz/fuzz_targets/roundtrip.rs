@@ -5,7 +5,8 @@ use libfuzzer_sys::fuzz_target;
 
 mod common;
 use common::Input;
-use dlport_core::{DataType, ExportBuilder, ManagedTensor, TypeCode};
+use dlport_core::abi::TypeCode;
+use dlport_core::{DataType, ExportBuilder, ManagedTensor};
 
 fuzz_target!(|data: &[u8]| {
     let mut inp = Input(data);

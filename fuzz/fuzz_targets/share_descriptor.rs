@@ -14,7 +14,7 @@ use libfuzzer_sys::fuzz_target;
 
 use dlport_native::dlport_core::DataType;
 use dlport_native::dlport_core::abi::FLAG_READ_ONLY;
-use dlport_native::dlport_core::backend::{compact_bytes, copy_to_compact};
+use dlport_native::dlport_core::backend::compact_bytes;
 use dlport_native::share::{self, Descriptor, HandleKind, ShareOptions, Shared};
 
 /// Two 4 KiB memfds of dlport's, shared once for the whole run (the fds every descriptor is
@@ -65,7 +65,7 @@ fuzz_target!(|data: &[u8]| {
             && n <= 1 << 20
         {
             let mut out = vec![0u8; n];
-            copy_to_compact(&view, &mut out).expect("an opened tensor reads");
+            view.copy_to_compact(&mut out).expect("an opened tensor reads");
         }
     }
 });

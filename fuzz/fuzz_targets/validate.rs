@@ -5,7 +5,8 @@ use libfuzzer_sys::fuzz_target;
 
 mod common;
 use common::{Input, fields, inside};
-use dlport_core::{DLPackVersion, TensorRef};
+use dlport_core::TensorRef;
+use dlport_core::abi::DLPackVersion;
 
 fuzz_target!(|data: &[u8]| {
     let mut inp = Input(data);
@@ -24,7 +25,7 @@ fuzz_target!(|data: &[u8]| {
     // The rule of device ids holds for everything validation accepts.
     assert!(view.device().has_valid_id(), "accepted {}", view.device());
     assert!(view.byte_span().lo <= 0 && view.byte_span().lo <= view.byte_span().hi);
-    let info = dlport_core::TensorInfo::from(&view);
+    let info = dlport_core::layout::TensorInfo::from(&view);
     assert_eq!(info.shape.len(), view.ndim());
     if !inside(&view, &backing) || view.numel() > 100_000 {
         return;

@@ -7,8 +7,7 @@
 use std::time::Instant;
 
 use cudarc::driver::{result, sys};
-use dlport_core::StreamRequest;
-use dlport_core::backend::{Backend, CpuBackend};
+use dlport_core::backend::{Backend, CpuBackend, StreamRequest};
 use dlport_core::{DataType, Device, Error};
 use dlport_native::cuda::{self, CudaBackend, DeviceMemory, HostPinned};
 use dlport_native::pinned::PinnedBackend;
@@ -45,7 +44,9 @@ fn main() -> Result<(), Error> {
         let p2 = cuda
             .copy(&dev.view()?.tensor_ref(), Device::cuda_host())?
             .expect("cuda → pinned");
-        let back = CpuBackend::compact(&p2.view()?.tensor_ref())?;
+        let back = CpuBackend
+            .copy(&p2.view()?.tensor_ref(), Device::cpu())?
+            .expect("pinned → cpu");
         let dt = t0.elapsed();
         let guard = back.view()?;
         let out = guard.tensor_ref();
@@ -78,9 +79,10 @@ fn main() -> Result<(), Error> {
     let consumer = result::stream::create(result::stream::StreamKind::NonBlocking)
         .map_err(|e| cuda::driver_error("cuStreamCreate", e))?;
     let mut devmem = dev;
-    let dptr = dlport_core::TensorStorage::data_ptr(&mut devmem) as usize as sys::CUdeviceptr;
+    let dptr =
+        dlport_core::backend::TensorStorage::data_ptr(&mut devmem) as usize as sys::CUdeviceptr;
     let mut hostmem = host;
-    let hptr = dlport_core::TensorStorage::data_ptr(&mut hostmem).cast::<u8>();
+    let hptr = dlport_core::backend::TensorStorage::data_ptr(&mut hostmem).cast::<u8>();
     for value in [7u8, 9, 11] {
         // SAFETY: live device range and streams.
         unsafe { result::memset_d8_async(dptr, value, n, producer) }

@@ -3,8 +3,7 @@
 //!
 //! `cargo run -p dlport-native --example pinned_to_host [--features cuda]`
 
-use dlport_core::{CopyPolicy, DataType, Device};
-use dlport_core::{ExportOptions, ImportOptions};
+use dlport_core::{CopyPolicy, DataType, Device, ExportOptions, ImportOptions};
 use dlport_native::pinned::PinnedBackend;
 
 fn main() -> Result<(), dlport_core::Error> {

@@ -10,12 +10,13 @@ use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{CudaContext, DriverError, result, sys};
-use dlport_core::backend::{Backend, Buffer, CpuBackend, compact_bytes};
-use dlport_core::{
-    Access, BackendError, BackendReport, DataType, Device, DeviceType, DispatchError, Driver,
-    Error, ManagedTensor, TensorRef, TensorStorage,
+use dlport_core::abi::{DeviceType, FLAG_IS_COPIED};
+use dlport_core::backend::{
+    Access, AlignedBuffer, Backend, Buffer, CPU_ALIGN, CpuBackend, StreamRequest, TensorStorage,
+    compact_bytes,
 };
-use dlport_core::{StreamRequest, Tensor};
+use dlport_core::error::{BackendError, BackendReport, DispatchError, Driver};
+use dlport_core::{DataType, Device, Error, ManagedTensor, Tensor, TensorRef};
 
 /// The backend's name.
 pub const NAME: &str = "cuda";
@@ -372,7 +373,7 @@ impl CudaBackend {
             staging = HostPinned::new(&context(0)?, len)?;
             // SAFETY: the staging buffer holds `len` bytes that only we reach.
             let buf = unsafe { std::slice::from_raw_parts_mut(staging.ptr.cast::<u8>(), len) };
-            dlport_core::backend::copy_to_compact(src, buf)?;
+            src.copy_to_compact(buf)?;
             buf
         };
         bind(&*context(self.ordinal(target)?)?)?;
@@ -406,7 +407,22 @@ impl CudaBackend {
         if target.device_type == DeviceType::CUDA_HOST {
             return Ok(pinned.with_copied(true));
         }
-        CpuBackend::compact(&pinned.view()?.tensor_ref())
+        // Into 64-byte-aligned host memory, as the CPU backend's copies are (the registry
+        // checked the size against the limit in force before it asked for this copy).
+        let mut host = AlignedBuffer::zeroed(len, CPU_ALIGN)?;
+        pinned
+            .view()?
+            .tensor_ref()
+            .copy_to_compact(host.as_mut_slice())?;
+        Tensor::new(
+            Buffer::new(Box::new(host)),
+            CpuBackend::NAME,
+            src.dtype(),
+            src.shape(),
+            None,
+            0,
+            FLAG_IS_COPIED,
+        )
     }
 }
 

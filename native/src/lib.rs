@@ -2,8 +2,8 @@
 //!
 //! dlport's native backends, registered into the core [`Registry`]:
 //! - the core's `CpuBackend`: 64-byte-aligned host memory and
-//!   the strided → compact copies of [`copy_to_compact`](dlport_core::backend::copy_to_compact)
-//!   (SIMD kernels included);
+//!   the strided → compact copies of
+//!   [`copy_to_compact`](dlport_core::TensorRef::copy_to_compact) (SIMD kernels included);
 //! - [`pinned::PinnedBackend`]: page-locked host memory (CUDA-pinned with a driver, `mlock`
 //!   otherwise);
 //! - `cuda::CudaBackend` (feature `cuda`): device memory, H2D/D2H through pinned staging, the
@@ -29,9 +29,8 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 pub use dlport_core;
-use dlport_core::Error;
-use dlport_core::Registry;
 use dlport_core::backend::CpuBackend;
+use dlport_core::{Error, Registry};
 
 /// Installs, once, the process-wide default registry that `dlport_core::from_dlpack` and
 /// `to_dlpack` (and the C ABI) use: every backend that works on this machine ([`registry()`]).
@@ -85,7 +84,7 @@ pub fn install_or_default() -> &'static Registry {
             r
         }
         // Core's default was installed by a first use on another thread meanwhile.
-        Err(_) => dlport_core::default_registry(),
+        Err(_) => Registry::process_default(),
     }
 }
 
@@ -211,7 +210,9 @@ pub fn sync_managed() -> Result<(), Error> {
     #[cfg(feature = "cuda")]
     match cuda::probe() {
         Ok(_) => return cuda::synchronize_all(),
-        Err(Error::Backend(dlport_core::BackendError::DriverNotFound { .. })) => return Ok(()),
+        Err(Error::Backend(dlport_core::error::BackendError::DriverNotFound { .. })) => {
+            return Ok(());
+        }
         Err(e) => return Err(e),
     }
     #[allow(unreachable_code)]

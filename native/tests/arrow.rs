@@ -11,9 +11,8 @@ use arrow_array::{Array, FixedSizeListArray};
 use dlport_native::arrow::{
     EXTENSION_NAME, METADATA_KEY, NAME_KEY, from_arrow, read_ipc_stream, to_arrow, write_ipc_stream,
 };
-use dlport_native::dlport_core::{
-    CopyPolicy, DataType, Error, ExportBuilder, ManagedTensor, TensorStorage,
-};
+use dlport_native::dlport_core::backend::TensorStorage;
+use dlport_native::dlport_core::{CopyPolicy, DataType, Error, ExportBuilder, ManagedTensor};
 
 static DROPS: AtomicUsize = AtomicUsize::new(0);
 /// The tests count releases through one counter: one test at a time.
@@ -135,7 +134,7 @@ fn other_layouts_are_copied_only_as_the_policy_allows() {
     assert!(
         matches!(
             e,
-            Error::Dispatch(dlport_core::DispatchError::CopyRequired { .. })
+            Error::Dispatch(dlport_core::error::DispatchError::CopyRequired { .. })
         ),
         "{e}"
     );

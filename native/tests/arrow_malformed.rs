@@ -581,15 +581,14 @@ fn every_malformed_stream_is_refused_by_name_with_its_value_and_bounded_allocati
 fn a_body_above_the_allocation_limit_is_refused_before_it_is_read() {
     let s = with(f32_stream(), |s| set_body_length(s, 1 << 34));
     let _limit = LIMIT.write().unwrap_or_else(|p| p.into_inner());
-    let before = dlport_core::alloc_limit();
-    dlport_core::set_alloc_limit(1 << 20);
+    let before = dlport_core::set_alloc_limit(1 << 20);
     let (r, largest) = largest_allocation(|| read_ipc_stream(s.as_slice()));
     dlport_core::set_alloc_limit(before);
     let e = r.unwrap_err();
     assert!(
         matches!(
             e,
-            Error::Dispatch(dlport_core::DispatchError::AllocationLimit { .. })
+            Error::Dispatch(dlport_core::error::DispatchError::AllocationLimit { .. })
         ),
         "{e}"
     );

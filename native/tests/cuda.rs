@@ -4,9 +4,9 @@
 
 #[cfg(feature = "cuda")]
 mod gpu {
-    use dlport_core::backend::Backend;
-    use dlport_core::{CopyPolicy, DataType, Device, DeviceType, ExportBuilder};
-    use dlport_core::{ExportOptions, ImportOptions, StreamRequest};
+    use dlport_core::abi::DeviceType;
+    use dlport_core::backend::{Backend, StreamRequest};
+    use dlport_core::{CopyPolicy, DataType, Device, ExportBuilder, ExportOptions, ImportOptions};
     use dlport_native::cuda::{self, CudaBackend};
 
     fn backend() -> CudaBackend {
@@ -96,7 +96,7 @@ mod gpu {
         let host = registry
             .from_dlpack(
                 registry
-                    .to_dlpack(&imported, &ExportOptions::default())
+                    .to_dlpack(&imported, &ExportOptions::legacy())
                     .map_err(|e| e.to_string())?,
                 &ImportOptions {
                     device: Some(Device::cpu()),

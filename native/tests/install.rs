@@ -3,9 +3,9 @@
 //! dlport-capi calls). One test function: the default is
 //! process-wide, so the steps' order matters.
 
+use dlport_core::error::DispatchError;
 use dlport_core::{
-    DispatchError, Error, ExportBuilder, ExportOptions, ImportOptions, Registry, from_dlpack,
-    to_dlpack,
+    Error, ExportBuilder, ExportOptions, ImportOptions, Registry, from_dlpack, to_dlpack,
 };
 
 #[test]
@@ -27,7 +27,7 @@ fn install_is_once_idempotent_and_shared_with_the_c_abi() {
         "{names:?}"
     );
     assert_eq!(
-        dlport_core::default_registry() as *const Registry as usize,
+        Registry::process_default() as *const Registry as usize,
         got[0]
     );
 
@@ -66,7 +66,7 @@ fn a_default_installed_first_by_someone_else_is_named_in_the_error() {
         return;
     }
     // A first use of the front door installs core's default (the CPU backend only) …
-    let _ = dlport_core::default_registry();
+    let _ = Registry::process_default();
     // … so installing the native one now is refused, naming what is in force.
     let err = dlport_native::install().unwrap_err();
     assert_eq!(err.code(), 40);
@@ -81,7 +81,7 @@ fn a_default_installed_first_by_someone_else_is_named_in_the_error() {
     );
     // What the C ABI (dlport-capi) works on is the default in force: core's registry.
     let in_force = dlport_native::install_or_default();
-    assert!(std::ptr::eq(in_force, dlport_core::default_registry()));
+    assert!(std::ptr::eq(in_force, Registry::process_default()));
     assert_eq!(in_force.names().collect::<Vec<_>>(), ["cpu"]);
     println!("child checks passed");
 }

@@ -6,7 +6,8 @@ type Check = fn() -> Result<(), String>;
 
 #[cfg(feature = "cudarc")]
 mod gpu {
-    use dlport_core::{ExportBuilder, ManagedTensor, StreamRequest};
+    use dlport_core::backend::StreamRequest;
+    use dlport_core::{ExportBuilder, ManagedTensor};
     use dlport_native::cuda;
     use dlport_native::interop::cudarc::{export, export_builder, import};
 

@@ -3,9 +3,10 @@
 
 use std::sync::Mutex;
 
+use dlport_core::abi::DeviceType;
 use dlport_core::backend::Backend;
-use dlport_core::{BackendError, CopyPolicy, DataType, Device, DeviceType, Error};
-use dlport_core::{ExportOptions, ImportOptions};
+use dlport_core::error::BackendError;
+use dlport_core::{CopyPolicy, DataType, Device, Error, ExportOptions, ImportOptions};
 use dlport_native::pinned::{LockedBuffer, PinnedBackend, lock_error};
 
 /// Tests that lock memory run one at a time, so VmLck readings are theirs.

@@ -7,10 +7,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use dlport_core::abi::DeviceType;
 use dlport_core::backend::Backend;
-use dlport_core::{
-    CopyPolicy, DataType, Device, DeviceType, ExportOptions, ImportOptions, Registry, Tensor,
-};
+use dlport_core::{CopyPolicy, DataType, Device, ExportOptions, ImportOptions, Registry, Tensor};
 use dlport_native::plugin::{DLPORT_PLUGIN_INTERFACE_VERSION, DlportPlugin, PluginBackend};
 use dlport_testkit::xpu::{Xpu, counted_export};
 
@@ -85,7 +84,7 @@ fn import_is_a_view_released_once_and_export_takes_a_plugin_reference() {
     assert_eq!(t.buffer().ptr(), data, "a view, no copy");
     assert_eq!(fake.views.load(Ordering::SeqCst), 1);
     // Out on its own device: the plugin's reference, then dlport's, released once each.
-    let out = r.to_dlpack(&t, &ExportOptions::default()).unwrap();
+    let out = r.to_dlpack(&t, &ExportOptions::legacy()).unwrap();
     assert_eq!(out.view().data(), data, "the same memory");
     assert_eq!(fake.refs.load(Ordering::SeqCst), 1);
     // Back in: another view of the same memory.
@@ -121,7 +120,7 @@ fn copies_go_through_the_plugin_both_ways_and_allocations_are_freed_once() {
     let fake = leak_fake();
     let (r, _plugin) = side_by_side(fake);
     let host = Tensor::from_vec(vec![1.5f32, 2.5, 3.5, 4.5, 5.5, 6.5], &[2, 3]).unwrap();
-    let m = r.to_dlpack(&host, &ExportOptions::default()).unwrap();
+    let m = r.to_dlpack(&host, &ExportOptions::legacy()).unwrap();
     let opts = ImportOptions {
         device: Some(Device::new(EXT, 0)),
         copy: CopyPolicy::IfNeeded,
@@ -138,7 +137,7 @@ fn copies_go_through_the_plugin_both_ways_and_allocations_are_freed_once() {
             &on_dev,
             &ExportOptions {
                 dl_device: Some(Device::cpu()),
-                ..Default::default()
+                ..ExportOptions::legacy()
             },
         )
         .unwrap();
@@ -150,7 +149,7 @@ fn copies_go_through_the_plugin_both_ways_and_allocations_are_freed_once() {
     );
     // A transposed host view is compacted before the plugin sees it.
     let t = Tensor::from_vec((0..6).map(|i| i as f32).collect::<Vec<_>>(), &[2, 3]).unwrap();
-    let m = r.to_dlpack(&t, &ExportOptions::default()).unwrap();
+    let m = r.to_dlpack(&t, &ExportOptions::legacy()).unwrap();
     drop(out);
     drop(on_dev);
     drop(m);
@@ -198,7 +197,7 @@ fn a_failing_callback_is_an_error_naming_the_plugin_and_the_callback() {
     // Copies and allocation: the same, and nothing leaks.
     *fake.fail.lock().unwrap() = Some("copy_from_host");
     let host = Tensor::from_vec(vec![1.0f32; 4], &[4]).unwrap();
-    let m = r.to_dlpack(&host, &ExportOptions::default()).unwrap();
+    let m = r.to_dlpack(&host, &ExportOptions::legacy()).unwrap();
     let opts = ImportOptions {
         device: Some(Device::new(EXT, 0)),
         ..Default::default()
@@ -221,7 +220,7 @@ fn a_failing_callback_is_an_error_naming_the_plugin_and_the_callback() {
         )
         .unwrap();
     let text = r
-        .to_dlpack(&t, &ExportOptions::default())
+        .to_dlpack(&t, &ExportOptions::legacy())
         .unwrap_err()
         .to_string();
     assert!(
@@ -277,7 +276,7 @@ fn a_lying_plugin_is_refused_without_a_leak_or_a_second_release() {
         )
         .unwrap();
     let text = r
-        .to_dlpack(&t, &ExportOptions::default())
+        .to_dlpack(&t, &ExportOptions::legacy())
         .unwrap_err()
         .to_string();
     assert!(

@@ -16,8 +16,8 @@ fn probe_returns_an_error_instead_of_panicking() {
             if !present {
                 assert_eq!(
                     e,
-                    dlport_core::Error::Backend(dlport_core::BackendError::DriverNotFound {
-                        driver: &dlport_core::Driver {
+                    dlport_core::Error::Backend(dlport_core::error::BackendError::DriverNotFound {
+                        driver: &dlport_core::error::Driver {
                             api: "CUDA",
                             library: "libcuda.so.1"
                         }

@@ -1,8 +1,8 @@
 //! `dlport_native::registry()` holds exactly the backends that work here, and says why the
 //! others are missing.
 
-use dlport_core::{CopyPolicy, ImportOptions};
-use dlport_core::{Device, DeviceType, ExportBuilder};
+use dlport_core::abi::DeviceType;
+use dlport_core::{CopyPolicy, Device, ExportBuilder, ImportOptions};
 
 #[test]
 fn registry_holds_the_backends_that_really_work() {
@@ -61,7 +61,7 @@ fn native_cpu_backend_compacts_with_the_fast_copy() {
 fn managed_memory_is_viewed_by_the_cpu_backend() {
     struct Managed(Vec<f32>);
     // SAFETY: a Vec's stable buffer, owned alone; labelled as managed memory for this test.
-    unsafe impl dlport_core::TensorStorage for Managed {
+    unsafe impl dlport_core::backend::TensorStorage for Managed {
         fn data_ptr(&mut self) -> *mut std::ffi::c_void {
             self.0.as_mut_ptr().cast()
         }

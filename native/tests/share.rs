@@ -27,9 +27,8 @@ mod linux {
     use std::os::unix::process::ExitStatusExt;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use dlport_native::dlport_core::{
-        CopyPolicy, DataType, ExportBuilder, ManagedTensor, TensorStorage,
-    };
+    use dlport_native::dlport_core::backend::TensorStorage;
+    use dlport_native::dlport_core::{CopyPolicy, DataType, ExportBuilder, ManagedTensor};
     use dlport_native::share::{self, ShareOptions, Shared, mapping_counts};
 
     use super::peer::{ROLE, e, line, spawn};

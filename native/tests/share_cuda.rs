@@ -22,9 +22,8 @@ mod gpu {
     use std::time::{Duration, Instant};
 
     use cudarc::driver::result;
-    use dlport_native::dlport_core::{
-        Device, DeviceType, ExportBuilder, ExportOptions, ImportOptions, Tensor,
-    };
+    use dlport_native::dlport_core::abi::DeviceType;
+    use dlport_native::dlport_core::{Device, ExportBuilder, ExportOptions, ImportOptions, Tensor};
     use dlport_native::share::{self, HandleKind, Shared};
 
     pub use super::peer::ROLE;

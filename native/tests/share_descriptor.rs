@@ -184,7 +184,8 @@ mod fds {
     use std::os::unix::net::UnixStream;
 
     use super::*;
-    use dlport_native::dlport_core::{Access, ExportBuilder};
+    use dlport_native::dlport_core::ExportBuilder;
+    use dlport_native::dlport_core::backend::Access;
     use dlport_native::share::{self, Shared, mapping_counts};
 
     /// The tests below count open fds and mappings of the whole process: one at a time.
@@ -262,7 +263,7 @@ mod fds {
         let small = memfd(400, libc::F_SEAL_SHRINK, true);
         assert_eq!(
             share::open(&d, &[small.as_fd()]).unwrap_err(),
-            Error::Layout(dlport_core::LayoutError::StorageTooSmall {
+            Error::Layout(dlport_core::error::LayoutError::StorageTooSmall {
                 needed: 480,
                 available: 400
             })

@@ -9,10 +9,12 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use dlport_core::Tensor;
-use dlport_core::abi::DLTensor;
-use dlport_core::backend::{AlignedBuffer, Backend, Buffer, CpuBackend, compact_bytes};
-use dlport_core::{DataType, Device, DeviceType, DispatchError, Error, TensorRef, TensorStorage};
+use dlport_core::abi::{DLTensor, DeviceType};
+use dlport_core::backend::{
+    AlignedBuffer, Backend, Buffer, CpuBackend, TensorStorage, compact_bytes,
+};
+use dlport_core::error::DispatchError;
+use dlport_core::{DataType, Device, Error, Tensor, TensorRef};
 
 /// The plugin's name.
 pub const NAME: &str = "xpu";

@@ -13,7 +13,7 @@ fn install_puts_webgpu_behind_the_front_door() {
     let webgpu = WebGpuBackend::new_blocking().expect("a WebGPU adapter (mesa-vulkan-drivers)");
     let registry = dlport_wasm::install(webgpu.clone()).unwrap();
     assert_eq!(registry.names().collect::<Vec<_>>(), ["cpu", "webgpu"]);
-    assert!(std::ptr::eq(registry, dlport_core::default_registry()));
+    assert!(std::ptr::eq(registry, Registry::process_default()));
 
     // A WebGPU tensor goes out and comes back through the default: the same buffer handle.
     let t = webgpu

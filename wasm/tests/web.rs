@@ -2,8 +2,7 @@
 //! behaviours as the native tests, on Chromium's WebGPU (SwiftShader, no GPU needed).
 #![cfg(target_arch = "wasm32")]
 
-use dlport_core::{DataType, Device, ExportBuilder};
-use dlport_core::{ExportOptions, ImportOptions, Registry};
+use dlport_core::{DataType, Device, ExportBuilder, ExportOptions, ImportOptions, Registry};
 use dlport_wasm::WebGpuBackend;
 use wasm_bindgen_test::*;
 

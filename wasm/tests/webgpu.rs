@@ -7,8 +7,8 @@
 use std::sync::OnceLock;
 
 use dlport_core::backend::Backend;
-use dlport_core::{AccessError, DataType, Device, DispatchError, Error, ExportBuilder};
-use dlport_core::{ExportOptions, ImportOptions, Registry};
+use dlport_core::error::{AccessError, DispatchError};
+use dlport_core::{DataType, Device, Error, ExportBuilder, ExportOptions, ImportOptions, Registry};
 use dlport_wasm::WebGpuBackend;
 
 /// One backend for the whole test binary (creating devices is slow on lavapipe).
@@ -295,7 +295,7 @@ fn dlpack_export_and_import_release_the_slot_exactly_once() {
     let host = registry
         .from_dlpack(
             registry
-                .to_dlpack(&imported, &ExportOptions::default())
+                .to_dlpack(&imported, &ExportOptions::legacy())
                 .unwrap(),
             &ImportOptions {
                 device: Some(Device::cpu()),
@@ -369,7 +369,7 @@ fn no_adapter_is_a_clear_error() {
 struct Pinned(Vec<u8>);
 
 // SAFETY: a Vec's stable buffer, owned alone; the label does not change the memory.
-unsafe impl dlport_core::TensorStorage for Pinned {
+unsafe impl dlport_core::backend::TensorStorage for Pinned {
     fn data_ptr(&mut self) -> *mut std::ffi::c_void {
         self.0.as_mut_ptr().cast()
     }

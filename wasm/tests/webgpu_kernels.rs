@@ -5,8 +5,7 @@
 
 use std::sync::OnceLock;
 
-use dlport_core::{DataType, Error, ExportBuilder};
-use dlport_core::{ExportOptions, Registry};
+use dlport_core::{DataType, Error, ExportBuilder, ExportOptions, Registry};
 use dlport_wasm::WebGpuBackend;
 
 /// One backend for the whole test binary (creating devices is slow on lavapipe).
@@ -372,7 +371,7 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
     assert!(
         matches!(
             err,
-            Error::Layout(dlport_core::LayoutError::StorageTooSmall {
+            Error::Layout(dlport_core::error::LayoutError::StorageTooSmall {
                 needed: 68,
                 available: 64
             })

@@ -7,7 +7,6 @@
 //!
 //! `cargo run --release -p dlport-bench --bin copies [--quick]`
 
-use dlport_core::backend::copy_to_compact;
 use dlport_core::{DataType, ExportBuilder, TensorRef};
 use dlport_native::pinned::PinnedBackend;
 
@@ -54,7 +53,7 @@ fn memcpy(src: &[u8], dst: &mut [u8]) {
 }
 
 fn copy(view: &TensorRef<'_>, dst: &mut [u8]) {
-    copy_to_compact(view, dst).unwrap();
+    view.copy_to_compact(dst).unwrap();
     std::hint::black_box(dst);
 }
 

@@ -5,9 +5,9 @@ use std::ffi::{CString, c_char, c_int, c_void};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use dlport_core::backend::{LayoutNeed, ViewRequirements};
-use dlport_core::{CopyPolicy, ImportOptions, Registry};
-use dlport_core::{Device, DeviceField, DeviceType, ManagedTensor};
+use dlport_core::abi::DeviceType;
+use dlport_core::backend::{DeviceField, LayoutNeed, ViewRequirements};
+use dlport_core::{CopyPolicy, Device, ImportOptions, ManagedTensor, Registry};
 
 use crate::cabi::{DlportCopy, DlportLayout};
 

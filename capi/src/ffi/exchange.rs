@@ -4,9 +4,9 @@
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
 
-use dlport_core::backend::{LayoutNeed, ViewRequirements};
-use dlport_core::{CopyPolicy, ExportOptions, ImportOptions};
-use dlport_core::{DLPackVersion, Device, DeviceField, ManagedTensor};
+use dlport_core::abi::DLPackVersion;
+use dlport_core::backend::{DeviceField, LayoutNeed, ViewRequirements};
+use dlport_core::{CopyPolicy, Device, ExportOptions, ImportOptions, ManagedTensor};
 
 use crate::cabi::DlportCopy;
 

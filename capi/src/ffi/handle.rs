@@ -2,9 +2,10 @@
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 
-use dlport_core::Tensor;
-use dlport_core::abi::DLTensor;
-use dlport_core::{DataType, Device, DeviceField, DeviceType, Error, LayoutError};
+use dlport_core::abi::{DLTensor, DeviceType};
+use dlport_core::backend::DeviceField;
+use dlport_core::error::LayoutError;
+use dlport_core::{DataType, Device, Error, Tensor};
 
 use super::*;
 
@@ -61,9 +62,9 @@ pub unsafe extern "C" fn dlport_alloc(
                 ))
             })?
         };
-        let dtype = DataType::new(dlport_core::TypeCode(code), bits, lanes);
+        let dtype = DataType::new(dlport_core::abi::TypeCode(code), bits, lanes);
         let bytes = dlport_core::backend::compact_bytes(dtype, shape)?;
-        dlport_core::check_alloc(bytes as u128, Some(r.alloc_limit(alloc_limit(0))))?;
+        dlport_core::backend::check_alloc(bytes as u128, Some(r.alloc_limit(alloc_limit(0))))?;
         let t = b.allocate(device, dtype, shape)?;
         // SAFETY: writable (contract).
         unsafe { out.as_ptr().write(Box::into_raw(Box::new(DlportTensor(t)))) };

@@ -1,10 +1,13 @@
 //! Library-level entries: version, last error, strings, limits, counters and `dlport_describe`.
 
 use std::ffi::{CString, c_char, c_int, c_void};
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 
-use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned};
-use dlport_core::{Error, LayoutError, TensorInfo, TensorRef};
+use dlport_core::abi::RawManaged;
+use dlport_core::error::LayoutError;
+use dlport_core::layout::TensorInfo;
+use dlport_core::{Error, TensorRef};
 
 use super::*;
 
@@ -136,22 +139,20 @@ pub unsafe extern "C" fn dlport_describe(
 ) -> c_int {
     entry(|| {
         let out = out_ptr(json_out, "json_out")?;
-        if managed.is_null() {
+        let Some(ptr) = NonNull::new(managed.cast_mut()) else {
             return Err(Error::Layout(LayoutError::NullManagedTensor).into());
-        }
-        refuse_released(managed)?;
-        let text = if versioned != 0 {
-            // SAFETY: a live versioned tensor (contract); the header is read first.
-            let m = unsafe { &*managed.cast::<DLManagedTensorVersioned>() };
-            dlport_core::layout::check_version(m.version)?;
-            // SAFETY: major version 1, so the DLTensor is at its 1.x place (contract).
-            describe(&unsafe { TensorRef::from_raw(&m.dl_tensor, Some(m.version), m.flags) }?)?
-        } else {
-            // SAFETY: a live legacy tensor (contract).
-            let m = unsafe { &*managed.cast::<DLManagedTensor>() };
-            // SAFETY: as above.
-            describe(&unsafe { TensorRef::from_raw(&m.dl_tensor, None, 0) }?)?
         };
+        refuse_released(managed)?;
+        let raw = if versioned != 0 {
+            RawManaged::Versioned(ptr.cast())
+        } else {
+            RawManaged::Legacy(ptr.cast())
+        };
+        // SAFETY: a live managed tensor of the form `versioned` says, readable during the call
+        // (contract): the versioned header is read first, and the DLTensor only at its 1.x
+        // place for major version 1; the view does not outlive the call, and nothing is
+        // released.
+        let text = describe(&unsafe { raw.validate() }?)?;
         c_string(text, out)
     })
 }

@@ -11,8 +11,8 @@ use std::ptr::{NonNull, null_mut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
-use dlport_core::{DataType, Device, ManagedTensor, RawManaged};
+use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor, RawManaged};
+use dlport_core::{DataType, Device, ManagedTensor};
 
 use super::*;
 
@@ -171,7 +171,7 @@ pub(crate) unsafe fn poison(block: *mut ExportBlock) -> Option<ManagedTensor> {
         data: null_mut(),
         device: Device::cpu(),
         ndim: -1,
-        dtype: DataType::new(dlport_core::TypeCode(0), 0, 0),
+        dtype: DataType::new(dlport_core::abi::TypeCode(0), 0, 0),
         shape: null_mut(),
         strides: null_mut(),
         byte_offset: 0,

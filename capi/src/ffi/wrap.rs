@@ -3,8 +3,9 @@
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
 
-use dlport_core::abi::{DLManagedTensorVersioned, DLTensor};
-use dlport_core::{DLPackVersion, DataType, Device, DeviceType, Error, LayoutError, ManagedTensor};
+use dlport_core::abi::{DLManagedTensorVersioned, DLPackVersion, DLTensor, DeviceType};
+use dlport_core::error::LayoutError;
+use dlport_core::{DataType, Device, Error, ManagedTensor};
 
 use super::*;
 
@@ -130,7 +131,7 @@ pub unsafe extern "C" fn dlport_wrap(
                 data,
                 device: Device::new(DeviceType(device_type), device_id),
                 ndim,
-                dtype: DataType::new(dlport_core::TypeCode(code), bits, lanes),
+                dtype: DataType::new(dlport_core::abi::TypeCode(code), bits, lanes),
                 shape: shape.as_mut_ptr(),
                 strides: strides.as_mut_ptr(),
                 byte_offset,

@@ -7,9 +7,13 @@
 //! constants, never Rust enums (an out-of-range enum value is undefined behaviour).
 //!
 //! The C names are kept as aliases (`DLDevice`, `DLDataType`) of the friendlier Rust types
-//! [`Device`] and [`DataType`], which have exactly the C layout.
+//! [`Device`] and [`DataType`], which have exactly the C layout. [`RawManaged`] is a managed
+//! tensor's pointer of either form, as it crosses the ABI (what
+//! [`ManagedTensor::into_raw`](crate::ManagedTensor::into_raw) returns and
+//! [`ManagedTensor::from_raw`](crate::ManagedTensor::from_raw) takes).
 
 use core::ffi::c_void;
+use core::ptr::NonNull;
 
 mod codes;
 mod exchange;
@@ -81,6 +85,42 @@ pub struct DLManagedTensorVersioned {
     pub flags: u64,
     /// The tensor description.
     pub dl_tensor: DLTensor,
+}
+
+/// A raw managed-tensor pointer of either form: what
+/// [`ManagedTensor::into_raw`](crate::ManagedTensor::into_raw) returns and
+/// [`ManagedTensor::from_raw`](crate::ManagedTensor::from_raw) takes back.
+///
+/// # Examples
+///
+/// ```
+/// use dlport_core::abi::RawManaged;
+/// use dlport_core::{ExportBuilder, ManagedTensor};
+///
+/// let raw = ExportBuilder::from_vec(vec![1u8, 2, 3], &[3]).build()?.into_raw();
+/// assert!(matches!(raw, RawManaged::Versioned(_))); // hand it to a DLPack 1.x consumer …
+/// // … or take it back: its deleter runs once, when the owner is dropped.
+/// // SAFETY: `raw` is a live tensor, handed over once.
+/// let back = unsafe { ManagedTensor::from_raw(raw) }?;
+/// assert_eq!(back.view().as_slice::<u8>()?, &[1, 2, 3]);
+/// # Ok::<(), dlport_core::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RawManaged {
+    /// A DLPack 1.x `DLManagedTensorVersioned`.
+    Versioned(NonNull<DLManagedTensorVersioned>),
+    /// A legacy `DLManagedTensor`.
+    Legacy(NonNull<DLManagedTensor>),
+}
+
+impl RawManaged {
+    /// The address, for logging and identity checks.
+    pub fn addr(self) -> usize {
+        match self {
+            Self::Versioned(p) => p.as_ptr() as usize,
+            Self::Legacy(p) => p.as_ptr() as usize,
+        }
+    }
 }
 
 /// Compile-time layout checks against the numbers of `dlpack.h` for the target's pointer width.

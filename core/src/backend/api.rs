@@ -113,7 +113,7 @@ pub trait Backend: Send + Sync + 'static {
     }
 
     /// Export that hands the buffer over: afterwards the backend's handles get
-    /// [`AccessError::BufferReleased`](crate::AccessError::BufferReleased).
+    /// [`AccessError::BufferReleased`](crate::error::AccessError::BufferReleased).
     fn release_ownership(
         &self,
         tensor: &Tensor,

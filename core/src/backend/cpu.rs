@@ -48,11 +48,12 @@ impl CpuBackend {
     }
 
     /// Copies any host-accessible tensor into a new compact, 64-byte-aligned one marked
-    /// IS_COPIED (sub-byte elements packed, whether the source was packed or padded).
+    /// IS_COPIED (sub-byte elements packed, whether the source was packed or padded): what
+    /// [`Backend::copy`] gives for a `cpu` target.
     ///
     /// Not checked against an allocation limit (the registry checks the limit in force before
-    /// it asks a backend for a copy); [`compact_copy`] checks one.
-    pub fn compact(src: &TensorRef<'_>) -> Result<Tensor, Error> {
+    /// it asks a backend for a copy).
+    pub(crate) fn compact(src: &TensorRef<'_>) -> Result<Tensor, Error> {
         let buf = compact_copy(src, Some(u64::MAX))?;
         Tensor::new(
             Buffer::new(Box::new(buf)),

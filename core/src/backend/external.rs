@@ -11,8 +11,9 @@ use crate::tensor::Tensor;
 /// re-exported from it, are dropped.
 ///
 /// `memory` is where the memory really is: the capsule's device, or the more specific
-/// host-accessible class the producer advertised (see [`crate::reconcile_device`]); anything
-/// that contradicts the capsule is refused with a device mismatch (and the tensor released).
+/// host-accessible class the producer advertised (see [`reconcile_device`](super::reconcile_device));
+/// anything that contradicts the capsule is refused with a device mismatch (and the tensor
+/// released).
 /// It becomes the buffer's device, the one source of truth for describe, device queries and
 /// export.
 pub fn view_external(

@@ -1,6 +1,9 @@
 //! The room for backend authors: what a device backend or plugin implements, and the building
-//! blocks it uses. Users of dlport need none of it; they call [`crate::from_dlpack`] and
-//! [`crate::to_dlpack`].
+//! blocks it uses. Users of dlport rarely need it (they call [`crate::from_dlpack`] and
+//! [`crate::to_dlpack`]); two of its types reach them: [`TensorStorage`], to export memory of
+//! their own through [`ExportBuilder::new`](crate::ExportBuilder::new), and
+//! [`ViewRequirements`], a consumer's own layout needs in
+//! [`ImportOptions`](crate::ImportOptions).
 //!
 //! # Writing a backend
 //!
@@ -8,7 +11,7 @@
 //! "xpu" plugin in `dlport-testkit` (`testkit/src/xpu.rs`, shared by dlport's tests, its
 //! `dispatch` example and its bench) follows these steps:
 //!
-//! 1. **Own the memory.** Implement [`TensorStorage`](crate::TensorStorage) for the type that
+//! 1. **Own the memory.** Implement [`TensorStorage`] for the type that
 //!    owns an allocation: `data_ptr` (a pointer, or an opaque handle where the device has no
 //!    pointers, as WebGPU's buffer table does), `byte_len`, `device`, and `access` (who else may
 //!    touch it). Dropping the value frees the memory; dlport drops it exactly once, when the last
@@ -21,7 +24,10 @@
 //!    (`Tensor::new(Buffer::new(Box::new(storage)), name, dtype, shape, None, 0, 0)`); `copy`
 //!    moves a validated view to another device, or returns `Ok(None)` for a pair of devices you
 //!    do not handle (the registry then asks the other side). Host-side copies reuse the CPU
-//!    kernels ([`copy_to_compact`], [`compact_copy`]).
+//!    kernels: [`compact_bytes`] sizes the destination and
+//!    [`TensorRef::copy_to_compact`](crate::TensorRef::copy_to_compact) fills it, in memory of
+//!    the backend's own or an [`AlignedBuffer`]. Check what you allocate for a copy against the
+//!    allocation limit first ([`check_alloc`]).
 //! 4. **Import and export.** The defaults are usually right:
 //!    - [`view_external`]: a DLPack tensor becomes a [`Tensor`](crate::Tensor) viewing its memory
 //!      (XLA's *view of external memory*); the producer's deleter runs when the last user lets
@@ -29,7 +35,8 @@
 //!    - [`acquire_external`]: a DLPack tensor that keeps the buffer alive by a counted
 //!      reference (XLA's *external reference*).
 //!    - [`release_ownership`]: hands the memory itself to the consumer; later use of the
-//!      backend's handles is [`AccessError::BufferReleased`](crate::AccessError::BufferReleased),
+//!      backend's handles is
+//!      [`AccessError::BufferReleased`](crate::error::AccessError::BufferReleased),
 //!      never a dangling read.
 //! 5. **Register.** `registry.register(Arc::new(MyBackend))?` on a registry of your own, or
 //!    build the process default with it before the first use
@@ -39,18 +46,42 @@
 //! host-accessible class (`kDLCUDAHost`, `kDLROCMHost`, `kDLTPUHost`, `kDLCUDAManaged`)
 //! without a copy; `dlport-native` adds page-locked host memory and CUDA; `dlport-wasm` adds
 //! WebGPU (`kDLWebGPU`), whose `data` is a buffer-table handle, never a pointer.
+//!
+//! # Also here
+//!
+//! - Devices beyond [`Device`](crate::Device) itself: [`MemoryClass`] (whether the host reads
+//!   a device's memory), [`DeviceField`] (which argument a device came from, for the rule of
+//!   device ids), [`reconcile_device`] (a capsule's device against the one its producer
+//!   advertised) and [`StreamRequest`] (the `__dlpack__` stream argument).
+//! - Ownership: [`Access`] (who else may touch a tensor's memory) and [`TensorStorage`].
+//! - The registry's plan of an import, [`Decision`]
+//!   ([`Registry::decide`](crate::Registry::decide)), and the largest alignment an import may
+//!   ask for, [`MAX_ALIGNMENT`].
 
+#[cfg(feature = "alloc")]
 mod api;
+#[cfg(feature = "alloc")]
 mod cpu;
+#[cfg(feature = "alloc")]
 mod external;
 
+pub use crate::access::Access;
+#[cfg(feature = "alloc")]
 pub use crate::buffer::{Buffer, SharedBuffer};
-pub use crate::copy::{
-    AlignedBuffer, CPU_ALIGN, compact_bytes, compact_copy, compact_copy_aligned, copy_to_compact,
-};
+#[cfg(feature = "alloc")]
+pub use crate::copy::{AlignedBuffer, CPU_ALIGN, compact_bytes};
+pub use crate::device::{DeviceField, MemoryClass, StreamRequest, reconcile_device};
 /// How an export writes `data` and `byte_offset` (for a binding that lends a bare `DLTensor`).
+#[cfg(feature = "alloc")]
 pub use crate::export::host_address;
-pub use crate::options::{LayoutNeed, ViewRequirements};
+pub use crate::limit::check_alloc;
+#[cfg(feature = "alloc")]
+pub use crate::options::{Decision, LayoutNeed, MAX_ALIGNMENT, ViewRequirements};
+#[cfg(feature = "alloc")]
+pub use crate::storage::TensorStorage;
+#[cfg(feature = "alloc")]
 pub use api::{Backend, BackendRef, platform_id};
+#[cfg(feature = "alloc")]
 pub use cpu::CpuBackend;
+#[cfg(feature = "alloc")]
 pub use external::{acquire_external, release_ownership, view_external};

@@ -1,11 +1,11 @@
 //! Host copies into fresh memory: [`AlignedBuffer`] (a zeroed allocation of a chosen
-//! alignment) and [`compact_copy`], a strided tensor copied into one in compact row-major order
-//! after its size is checked against the allocation limit.
+//! alignment), [`compact_bytes`] (the size of a compact tensor) and [`compact_copy`], a strided
+//! tensor copied into one in compact row-major order after its size is checked against the
+//! allocation limit.
 
 use core::ffi::c_void;
 use core::ptr::NonNull;
 
-use super::copy_to_compact;
 use crate::dtype::DataType;
 use crate::error::{AccessError, BackendError, DispatchError, Error};
 use crate::layout;
@@ -130,15 +130,18 @@ pub fn compact_bytes(dtype: DataType, shape: &[i64]) -> Result<usize, Error> {
         }))
 }
 
-/// A fresh host copy of `src` in compact row-major order (sub-byte elements packed), aligned
-/// to `alignment` (at least [`CPU_ALIGN`]), after checking its size against `limit` bytes
-/// (none: the process-wide [`crate::alloc_limit`]) before anything is allocated.
-pub fn compact_copy(src: &TensorRef<'_>, limit: Option<u64>) -> Result<AlignedBuffer, Error> {
+/// A fresh host copy of `src` in compact row-major order (sub-byte elements packed), 64-byte
+/// aligned, after checking its size against `limit` bytes (none: the process-wide limit)
+/// before anything is allocated.
+pub(crate) fn compact_copy(
+    src: &TensorRef<'_>,
+    limit: Option<u64>,
+) -> Result<AlignedBuffer, Error> {
     compact_copy_aligned(src, CPU_ALIGN, limit)
 }
 
-/// As [`compact_copy`], with a chosen power-of-two alignment.
-pub fn compact_copy_aligned(
+/// As [`compact_copy`], with a chosen power-of-two alignment (at least [`CPU_ALIGN`]).
+pub(crate) fn compact_copy_aligned(
     src: &TensorRef<'_>,
     alignment: usize,
     limit: Option<u64>,
@@ -151,6 +154,6 @@ pub fn compact_copy_aligned(
     let bytes = compact_bytes(src.dtype(), src.shape())?;
     check_alloc(bytes as u128, limit)?;
     let mut buf = AlignedBuffer::zeroed(bytes, alignment.max(CPU_ALIGN))?;
-    copy_to_compact(src, buf.as_mut_slice())?;
+    src.copy_to_compact(buf.as_mut_slice())?;
     Ok(buf)
 }

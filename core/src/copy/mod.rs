@@ -17,7 +17,8 @@ mod host;
 mod kernels;
 mod subbyte;
 
-pub use host::{AlignedBuffer, CPU_ALIGN, compact_bytes, compact_copy, compact_copy_aligned};
+pub use host::{AlignedBuffer, CPU_ALIGN, compact_bytes};
+pub(crate) use host::{compact_copy, compact_copy_aligned};
 
 use crate::error::{AccessError, DispatchError, Error};
 use crate::layout::MAX_NDIM;
@@ -75,52 +76,75 @@ impl Plan {
     }
 }
 
-/// Copies every element of a host-accessible tensor, in row-major order, into `dst`, which must
-/// hold exactly the tensor's compact size ([`compact_bytes`](crate::backend::compact_bytes)).
-/// Any strides (negative, zero, permuted) and any element size.
-///
-/// Sub-byte elements, packed or padded (IS_SUBBYTE_TYPE_PADDED), come out **packed** (little
-/// bit-endian, element i at bit `i × bits × lanes`): the compact form every consumer reads,
-/// legacy ones included, so the destination is always the packed size.
-pub fn copy_to_compact(src: &TensorRef<'_>, dst: &mut [u8]) -> Result<(), Error> {
-    if !src.device().is_host_accessible() {
-        return Err(Error::Access(AccessError::NotHostAccessible {
-            device: src.device(),
-        }));
+impl TensorRef<'_> {
+    /// Copies every element, in row-major order, into `dst`: the compact form of the tensor,
+    /// whatever its strides (negative, zero, permuted) and its element size. The one
+    /// compaction of dlport: imports, exports and every backend's host copies go through it.
+    ///
+    /// `dst` holds exactly the compact size,
+    /// `self.dtype().bytes_for(self.numel(), false)` bytes
+    /// ([`DispatchError::DestinationSize`] otherwise); the memory must be host-accessible
+    /// ([`AccessError::NotHostAccessible`] otherwise). Sub-byte elements, packed or padded
+    /// (IS_SUBBYTE_TYPE_PADDED), come out **packed** (little bit-endian, element i at bit
+    /// `i × bits × lanes`): the compact form every consumer reads, legacy ones included. An
+    /// owned, typed copy is [`to_vec`](Self::to_vec).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dlport_core::ExportBuilder;
+    ///
+    /// // A 2×3 matrix stored column-major: strides (1, 2).
+    /// let t = ExportBuilder::from_vec(vec![1u8, 4, 2, 5, 3, 6], &[2, 3])
+    ///     .strides(&[1, 2])
+    ///     .build()?;
+    /// let view = t.view();
+    /// let len = view.dtype().bytes_for(view.numel(), false).expect("fits") as usize;
+    /// let mut row_major = vec![0u8; len];
+    /// view.copy_to_compact(&mut row_major)?;
+    /// assert_eq!(row_major, [1, 2, 3, 4, 5, 6]);
+    /// # Ok::<(), dlport_core::Error>(())
+    /// ```
+    pub fn copy_to_compact(&self, dst: &mut [u8]) -> Result<(), Error> {
+        if !self.device().is_host_accessible() {
+            return Err(Error::Access(AccessError::NotHostAccessible {
+                device: self.device(),
+            }));
+        }
+        let needed =
+            (u128::from(self.numel()) * u128::from(self.dtype().storage_bits(false))).div_ceil(8);
+        if needed != dst.len() as u128 {
+            return Err(Error::Dispatch(DispatchError::DestinationSize {
+                needed: u64::try_from(needed).unwrap_or(u64::MAX),
+                available: dst.len() as u64,
+            }));
+        }
+        if self.numel() == 0 {
+            return Ok(());
+        }
+        if self.dtype().is_sub_byte() {
+            subbyte::gather(self, dst);
+            return Ok(());
+        }
+        if self.contiguity().is_row_major() {
+            dst.copy_from_slice(self.as_bytes()?);
+            return Ok(());
+        }
+        let elem = (self.layout().element_bits / 8) as usize;
+        let plan = Plan::new(self.shape(), self.strides(), elem);
+        // SAFETY: the first element plus every offset the plan produces for in-bounds indices
+        // stays inside the span that validation checked and the view keeps readable; `dst`
+        // holds numel × elem bytes, exactly what the plan writes, and cannot overlap memory we
+        // only read through `self` (it is a `&mut`).
+        unsafe {
+            run(
+                &plan,
+                self.first_element_ptr().cast_const(),
+                dst.as_mut_ptr(),
+            )
+        };
+        Ok(())
     }
-    let needed =
-        (u128::from(src.numel()) * u128::from(src.dtype().storage_bits(false))).div_ceil(8);
-    if needed != dst.len() as u128 {
-        return Err(Error::Dispatch(DispatchError::DestinationSize {
-            needed: u64::try_from(needed).unwrap_or(u64::MAX),
-            available: dst.len() as u64,
-        }));
-    }
-    if src.numel() == 0 {
-        return Ok(());
-    }
-    if src.dtype().is_sub_byte() {
-        subbyte::gather(src, dst);
-        return Ok(());
-    }
-    if src.contiguity().is_row_major() {
-        dst.copy_from_slice(src.as_bytes()?);
-        return Ok(());
-    }
-    let elem = (src.layout().element_bits / 8) as usize;
-    let plan = Plan::new(src.shape(), src.strides(), elem);
-    // SAFETY: the first element plus every offset the plan produces for in-bounds indices stays
-    // inside the span that validation checked and the view keeps readable; `dst` holds
-    // numel × elem bytes, exactly what the plan writes, and cannot overlap memory we only read
-    // through `src` (it is a `&mut`).
-    unsafe {
-        run(
-            &plan,
-            src.first_element_ptr().cast_const(),
-            dst.as_mut_ptr(),
-        )
-    };
-    Ok(())
 }
 
 /// Executes a plan.

@@ -14,8 +14,9 @@ impl Device {
     /// device.
     ///
     /// ```
-    /// use dlport_core::{Device, DeviceField, Error};
     /// use dlport_core::abi::DeviceType;
+    /// use dlport_core::backend::DeviceField;
+    /// use dlport_core::{Device, Error};
     ///
     /// assert!(Device::cuda(3).check(DeviceField::Requested).is_ok());
     /// let err = Device::new(DeviceType::CPU, 5).check(DeviceField::DlDevice).unwrap_err();

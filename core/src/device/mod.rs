@@ -31,9 +31,26 @@ use crate::abi::DeviceType;
 ///   GPU's ordinal for pinned memory and CuPy for managed memory (the accelerator the memory is
 ///   registered with), and NumPy reads both: refusing those ids would refuse real producers.
 /// - Other types take any non-negative id; whether that device exists is the backend's
-///   question ([`DispatchError::InvalidDeviceId`](crate::DispatchError::InvalidDeviceId)).
+///   question
+///   ([`DispatchError::InvalidDeviceId`](crate::error::DispatchError::InvalidDeviceId)).
 ///
-/// Everything else is [`DispatchError::InvalidDevice`](crate::DispatchError::InvalidDevice), naming the field and the device given.
+/// Everything else is [`DispatchError::InvalidDevice`](crate::error::DispatchError::InvalidDevice),
+/// naming the field and the device given.
+///
+/// # Examples
+///
+/// ```
+/// use dlport_core::Device;
+/// use dlport_core::abi::DeviceType;
+///
+/// let gpu = Device::cuda(1);
+/// assert_eq!((gpu.device_type, gpu.device_id), (DeviceType::CUDA, 1));
+/// assert_eq!(gpu.to_string(), "cuda:1");
+/// assert_eq!("cuda_host:0".parse::<Device>()?, Device::cuda_host());
+/// assert!(Device::cuda_host().is_host_accessible() && !gpu.is_host_accessible());
+/// assert_eq!(Device::new(DeviceType(99), 0).to_string(), "device_type(99):0");
+/// # Ok::<(), dlport_core::Error>(())
+/// ```
 #[repr(C)]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, bytemuck::Zeroable, bytemuck::Pod)]
 pub struct Device {
@@ -178,7 +195,8 @@ impl fmt::Debug for Device {
     }
 }
 
-/// Which device a [`DispatchError::InvalidDevice`](crate::DispatchError::InvalidDevice) refuses: where the device came from.
+/// Which device a [`DispatchError::InvalidDevice`](crate::error::DispatchError::InvalidDevice)
+/// refuses: where the device came from.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DeviceField {

@@ -13,8 +13,8 @@ use crate::error::{DispatchError, Error, StreamReason};
 /// Host memory: only `None` (or -1).
 ///
 /// ```
-/// use dlport_core::StreamRequest;
-/// use dlport_core::DeviceType;
+/// use dlport_core::abi::DeviceType;
+/// use dlport_core::backend::StreamRequest;
 /// assert_eq!(StreamRequest::parse(Some(2), DeviceType::CUDA).unwrap(), StreamRequest::PerThreadDefault);
 /// assert!(StreamRequest::parse(Some(0), DeviceType::CUDA).is_err());
 /// ```

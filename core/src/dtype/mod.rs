@@ -9,11 +9,18 @@ mod check;
 
 /// `DLDataType`: a type code, a bit width and a lane count. Same layout as the C struct.
 ///
+/// # Examples
+///
 /// ```
 /// use dlport_core::DataType;
+/// use dlport_core::abi::TypeCode;
+///
 /// assert_eq!(DataType::FLOAT32.to_string(), "float32");
-/// assert_eq!("bfloat16".parse::<DataType>().unwrap(), DataType::BFLOAT16);
+/// assert_eq!("bfloat16".parse::<DataType>()?, DataType::BFLOAT16);
 /// assert_eq!(DataType::FLOAT4_E2M1FN_X2.to_string(), "float4_e2m1fn_x2");
+/// assert_eq!(DataType::new(TypeCode::INT, 4, 1).storage_bits(false), 4); // int4, packed
+/// assert!("float33x".parse::<DataType>().is_err());
+/// # Ok::<(), dlport_core::Error>(())
 /// ```
 #[repr(C)]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, bytemuck::Zeroable, bytemuck::Pod)]

@@ -50,7 +50,7 @@ pub enum AccessError {
     /// of a backend tensor, or a foreign tensor without IS_COPIED).
     NotExclusive {
         /// Who else may touch the memory.
-        access: crate::Access,
+        access: crate::access::Access,
     },
     /// A flag that the legacy `DLManagedTensor` cannot carry (it has no flags field), so a
     /// legacy consumer would misread the tensor.

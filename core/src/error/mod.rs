@@ -46,10 +46,14 @@ pub use values::{Address, ByteCount, ShortStr};
 ///
 /// Display and [`source`](core::error::Error::source) are the sub-error's (the message is not
 /// repeated down the chain; a backend's own error is the source). Match the concern, then the
-/// variant; both enums are `#[non_exhaustive]`, so keep a catch-all arm:
+/// variant; both enums are `#[non_exhaustive]`, so keep a catch-all arm. The payloads of each
+/// concern (names, rules, counts, addresses) are in this module.
+///
+/// # Examples
 ///
 /// ```
-/// use dlport_core::{Error, LayoutError};
+/// use dlport_core::Error;
+/// use dlport_core::error::LayoutError;
 ///
 /// let err = dlport_core::layout::check_ndim(-1).unwrap_err();
 /// assert!(matches!(err, Error::Layout(LayoutError::NdimOutOfRange { ndim: -1 })));

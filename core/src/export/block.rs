@@ -8,10 +8,9 @@ use core::alloc::Layout as AllocLayout;
 use core::ffi::c_void;
 use core::ptr::NonNull;
 
-use crate::abi::{DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor};
+use crate::abi::{DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, RawManaged};
 use crate::device::Device;
 use crate::dtype::DataType;
-use crate::managed::RawManaged;
 
 use crate::storage::TensorStorage;
 

@@ -17,7 +17,12 @@ use crate::managed::ManagedTensor;
 use super::block::{Dims, Header, NewBlock, tensor_at};
 use crate::storage::TensorStorage;
 
-/// Builds an exported tensor from owned storage.
+/// Builds an exported tensor from owned storage: a DLPack tensor whose deleter drops the
+/// storage (any [`TensorStorage`](crate::backend::TensorStorage): a `Vec`, a `Box<[T]>`, an
+/// `Arc<[T]>`, memory of your own). [`build`](Self::build) makes the versioned (1.3) form,
+/// [`build_legacy`](Self::build_legacy) the legacy one.
+///
+/// # Examples
 ///
 /// ```
 /// use dlport_core::{DataType, ExportBuilder};

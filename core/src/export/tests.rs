@@ -7,10 +7,11 @@ use alloc::vec::Vec;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::abi::RawManaged;
 use crate::abi::{DLManagedTensor, DLPackVersion, DLTensor};
 use crate::access::Access;
 use crate::error::{Error, LayoutError};
-use crate::managed::{ManagedTensor, RawManaged};
+use crate::managed::ManagedTensor;
 use crate::{CopyPolicy, DataType, Device};
 
 use super::*;

@@ -3,7 +3,9 @@
 
 use alloc::vec::Vec;
 
-use crate::{AccessError, Element, Error, TensorRef};
+use crate::dtype::Element;
+use crate::error::AccessError;
+use crate::{Error, TensorRef};
 
 /// Up to this many axes live inline.
 const INLINE: usize = 8;

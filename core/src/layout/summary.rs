@@ -93,7 +93,7 @@ pub struct Layout {
     pub element_bits: u32,
 }
 
-/// The raw fields of a tensor, as plain values: the input of [`validate`](crate::layout::validate).
+/// The raw fields of a tensor, as plain values: the input of `layout::validate`.
 #[derive(Clone, Copy, Debug)]
 pub struct RawFields<'a> {
     /// `data` as an address or handle value.

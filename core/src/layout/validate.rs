@@ -19,7 +19,8 @@ use crate::error::{Error, LayoutError};
 /// host-accessible memory, that `data + byte_offset + [lo, hi)` stays inside the address space.
 ///
 /// ```
-/// use dlport_core::layout::{validate, Contiguity, RawFields};
+/// use dlport_core::internal::{RawFields, validate};
+/// use dlport_core::layout::Contiguity;
 /// use dlport_core::{DataType, Device};
 ///
 /// let shape = [2, 3];

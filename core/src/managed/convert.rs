@@ -4,8 +4,8 @@
 
 use core::ffi::c_void;
 
-use super::{ManagedTensor, RawManaged};
-use crate::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
+use super::ManagedTensor;
+use crate::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor, RawManaged};
 use crate::access::Access;
 use crate::copy::compact_copy;
 use crate::device::Device;

@@ -12,7 +12,7 @@ mod convert;
 
 use crate::abi::{
     DLManagedTensor, DLManagedTensorVersioned, DLPACK_MAJOR_VERSION, DLPackVersion, DLTensor,
-    FLAG_IS_COPIED, FLAG_READ_ONLY,
+    FLAG_IS_COPIED, FLAG_READ_ONLY, RawManaged,
 };
 use crate::access::Access;
 use crate::dtype::Element;
@@ -20,15 +20,7 @@ use crate::error::{AccessError, Error, LayoutError};
 use crate::layout::Layout;
 use crate::view::TensorRef;
 
-/// A raw managed-tensor pointer of either form; what [`ManagedTensor::into_raw`] returns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RawManaged {
-    /// A DLPack 1.x `DLManagedTensorVersioned`.
-    Versioned(NonNull<DLManagedTensorVersioned>),
-    /// A legacy `DLManagedTensor`.
-    Legacy(NonNull<DLManagedTensor>),
-}
-
+// The pointer's release and its validation without ownership: the owner's rules, applied here.
 impl RawManaged {
     /// Calls the deleter (if any) of the pointed-to tensor.
     ///
@@ -86,14 +78,6 @@ impl RawManaged {
             },
         }
     }
-
-    /// The address, for logging and identity checks.
-    pub fn addr(self) -> usize {
-        match self {
-            Self::Versioned(p) => p.as_ptr() as usize,
-            Self::Legacy(p) => p.as_ptr() as usize,
-        }
-    }
 }
 
 /// The layout of a legacy tensor by the full rules, naming the exact error.
@@ -130,6 +114,8 @@ impl Drop for Releaser {
 /// Validated once on construction; [`view`](Self::view) then hands out [`TensorRef`]s without
 /// further checks. Dropping it calls the producer's deleter exactly once (a NULL deleter is
 /// legal and means nothing to call). It is `Send`: DLPack lets the deleter run on any thread.
+///
+/// # Examples
 ///
 /// ```
 /// use dlport_core::{ExportBuilder, ManagedTensor};

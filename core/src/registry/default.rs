@@ -61,29 +61,60 @@ impl Registry {
         // SAFETY: a non-null value is an installed default: a leaked box, never freed.
         (!p.is_null()).then(|| unsafe { &*p })
     }
-}
 
-/// The process-wide default registry: the installed one, or core's (the CPU backend), which
-/// this call installs if nothing was installed yet.
-pub fn default_registry() -> &'static Registry {
-    if let Some(r) = Registry::get_default() {
-        return r;
+    /// The process-wide default registry, the one [`from_dlpack`] and [`to_dlpack`] use: the
+    /// installed one, or core's ([`Registry::with_cpu`]), which this call installs if nothing
+    /// was installed yet.
+    pub fn process_default() -> &'static Registry {
+        if let Some(r) = Self::get_default() {
+            return r;
+        }
+        // If another thread installed one in between, that one is returned.
+        Self::with_cpu().install().0
     }
-    // If another thread installed one in between, that one is returned.
-    Registry::with_cpu().install().0
 }
 
-/// Imports a DLPack tensor onto the default registry's backends: a zero-copy view when the
-/// target backend reaches the memory in a layout it accepts, else a copy where
-/// `options.copy` allows, else [`DispatchError::CopyRequired`](crate::DispatchError::CopyRequired)
-/// saying why. Every error path releases the tensor. See [`Registry::from_dlpack`].
+/// Imports a DLPack tensor onto the default registry's backends
+/// ([`Registry::process_default`]): a zero-copy view when the target backend reaches the
+/// memory in a layout it accepts, else a copy where `options.copy` allows, else
+/// [`DispatchError::CopyRequired`](crate::error::DispatchError::CopyRequired) saying why.
+/// Every error path releases the tensor. See [`Registry::from_dlpack`].
+///
+/// # Examples
+///
+/// ```
+/// use dlport_core::{ExportBuilder, ImportOptions, ManagedTensor, from_dlpack};
+///
+/// // A DLPack tensor from any producer (here our own export, as a raw pointer).
+/// let raw = ExportBuilder::from_vec(vec![1i32, 2, 3, 4], &[2, 2]).build()?.into_raw();
+/// // SAFETY: `raw` is a live DLPack tensor, handed over once.
+/// let managed = unsafe { ManagedTensor::from_raw(raw) }?;
+/// let t = from_dlpack(managed, &ImportOptions::default())?; // a view: no copy
+/// assert!(!t.is_copied());
+/// assert_eq!(t.to_vec::<i32>()?, [1, 2, 3, 4]);
+/// # Ok::<(), dlport_core::Error>(())
+/// ```
 pub fn from_dlpack(tensor: ManagedTensor, options: &ImportOptions) -> Result<Tensor, Error> {
-    default_registry().from_dlpack(tensor, options)
+    Registry::process_default().from_dlpack(tensor, options)
 }
 
-/// Exports a tensor for a DLPack consumer, following `__dlpack__`'s `max_version`,
-/// `dl_device` and `copy`: a counted reference to the same memory when no copy is needed.
-/// See [`Registry::to_dlpack`].
+/// Exports a tensor for a DLPack consumer through the default registry
+/// ([`Registry::process_default`]), following `__dlpack__`'s `max_version`, `dl_device` and
+/// `copy`: a counted reference to the same memory when no copy is needed. See
+/// [`Registry::to_dlpack`].
+///
+/// # Examples
+///
+/// ```
+/// use dlport_core::{ExportOptions, Tensor, to_dlpack};
+///
+/// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?;
+/// let exported = to_dlpack(&t, &ExportOptions::default())?; // DLPack 1.3, no copy
+/// assert!(exported.is_versioned());
+/// assert_eq!(exported.view().first_element_address(), t.first_element_address());
+/// // `exported.into_raw()` is the pointer a consumer takes; dropping `exported` releases it.
+/// # Ok::<(), dlport_core::Error>(())
+/// ```
 pub fn to_dlpack(tensor: &Tensor, options: &ExportOptions) -> Result<ManagedTensor, Error> {
-    default_registry().to_dlpack(tensor, options)
+    Registry::process_default().to_dlpack(tensor, options)
 }

@@ -7,37 +7,45 @@ use alloc::vec::Vec;
 
 mod default;
 
-pub use default::{default_registry, from_dlpack, to_dlpack};
+pub use default::{from_dlpack, to_dlpack};
 
+use crate::abi::RawManaged;
 use crate::backend::{BackendRef, CpuBackend};
 use crate::device::{Device, DeviceField, reconcile_device};
 use crate::error::{
     AccessError, BackendError, BackendNames, CopyReason, DispatchError, Error, OptionRule,
 };
-use crate::managed::{ManagedTensor, RawManaged};
-use crate::options::{CopyPolicy, ExportOptions, ImportOptions, MAX_ALIGNMENT};
+use crate::managed::ManagedTensor;
+use crate::options::{CopyPolicy, Decision, ExportOptions, ImportOptions, MAX_ALIGNMENT};
 use crate::tensor::Tensor;
 use crate::view::TensorRef;
-
-/// What the registry decided for an import, before doing it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Decision {
-    /// Where the memory really is (after reconciliation).
-    pub memory: Device,
-    /// Where the result goes.
-    pub target: Device,
-    /// The backend that will hold the result.
-    pub backend: &'static str,
-    /// Why a view is impossible, if it is.
-    pub copy_reason: Option<CopyReason>,
-    /// Whether a copy will be made.
-    pub copies: bool,
-}
 
 /// A run-time registry of backends. Resolution prefers the most recently registered backend
 /// that serves a device type; for a type no backend serves, it falls back to one that can
 /// reach that memory without a copy (so `kDLCUDAHost` resolves to the CPU backend when no CUDA
 /// backend is present — never to a bare `KeyError`).
+///
+/// The free [`from_dlpack`] and [`to_dlpack`] use the process-wide default
+/// ([`Registry::process_default`], set once with [`Registry::install_default`]); a registry of
+/// your own has the same two entry points as methods.
+///
+/// # Examples
+///
+/// ```
+/// use dlport_core::{Device, ExportOptions, ImportOptions, Registry, Tensor};
+///
+/// let mut registry = Registry::with_cpu();
+/// registry.set_alloc_limit(1 << 30); // copies this registry makes: at most 1 GiB
+/// assert_eq!(registry.names().collect::<Vec<_>>(), ["cpu"]);
+/// // Pinned host memory has no backend of its own here: the CPU backend reaches it.
+/// assert_eq!(registry.resolve(Device::cuda_host())?.name(), "cpu");
+///
+/// let t = Tensor::from_vec(vec![1u16, 2, 3], &[3])?;
+/// let exported = registry.to_dlpack(&t, &ExportOptions::default())?;
+/// let back = registry.from_dlpack(exported, &ImportOptions::default())?;
+/// assert_eq!(back.to_vec::<u16>()?, [1, 2, 3]);
+/// # Ok::<(), dlport_core::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Registry {
     backends: Vec<BackendRef>,
@@ -45,8 +53,8 @@ pub struct Registry {
     /// that serves it, or 0 for none: resolution's first rule, computed when the backends
     /// change instead of asking each backend's `device_types` on every import.
     serving: [usize; SERVED_TYPES],
-    /// The default allocation limit of this registry's copies (`None`: the process-wide
-    /// [`crate::alloc_limit`]).
+    /// The default allocation limit of this registry's copies (`None`: the process-wide one,
+    /// [`crate::set_alloc_limit`]).
     alloc_limit: Option<u64>,
 }
 
@@ -80,7 +88,8 @@ impl Registry {
     }
 
     /// Sets this registry's default allocation limit in bytes: every copy it makes is checked
-    /// against it (unless a call gives its own `max_alloc`) before anything is allocated.
+    /// against it (unless a call gives its own `max_alloc`) before anything is allocated, in
+    /// place of the process-wide one ([`set_alloc_limit`](crate::set_alloc_limit)).
     pub fn set_alloc_limit(&mut self, bytes: u64) {
         self.alloc_limit = Some(bytes);
     }
@@ -299,7 +308,7 @@ impl Registry {
         max_alloc: Option<u64>,
     ) -> Result<Tensor, Error> {
         let limit = self.alloc_limit(max_alloc);
-        let bytes = crate::backend::compact_bytes(view.dtype(), view.shape())?;
+        let bytes = crate::copy::compact_bytes(view.dtype(), view.shape())?;
         crate::limit::check_alloc(bytes as u128, Some(limit))?;
         let to = self.resolve(target)?;
         let copied = match to.copy(view, target)? {
@@ -329,8 +338,7 @@ impl Registry {
         }
         crate::limit::check_alloc(2 * bytes as u128, Some(limit))?;
         let view = copied.view()?;
-        let buf =
-            crate::backend::compact_copy_aligned(&view.tensor_ref(), alignment, Some(u64::MAX))?;
+        let buf = crate::copy::compact_copy_aligned(&view.tensor_ref(), alignment, Some(u64::MAX))?;
         let realigned = Tensor::new(
             super::buffer::Buffer::new(alloc::boxed::Box::new(buf)),
             copied.backend(),

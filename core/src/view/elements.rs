@@ -117,7 +117,8 @@ impl<'a> TensorRef<'a> {
     }
 
     /// Copies the elements out in row-major order, whatever the layout. The size is checked
-    /// against the process-wide [`alloc_limit`](crate::alloc_limit) and allocated fallibly.
+    /// against the process-wide [allocation limit](crate::set_alloc_limit) and allocated
+    /// fallibly.
     #[cfg(feature = "alloc")]
     pub fn to_vec<T: Element>(&self) -> Result<alloc::vec::Vec<T>, Error> {
         let bytes = u128::from(self.layout.numel) * core::mem::size_of::<T>() as u128;

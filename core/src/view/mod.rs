@@ -51,10 +51,41 @@ unsafe fn dims(tensor: &DLTensor, ndim: usize) -> (&[i64], Option<&[i64]>) {
 /// A validated, borrowed view of a `DLTensor`.
 ///
 /// Built once by [`TensorRef::from_raw`] (or handed out by
-/// [`ManagedTensor::view`](crate::ManagedTensor::view)); afterwards every accessor is safe and
-/// does no further validation. Typed access ([`as_slice`](Self::as_slice)) is allowed only where
-/// the memory is host-accessible, the dtype matches, the layout is row-major contiguous and the
-/// first element is aligned; otherwise the error says which of these failed.
+/// [`ManagedTensor::view`](crate::ManagedTensor::view), and lent by the guard
+/// [`Tensor::view`](crate::Tensor::view) returns); afterwards every accessor is safe
+/// and does no further validation. Typed access ([`as_slice`](Self::as_slice)) is allowed only
+/// where the memory is host-accessible, the dtype matches, the layout is row-major contiguous
+/// and the first element is aligned; otherwise the error says which of these failed. Any
+/// layout is read element by element ([`get`](Self::get)), copied out typed
+/// ([`to_vec`](Self::to_vec)) or compacted into bytes
+/// ([`copy_to_compact`](Self::copy_to_compact)).
+///
+/// # Examples
+///
+/// ```
+/// use dlport_core::abi::{DLTensor, FLAG_READ_ONLY};
+/// use dlport_core::{DataType, Device, TensorRef};
+///
+/// // A bare DLTensor lent by C code: a 2×2 uint8 matrix, transposed.
+/// let data = [1u8, 2, 3, 4];
+/// let (mut shape, mut strides) = ([2i64, 2], [1i64, 2]);
+/// let raw = DLTensor {
+///     data: data.as_ptr().cast_mut().cast(),
+///     device: Device::cpu(),
+///     ndim: 2,
+///     dtype: DataType::UINT8,
+///     shape: shape.as_mut_ptr(),
+///     strides: strides.as_mut_ptr(),
+///     byte_offset: 0,
+/// };
+/// // SAFETY: the arrays and the four bytes outlive the view and nobody writes them.
+/// let view = unsafe { TensorRef::from_raw(&raw, None, FLAG_READ_ONLY) }?;
+/// assert!(view.contiguity().is_column_major());
+/// assert_eq!(view.get::<u8>(&[0, 1])?, Some(3));
+/// assert_eq!(view.to_vec::<u8>()?, [1, 3, 2, 4]);
+/// assert!(view.as_slice::<u8>().is_err()); // not row-major: no slice
+/// # Ok::<(), dlport_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct TensorRef<'a> {
     data: *mut c_void,
@@ -374,5 +405,23 @@ impl<'a> TensorRef<'a> {
     /// `None` for memory the host cannot address.
     pub fn alignment(&self) -> Option<usize> {
         self.first_element_address().map(layout::address_alignment)
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl From<&TensorRef<'_>> for crate::layout::TensorInfo {
+    fn from(t: &TensorRef<'_>) -> Self {
+        Self {
+            shape: t.shape().to_vec(),
+            strides: t.strides().collect(),
+            dtype: t.dtype(),
+            device: t.device(),
+            byte_offset: t.byte_offset(),
+            flags: t.flags(),
+            version: t.version(),
+            numel: t.numel(),
+            contiguity: t.contiguity(),
+            byte_span: t.byte_span(),
+        }
     }
 }

@@ -12,7 +12,8 @@ use std::collections::HashMap;
 use std::fmt;
 
 use arrow_schema::Field;
-use dlport_core::{Error, ValueRule};
+use dlport_core::Error;
+use dlport_core::error::ValueRule;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 

@@ -22,7 +22,7 @@
 //!
 //! An IPC stream and an extension's metadata are untrusted input, read as a DLPack tensor is:
 //! every length, count and offset they declare is checked against the bytes the reader supplies
-//! and against the allocation limit ([`dlport_core::alloc_limit`]) before anything is
+//! and against the allocation limit ([`dlport_core::set_alloc_limit`]) before anything is
 //! allocated, and every refusal names the field and the value found.
 //!
 //! The rooms: `metadata` (the extension's JSON, both directions), `write` (tensor → Arrow
@@ -40,7 +40,8 @@ pub use stream::{StreamTensor, read_ipc_stream};
 pub use write::{to_arrow, to_record_batch, write_ipc_stream};
 
 use arrow_schema::{ArrowError, DataType as ArrowType};
-use dlport_core::{BackendError, BackendReport, DataType, DispatchError, Error, ValueRule};
+use dlport_core::error::{BackendError, BackendReport, DispatchError, ValueRule};
+use dlport_core::{DataType, Error};
 
 /// The canonical extension's name.
 pub const EXTENSION_NAME: &str = "arrow.fixed_shape_tensor";
@@ -101,7 +102,7 @@ fn arrow_error(operation: &'static str, e: ArrowError) -> Error {
 
 /// The Arrow type of a DLPack element type, or the refusal naming it.
 pub fn arrow_type(dtype: DataType) -> Result<ArrowType, Error> {
-    use dlport_core::TypeCode as C;
+    use dlport_core::abi::TypeCode as C;
     if dtype.lanes != 1 {
         return Err(refused(
             "vector element types (lanes > 1): Arrow has none; make the lanes an axis",

@@ -4,7 +4,9 @@
 use arrow_array::{Array, FixedSizeListArray, RecordBatch};
 use arrow_buffer::Buffer;
 use arrow_schema::Field;
-use dlport_core::{Error, ExportBuilder, ManagedTensor, TensorStorage, ValueRule};
+use dlport_core::backend::TensorStorage;
+use dlport_core::error::ValueRule;
+use dlport_core::{Error, ExportBuilder, ManagedTensor};
 
 use super::metadata::{element_count, tensor_metadata};
 use super::{bad, bad_text, dlpack_type, refused};
@@ -21,8 +23,8 @@ unsafe impl TensorStorage for ArrowStorage {
     fn byte_len(&self) -> usize {
         self.0.len()
     }
-    fn access(&self) -> dlport_core::Access {
-        dlport_core::Access::ReadOnly
+    fn access(&self) -> dlport_core::backend::Access {
+        dlport_core::backend::Access::ReadOnly
     }
 }
 

@@ -10,9 +10,9 @@ use arrow_array::{Array, FixedSizeListArray, RecordBatch, make_array};
 use arrow_buffer::{Buffer, MutableBuffer};
 use arrow_data::ArrayData;
 use arrow_schema::{Field, Schema};
-use dlport_core::{
-    CopyPolicy, CopyReason, Error, ManagedTensor, MemoryClass, TensorRef, ValueRule,
-};
+use dlport_core::backend::MemoryClass;
+use dlport_core::error::{CopyReason, ValueRule};
+use dlport_core::{CopyPolicy, Error, ManagedTensor, TensorRef};
 
 use super::{EXTENSION_NAME, METADATA_KEY, NAME_KEY, arrow_error, arrow_type, bad, metadata};
 
@@ -57,9 +57,11 @@ pub fn to_arrow(
 ) -> Result<(Field, FixedSizeListArray), Error> {
     let view = tensor.view();
     if !view.device().is_host_accessible() {
-        return Err(Error::Access(dlport_core::AccessError::NotHostAccessible {
-            device: view.device(),
-        }));
+        return Err(Error::Access(
+            dlport_core::error::AccessError::NotHostAccessible {
+                device: view.device(),
+            },
+        ));
     }
     if view.device().memory_class() == MemoryClass::Managed {
         crate::sync_managed()?;
@@ -113,10 +115,11 @@ pub fn to_arrow(
                 .data()
                 .cast::<u8>()
                 .wrapping_add(view.byte_offset() as usize);
-            let ptr =
-                NonNull::new(first).ok_or(Error::Layout(dlport_core::LayoutError::NullData {
+            let ptr = NonNull::new(first).ok_or(Error::Layout(
+                dlport_core::error::LayoutError::NullData {
                     numel: numel as u64,
-                }))?;
+                },
+            ))?;
             // SAFETY: the tensor is host memory, dense from its first element (strides checked
             // by `physical_order`, all positive), so `numel * size` bytes are valid from `ptr`;
             // the owner keeps them alive until Arrow drops the buffer, and Arrow never writes
@@ -132,24 +135,26 @@ pub fn to_arrow(
             }
         }
         (_, CopyPolicy::Never) if numel != 0 => {
-            return Err(Error::Dispatch(dlport_core::DispatchError::CopyRequired {
-                reason: if aligned {
-                    CopyReason::Layout {
-                        contiguity: view.contiguity(),
-                    }
-                } else {
-                    CopyReason::Alignment {
-                        address: view.first_element_address().unwrap_or(0).into(),
-                        required: size as u32,
-                    }
+            return Err(Error::Dispatch(
+                dlport_core::error::DispatchError::CopyRequired {
+                    reason: if aligned {
+                        CopyReason::Layout {
+                            contiguity: view.contiguity(),
+                        }
+                    } else {
+                        CopyReason::Alignment {
+                            address: view.first_element_address().unwrap_or(0).into(),
+                            required: size as u32,
+                        }
+                    },
                 },
-            }));
+            ));
         }
         _ => {
             let bytes = numel * size;
-            dlport_core::check_alloc(bytes as u128, None)?;
+            dlport_core::backend::check_alloc(bytes as u128, None)?;
             let mut buf = MutableBuffer::from_len_zeroed(bytes);
-            dlport_core::backend::copy_to_compact(&view, buf.as_slice_mut())?;
+            view.copy_to_compact(buf.as_slice_mut())?;
             buf.into()
         }
     };

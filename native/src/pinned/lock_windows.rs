@@ -2,7 +2,8 @@
 
 use std::ffi::c_void;
 
-use dlport_core::{BackendError, Error};
+use dlport_core::Error;
+use dlport_core::error::BackendError;
 
 use super::{PinnedBackend, last_os_error};
 

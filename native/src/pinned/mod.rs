@@ -8,9 +8,10 @@
 
 use std::ffi::c_void;
 
-use dlport_core::Tensor;
-use dlport_core::backend::{AlignedBuffer, Backend, Buffer, compact_bytes};
-use dlport_core::{BackendError, DataType, Device, DeviceType, Error, TensorRef, TensorStorage};
+use dlport_core::abi::DeviceType;
+use dlport_core::backend::{AlignedBuffer, Backend, Buffer, TensorStorage, compact_bytes};
+use dlport_core::error::BackendError;
+use dlport_core::{DataType, Device, Error, Tensor, TensorRef};
 
 /// Page size used for locked allocations.
 const PAGE: usize = 4096;
@@ -143,7 +144,7 @@ impl PinnedBackend {
              for kDLCPU, (1, 0), or None for the tensor's own device"
         };
         Err(Error::Backend(BackendError::Unsupported {
-            report: dlport_core::BackendReport::new(Self::NAME, operation, detail),
+            report: dlport_core::error::BackendReport::new(Self::NAME, operation, detail),
         }))
     }
 
@@ -194,7 +195,7 @@ impl Backend for PinnedBackend {
         if len != 0 {
             // SAFETY: a fresh pinned allocation of exactly `len` bytes, reachable only by us.
             let dst = unsafe { std::slice::from_raw_parts_mut(t.buffer().ptr().cast::<u8>(), len) };
-            dlport_core::backend::copy_to_compact(src, dst)?;
+            src.copy_to_compact(dst)?;
         }
         Ok(Some(t.with_copied(true)))
     }

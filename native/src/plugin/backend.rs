@@ -8,8 +8,9 @@ use std::ffi::{c_char, c_int};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
+use dlport_core::abi::DeviceType;
 use dlport_core::backend::Backend;
-use dlport_core::{DataType, Device, DeviceType, Error, ManagedTensor, Tensor, TensorRef};
+use dlport_core::{DataType, Device, Error, ManagedTensor, Tensor, TensorRef};
 
 use super::error::{intern, message_of, plugin_error};
 use super::interface::{DLPORT_PLUGIN_INTERFACE_VERSION, DlportPlugin};

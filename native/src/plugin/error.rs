@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 use std::ffi::c_void;
 use std::sync::{Mutex, PoisonError};
 
-use dlport_core::{BackendError, BackendReport, Error};
+use dlport_core::Error;
+use dlport_core::error::{BackendError, BackendReport};
 
 use super::interface::DlportPluginLastError;
 

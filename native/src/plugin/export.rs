@@ -4,7 +4,8 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use dlport_core::{Access, Device, Error, ExportBuilder, ManagedTensor, Tensor, TensorStorage};
+use dlport_core::backend::{Access, TensorStorage};
+use dlport_core::{Device, Error, ExportBuilder, ManagedTensor, Tensor};
 
 use super::backend::PluginBackend;
 use super::described::{Described, byte_len_of};

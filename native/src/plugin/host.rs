@@ -3,10 +3,10 @@
 
 use std::sync::{Arc, PoisonError, RwLock};
 
+use dlport_core::abi::DeviceType;
 use dlport_core::backend::Backend;
-use dlport_core::{
-    DataType, Device, DeviceType, DispatchError, Error, ManagedTensor, Tensor, TensorRef,
-};
+use dlport_core::error::{BackendError, DispatchError};
+use dlport_core::{DataType, Device, Error, ManagedTensor, Tensor, TensorRef};
 
 use super::backend::PluginBackend;
 use super::error::plugin_error;
@@ -175,7 +175,7 @@ pub fn add_to_default(plugin: Arc<PluginBackend>, keep_state: bool) -> Result<()
         plugin.disarm();
     }
     if r.get(PLUGIN_HOST_NAME).is_none() {
-        return Err(Error::Backend(dlport_core::BackendError::unsupported(
+        return Err(Error::Backend(BackendError::unsupported(
             plugin.name(),
             "registration in the process-wide registry: it was installed by other code without \
              dlport-native's `plugins` backend (register the plugin in that registry instead)",

@@ -5,8 +5,9 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use dlport_core::abi::FLAG_READ_ONLY;
-use dlport_core::backend::Buffer;
-use dlport_core::{Access, Device, DispatchError, Error, ManagedTensor, Tensor, TensorStorage};
+use dlport_core::backend::{Access, Buffer, TensorStorage};
+use dlport_core::error::DispatchError;
+use dlport_core::{Device, Error, ManagedTensor, Tensor};
 
 use super::backend::PluginBackend;
 use super::described::{Described, byte_len_of};
@@ -66,7 +67,7 @@ impl PluginBackend {
     ) -> Result<Tensor, Error> {
         if !self.serves(memory) {
             return Err(Error::Dispatch(DispatchError::CopyRequired {
-                reason: dlport_core::CopyReason::Device {
+                reason: dlport_core::error::CopyReason::Device {
                     from: memory,
                     to: memory,
                 },

@@ -4,10 +4,10 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use dlport_core::backend::{AlignedBuffer, Buffer, CPU_ALIGN, compact_bytes};
-use dlport_core::{
-    BackendError, DataType, Device, DeviceType, Error, Tensor, TensorRef, TensorStorage,
-};
+use dlport_core::abi::DeviceType;
+use dlport_core::backend::{AlignedBuffer, Buffer, CPU_ALIGN, TensorStorage, compact_bytes};
+use dlport_core::error::BackendError;
+use dlport_core::{DataType, Device, Error, Tensor, TensorRef};
 
 use super::backend::PluginBackend;
 use super::described::Described;
@@ -161,7 +161,9 @@ impl PluginBackend {
                     .cast_const()
                     .cast()
             } else {
-                staged = dlport_core::backend::compact_copy(src, Some(u64::MAX))?;
+                let mut copy = AlignedBuffer::zeroed(bytes, CPU_ALIGN)?;
+                src.copy_to_compact(copy.as_mut_slice())?;
+                staged = copy;
                 staged.as_ptr().cast_const().cast()
             };
             let alloc = self.allocate_raw(local, bytes)?;

@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, sys};
 use dlport_core::abi::{FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
-use dlport_core::{Access, CopyPolicy, Device, Error, ExportBuilder, ManagedTensor};
+use dlport_core::backend::Access;
+use dlport_core::{CopyPolicy, Device, Error, ExportBuilder, ManagedTensor};
 
 use super::descriptor::{CUDA_IPC_HANDLE_LEN, Descriptor, HandleKind};
 use super::{NAME, ShareOptions, errno, os_error};
@@ -27,7 +28,7 @@ use crate::cuda::{self, DeviceRange, driver_error};
 
 fn context(device: Device) -> Result<Arc<CudaContext>, Error> {
     let ordinal = usize::try_from(device.device_id).map_err(|_| {
-        Error::Dispatch(dlport_core::DispatchError::InvalidDeviceId {
+        Error::Dispatch(dlport_core::error::DispatchError::InvalidDeviceId {
             backend: NAME,
             device_id: device.device_id,
         })
@@ -212,10 +213,12 @@ pub(super) fn open(d: &Descriptor, fd: BorrowedFd<'_>) -> Result<ManagedTensor, 
     // From here dropping `storage` closes the handle, then the liveness fd.
     let (_, size) = address_range(ptr)?;
     if (size as u64) < d.byte_len {
-        return Err(Error::Layout(dlport_core::LayoutError::StorageTooSmall {
-            needed: d.byte_len,
-            available: size as u64,
-        }));
+        return Err(Error::Layout(
+            dlport_core::error::LayoutError::StorageTooSmall {
+                needed: d.byte_len,
+                available: size as u64,
+            },
+        ));
     }
     ExportBuilder::new(storage, d.dtype, &d.shape)
         .strides(&d.strides)

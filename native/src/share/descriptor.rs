@@ -26,9 +26,9 @@
 //! range-checked and the tensor is validated by dlport-core's validator against `byte_len`, so
 //! a descriptor that parses can never describe bytes outside the memory it maps.
 
-use dlport_core::abi::{DLPackVersion, FLAG_IS_COPIED, FLAG_READ_ONLY};
-use dlport_core::layout::{self, MAX_NDIM};
-use dlport_core::{DataType, Device, DeviceType, Error, Layout, TypeCode};
+use dlport_core::abi::{DLPackVersion, DeviceType, FLAG_IS_COPIED, FLAG_READ_ONLY, TypeCode};
+use dlport_core::layout::{self, Layout, MAX_NDIM};
+use dlport_core::{DataType, Device, Error};
 
 /// The format version this dlport writes and reads.
 pub const FORMAT_VERSION: u16 = 1;
@@ -99,7 +99,7 @@ pub struct Descriptor {
 }
 
 use super::invalid as bad;
-use dlport_core::ValueRule;
+use dlport_core::error::ValueRule;
 
 /// Reads little-endian fields from a byte slice whose length was checked before.
 struct Reader<'a> {
@@ -195,10 +195,12 @@ impl Descriptor {
         }
         let n = layout::check_ndim(self.shape.len() as i64)?;
         if self.strides.len() != n {
-            return Err(Error::Layout(dlport_core::LayoutError::StridesLength {
-                strides: self.strides.len(),
-                ndim: n,
-            }));
+            return Err(Error::Layout(
+                dlport_core::error::LayoutError::StridesLength {
+                    strides: self.strides.len(),
+                    ndim: n,
+                },
+            ));
         }
         let checked = layout::validate_metadata(
             self.dtype,
@@ -211,10 +213,12 @@ impl Descriptor {
             let lo = i128::from(self.byte_offset) + i128::from(checked.span.lo);
             let hi = i128::from(self.byte_offset) + i128::from(checked.span.hi);
             if lo < 0 || hi > i128::from(self.byte_len) {
-                return Err(Error::Layout(dlport_core::LayoutError::StorageTooSmall {
-                    needed: u64::try_from(hi.max(0)).unwrap_or(u64::MAX),
-                    available: self.byte_len,
-                }));
+                return Err(Error::Layout(
+                    dlport_core::error::LayoutError::StorageTooSmall {
+                        needed: u64::try_from(hi.max(0)).unwrap_or(u64::MAX),
+                        available: self.byte_len,
+                    },
+                ));
             }
         }
         Ok(checked)
@@ -405,7 +409,7 @@ mod tests {
         for cut in 0..bytes.len() {
             let e = Descriptor::from_bytes(&bytes[..cut]).unwrap_err();
             assert!(
-                matches!(e, Error::Dispatch(dlport_core::DispatchError::InvalidValue { rule, .. })
+                matches!(e, Error::Dispatch(dlport_core::error::DispatchError::InvalidValue { rule, .. })
                     if rule.field == "descriptor length" || rule.field == "descriptor.magic"),
                 "cut at {cut}: {e}"
             );
@@ -432,10 +436,12 @@ mod tests {
         d.byte_len = 31; // needs 8 + 24 = 32
         assert_eq!(
             d.validate(),
-            Err(Error::Layout(dlport_core::LayoutError::StorageTooSmall {
-                needed: 32,
-                available: 31
-            }))
+            Err(Error::Layout(
+                dlport_core::error::LayoutError::StorageTooSmall {
+                    needed: 32,
+                    available: 31
+                }
+            ))
         );
         assert!(d.to_bytes().is_err());
     }

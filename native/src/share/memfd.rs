@@ -28,11 +28,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use dlport_core::abi::{FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
-use dlport_core::backend::compact_bytes;
-use dlport_core::{
-    Access, CopyPolicy, DataType, Device, Error, ExportBuilder, ManagedTensor, MemoryClass,
-    TensorRef, TensorStorage,
-};
+use dlport_core::backend::{Access, MemoryClass, TensorStorage, compact_bytes};
+use dlport_core::{CopyPolicy, DataType, Device, Error, ExportBuilder, ManagedTensor, TensorRef};
 
 use super::descriptor::{Descriptor, HandleKind};
 use super::{ShareOptions, errno, os_error};
@@ -338,7 +335,7 @@ pub(super) fn alloc(
     limit: Option<u64>,
 ) -> Result<ManagedTensor, Error> {
     let bytes = compact_bytes(dtype, shape)?;
-    dlport_core::check_alloc(bytes as u128, limit)?;
+    dlport_core::backend::check_alloc(bytes as u128, limit)?;
     let m = Mapping::new(create(bytes)?, bytes, true)?;
     export(m, dtype, shape, None, 0, 0)
 }
@@ -426,7 +423,7 @@ pub(super) fn share(
             );
         }
         let bytes = compact_bytes(view.dtype(), view.shape())?;
-        dlport_core::check_alloc(bytes as u128, options.max_alloc)?;
+        dlport_core::backend::check_alloc(bytes as u128, options.max_alloc)?;
         let fd = create(bytes)?;
         if view.contiguity().is_row_major() && !view.is_subbyte_padded() {
             // Already compact: one pwrite fills the memfd's pages in the kernel, without a
@@ -446,7 +443,7 @@ pub(super) fn share(
             // The producer's mapping of the copy is unmapped before the seals (F_SEAL_WRITE
             // needs no writable mapping left); the peer maps its own.
             let mut m = Mapping::new(dup(fd.as_fd())?, bytes, true)?;
-            dlport_core::backend::copy_to_compact(view, m.fresh_bytes())?;
+            view.copy_to_compact(m.fresh_bytes())?;
             drop(m);
         }
         seal_copy(fd.as_fd(), read_only)?;
@@ -535,10 +532,12 @@ fn check_fd(fd: BorrowedFd<'_>, byte_len: u64, read_only: bool) -> Result<bool, 
     }
     let size = st.st_size.max(0) as u64;
     if size < byte_len {
-        return Err(Error::Layout(dlport_core::LayoutError::StorageTooSmall {
-            needed: byte_len,
-            available: size,
-        }));
+        return Err(Error::Layout(
+            dlport_core::error::LayoutError::StorageTooSmall {
+                needed: byte_len,
+                available: size,
+            },
+        ));
     }
     // SAFETY: F_GETFL only reads the descriptor's status flags.
     let mode = unsafe { libc::fcntl(raw, libc::F_GETFL) } & libc::O_ACCMODE;

@@ -100,8 +100,9 @@ pub use descriptor::{
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 #[cfg(fds)]
-use dlport_core::BackendError;
-use dlport_core::{CopyPolicy, DispatchError, Error, ValueRule};
+use dlport_core::error::BackendError;
+use dlport_core::error::{DispatchError, ValueRule};
+use dlport_core::{CopyPolicy, Error};
 #[cfg(fds)]
 use dlport_core::{DataType, ManagedTensor, TensorRef};
 
@@ -196,7 +197,7 @@ impl Shared {
 }
 
 /// A zeroed, compact host tensor in a new sealed memfd, ready to be shared without a copy. Its
-/// access is [`Access::Shared`](dlport_core::Access): once shared, other processes may write
+/// access is [`Access::Shared`](dlport_core::backend::Access): once shared, other processes may write
 /// it, so `as_mut_slice` needs `unsafe assume_exclusive` (true until the first share, or while
 /// the peers are known to be idle).
 #[cfg(fds)]
@@ -237,7 +238,7 @@ pub fn share_managed(tensor: ManagedTensor, options: &ShareOptions) -> Result<Sh
     if device.is_host_accessible() {
         return share(&tensor.view(), options);
     }
-    if device.device_type != dlport_core::DeviceType::CUDA {
+    if device.device_type != dlport_core::abi::DeviceType::CUDA {
         return Err(unsupported(DEVICE_NOT_SHAREABLE));
     }
     let (descriptor, fd) = cuda_ipc::share(tensor, options)?;
@@ -324,7 +325,7 @@ fn errno() -> i64 {
 #[cfg(memfd_share)]
 fn copy_needed(device: dlport_core::Device) -> Error {
     DispatchError::CopyRequired {
-        reason: dlport_core::CopyReason::NotShareable { device },
+        reason: dlport_core::error::CopyReason::NotShareable { device },
     }
     .into()
 }
@@ -369,7 +370,7 @@ mod tests {
         assert_eq!(
             e,
             Error::Dispatch(DispatchError::CopyRequired {
-                reason: dlport_core::CopyReason::NotShareable {
+                reason: dlport_core::error::CopyReason::NotShareable {
                     device: dlport_core::Device::cpu()
                 }
             })

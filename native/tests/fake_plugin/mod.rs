@@ -7,7 +7,7 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use dlport_core::DeviceType;
+use dlport_core::abi::DeviceType;
 use dlport_native::plugin::DlportPlugin;
 
 /// The fake plugin's device type (kDLExtDev).

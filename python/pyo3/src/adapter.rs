@@ -13,10 +13,14 @@
 
 use std::sync::OnceLock;
 
-use dlport_core::abi::{DLManagedTensorVersioned, DLPackVersion, FLAG_IS_SUBBYTE_TYPE_PADDED};
-use dlport_core::backend::{CPU_ALIGN, LayoutNeed, ViewRequirements, compact_bytes};
-use dlport_core::{CopyPolicy, ExportOptions, ImportOptions, Registry, StreamRequest, Tensor};
-use dlport_core::{DataType, Device, DeviceType, Error, ManagedTensor, RawManaged};
+use dlport_core::abi::{
+    DLManagedTensorVersioned, DLPackVersion, DeviceType, FLAG_IS_SUBBYTE_TYPE_PADDED, RawManaged,
+};
+use dlport_core::backend::{CPU_ALIGN, LayoutNeed, StreamRequest, ViewRequirements, compact_bytes};
+use dlport_core::{
+    CopyPolicy, DataType, Device, Error, ExportOptions, ImportOptions, ManagedTensor, Registry,
+    Tensor,
+};
 
 /// How Python sees a failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,9 +96,8 @@ impl Held {
 pub fn registry() -> &'static Registry {
     // Decided once: the process-wide default cannot change after it is installed.
     static REGISTRY: OnceLock<&'static Registry> = OnceLock::new();
-    REGISTRY.get_or_init(|| {
-        dlport_native::install().unwrap_or_else(|_| dlport_core::default_registry())
-    })
+    REGISTRY
+        .get_or_init(|| dlport_native::install().unwrap_or_else(|_| Registry::process_default()))
 }
 
 /// The array-API `copy` argument as a policy.
@@ -171,7 +174,9 @@ pub unsafe fn import(raw: RawManaged, how: &Import) -> Result<Held, Failure> {
 pub unsafe fn check_view(raw: *mut DLManagedTensorVersioned) -> Result<RawManaged, Failure> {
     let raw = std::ptr::NonNull::new(raw)
         .map(RawManaged::Versioned)
-        .ok_or(Error::Layout(dlport_core::LayoutError::NullManagedTensor))?;
+        .ok_or(Error::Layout(
+            dlport_core::error::LayoutError::NullManagedTensor,
+        ))?;
     let options = ImportOptions {
         copy: CopyPolicy::Never,
         ..ImportOptions::default()
@@ -276,7 +281,7 @@ pub fn compact(t: &Held, align: Option<usize>) -> Result<Held, Failure> {
 /// (the exchange API's allocator). Its size is checked against the allocation limit first.
 pub fn allocate(device: Device, dtype: DataType, shape: &[i64]) -> Result<RawManaged, Failure> {
     let bytes = compact_bytes(dtype, shape)?;
-    dlport_core::check_alloc(bytes as u128, Some(registry().alloc_limit(None)))?;
+    dlport_core::backend::check_alloc(bytes as u128, Some(registry().alloc_limit(None)))?;
     let backend = registry().resolve(device)?;
     let t = backend.allocate(device, dtype, shape)?;
     Ok(backend.release_ownership(&t, true, device)?.into_raw())

@@ -2,7 +2,8 @@
 //! `share`): each bad value is a `TypeError` (wrong kind) or `ValueError` (out of range) whose
 //! message names the argument and shows the value.
 
-use dlport_core::{Device, DeviceType};
+use dlport_core::Device;
+use dlport_core::abi::DeviceType;
 use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};

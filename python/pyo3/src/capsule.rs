@@ -4,7 +4,7 @@
 use std::ffi::CStr;
 use std::ptr::{NonNull, null_mut};
 
-use dlport_core::RawManaged;
+use dlport_core::abi::RawManaged;
 use pyo3::ffi;
 use pyo3::prelude::*;
 

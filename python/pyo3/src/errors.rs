@@ -7,7 +7,8 @@
 //! never 0. (Only a call's own shape — a missing or unexpected argument — is CPython's or
 //! pyo3's `TypeError`, without a code.)
 
-use dlport_core::{BackendError, DispatchError, Error};
+use dlport_core::Error;
+use dlport_core::error::{BackendError, DispatchError};
 use pyo3::exceptions::{PyBufferError, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 

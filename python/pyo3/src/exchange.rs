@@ -14,9 +14,8 @@ use std::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, Ordering};
 
 use dlport_core::abi::{
     DLManagedTensorVersioned, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DLPackExchangeAPI,
-    DLPackExchangeAPIHeader, DLPackSetError, DLPackVersion, DLTensor,
+    DLPackExchangeAPIHeader, DLPackSetError, DLPackVersion, DLTensor, DeviceType, RawManaged,
 };
-use dlport_core::{DeviceType, RawManaged};
 use pyo3::exceptions::{PyRuntimeError, PySystemError};
 use pyo3::ffi;
 use pyo3::prelude::*;

@@ -1,7 +1,7 @@
 //! `dlport.from_dlpack`: a tensor from any DLPack producer.
 
-use dlport_core::abi::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
-use dlport_core::{Device, DeviceType, RawManaged};
+use dlport_core::Device;
+use dlport_core::abi::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DeviceType, RawManaged};
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyException, PyMemoryError, PyTypeError};
 #[cfg(unix)]
 use pyo3::ffi;
@@ -238,7 +238,7 @@ fn device_tuple(x: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Devi
     let device_type = DeviceType(device_type);
     let device_id = match device_id {
         Some(id) => id,
-        None if dlport_core::MemoryClass::of(device_type).is_host_accessible() => 0,
+        None if dlport_core::backend::MemoryClass::of(device_type).is_host_accessible() => 0,
         None => {
             return Err(refuse(
                 " (a device id of None is read as 0 only for host memory; a device needs its \

@@ -1,7 +1,7 @@
 //! `dlport.Tensor`: a tensor held by a dlport backend, and a DLPack producer.
 
-use dlport_core::abi::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
-use dlport_core::{Device, RawManaged};
+use dlport_core::Device;
+use dlport_core::abi::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, RawManaged};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 

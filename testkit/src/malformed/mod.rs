@@ -18,9 +18,10 @@
 mod cases;
 mod producer;
 
-use dlport_core::{
-    ByteSpan, Contiguity, DLPackVersion, DataType, Device, Error, LayoutError, TensorRef, TypeCode,
-};
+use dlport_core::abi::{DLPackVersion, TypeCode};
+use dlport_core::error::LayoutError;
+use dlport_core::layout::{ByteSpan, Contiguity};
+use dlport_core::{DataType, Device, Error, TensorRef};
 
 pub use producer::{Deleted, Produced};
 
@@ -309,7 +310,7 @@ pub fn device_ids() -> Vec<(Device, bool)> {
                 Some("no") => false,
                 _ => panic!("device_ids.txt: bad verdict in {l:?}"),
             };
-            (Device::new(dlport_core::DeviceType(t), id), accepted)
+            (Device::new(dlport_core::abi::DeviceType(t), id), accepted)
         })
         .collect()
 }

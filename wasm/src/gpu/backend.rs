@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use dlport_core::Tensor;
+use dlport_core::abi::DeviceType;
 use dlport_core::backend::{Backend, Buffer, compact_bytes};
-use dlport_core::{DataType, Device, DeviceType, Error, TensorRef};
+use dlport_core::{DataType, Device, Error, Tensor, TensorRef};
 
 use super::{GpuDevice, NAME, error};
 

@@ -11,9 +11,8 @@
 
 use std::sync::Arc;
 
-use dlport_core::Tensor;
 use dlport_core::backend::{Buffer, compact_bytes};
-use dlport_core::{Error, TensorRef};
+use dlport_core::{Error, Tensor, TensorRef};
 
 use super::kernel::{COMPACT_ANY, COMPACT_RUN, COMPACT_U8, COMPACT_U16, COMPACT_WORDS, Kernel};
 use super::{GpuDevice, MAX_GPU_NDIM, NAME, error, round_up};
@@ -143,7 +142,8 @@ fn plan(src: &TensorRef<'_>, from_size: u64, len: u64) -> Result<Plan, Error> {
 mod tests {
     use super::{plan, simplify};
     use core::ffi::c_void;
-    use dlport_core::{DataType, Device, ExportBuilder, TensorStorage};
+    use dlport_core::backend::TensorStorage;
+    use dlport_core::{DataType, Device, ExportBuilder};
 
     /// 4 KiB that claim to be a WebGPU buffer, so that the export keeps its `byte_offset` apart
     /// from `data`, as a buffer-table handle's does (host memory's is folded into `data`).

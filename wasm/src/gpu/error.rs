@@ -2,7 +2,8 @@
 //! builds core [`Error`] values (every other module calls the functions below), so that a
 //! change to the core error type touches this file only.
 
-use dlport_core::{AccessError, BackendError, DataType, Device, DispatchError, Error, LayoutError};
+use dlport_core::error::{AccessError, BackendError, DispatchError, LayoutError};
+use dlport_core::{DataType, Device, Error};
 
 use super::normalize::MAX_CHANNELS;
 use super::{BUFFER_PADDING, NAME};

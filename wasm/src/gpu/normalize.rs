@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use dlport_core::Tensor;
 use dlport_core::backend::{Buffer, compact_bytes};
-use dlport_core::{DataType, TensorRef};
+use dlport_core::{DataType, Tensor, TensorRef};
 
 use super::kernel::NORMALIZE;
 use super::{GpuDevice, KernelError, NAME, error, round_up};

@@ -6,7 +6,9 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use dlport_core::{Device, DeviceType, Error, TensorRef, TensorStorage};
+use dlport_core::abi::DeviceType;
+use dlport_core::backend::TensorStorage;
+use dlport_core::{Device, Error, TensorRef};
 
 use super::{BUFFER_PADDING, GpuDevice, Source, error, round_up};
 

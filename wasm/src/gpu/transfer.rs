@@ -4,9 +4,8 @@
 
 use std::sync::Arc;
 
-use dlport_core::Tensor;
-use dlport_core::backend::{Buffer, compact_bytes, copy_to_compact};
-use dlport_core::{Error, TensorRef};
+use dlport_core::backend::{Buffer, compact_bytes};
+use dlport_core::{Error, Tensor, TensorRef};
 
 use super::{GpuDevice, NAME, Source, error, round_up};
 
@@ -68,7 +67,7 @@ impl GpuDevice {
         let end = round_up(byte_offset + len as u64, 4);
         let mut staged = vec![0u8; (end - start) as usize];
         let lead = (byte_offset - start) as usize;
-        copy_to_compact(src, &mut staged[lead..lead + len])?;
+        src.copy_to_compact(&mut staged[lead..lead + len])?;
         let storage = self.alloc(end)?;
         if !staged.is_empty() {
             self.queue

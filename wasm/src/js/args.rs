@@ -99,7 +99,7 @@ pub(super) fn typed_array(call: &str, array: &JsValue) -> Result<TypedArray, JsV
 /// reservation, so a refused or impossible size grows nothing and traps nowhere.
 pub(super) fn copy_in(call: &str, array: &TypedArray) -> Result<Vec<u8>, JsValue> {
     let len = array.byte_length;
-    dlport_core::check_alloc(u128::from(len), None).map_err(|e| refuse(call, e))?;
+    dlport_core::backend::check_alloc(u128::from(len), None).map_err(|e| refuse(call, e))?;
     let len =
         usize::try_from(len).map_err(|_| refuse(call, "the array is larger than wasm memory"))?;
     let mut out: Vec<u8> = Vec::new();

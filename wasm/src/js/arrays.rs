@@ -1,6 +1,6 @@
 //! Typed arrays in and out: `new Tensor(array, shape?, dtype?)`, `toBytes()` and `toArray()`.
 
-use dlport_core::backend::{Backend, CpuBackend, compact_bytes, copy_to_compact};
+use dlport_core::backend::{Backend, CpuBackend, compact_bytes};
 use dlport_core::{DataType, Device, ExportBuilder};
 use wasm_bindgen::prelude::*;
 
@@ -121,7 +121,7 @@ impl Tensor {
         let guard = self.inner.view().map_err(js_err)?;
         let view = guard.tensor_ref();
         let mut out = vec![0u8; compact_bytes(view.dtype(), view.shape()).map_err(js_err)?];
-        copy_to_compact(&view, &mut out).map_err(js_err)?;
+        view.copy_to_compact(&mut out).map_err(js_err)?;
         Ok(out)
     }
 

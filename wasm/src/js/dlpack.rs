@@ -14,10 +14,9 @@ use std::ptr::NonNull;
 
 use dlport_core::abi::{
     DLManagedTensor, DLManagedTensorDeleter, DLManagedTensorVersioned,
-    DLManagedTensorVersionedDeleter,
+    DLManagedTensorVersionedDeleter, RawManaged,
 };
-use dlport_core::{ExportOptions, ImportOptions};
-use dlport_core::{ManagedTensor, RawManaged};
+use dlport_core::{ExportOptions, ImportOptions, ManagedTensor};
 use wasm_bindgen::prelude::*;
 
 use super::{Tensor, args, js_err, registry};

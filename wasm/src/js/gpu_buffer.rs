@@ -1,9 +1,8 @@
 //! `Tensor.fromGpuBuffer`: someone else's `GPUBuffer` (TF.js, onnxruntime-web) as a WebGPU
 //! tensor, without a copy, with the owner's release callback as its deleter.
 
-use dlport_core::DataType;
-use dlport_core::Tensor as CoreTensor;
 use dlport_core::backend::Buffer;
+use dlport_core::{DataType, Tensor as CoreTensor};
 use wasm_bindgen::prelude::*;
 
 use super::args::{self, Release, refuse};

@@ -6,8 +6,10 @@ use core::ffi::c_void;
 
 use candle_core::{CpuStorage, Storage, Tensor};
 
-use crate::{Access, DataType, DispatchError, Error, ExportBuilder, ManagedTensor, TensorStorage};
-use crate::{AccessError, ValueRule};
+use crate::access::Access;
+use crate::error::{AccessError, DispatchError, ValueRule};
+use crate::storage::TensorStorage;
+use crate::{DataType, Error, ExportBuilder, ManagedTensor};
 
 /// The DLPack type of a candle dtype.
 pub(super) fn dlpack_dtype(dtype: candle_core::DType) -> Result<DataType, Error> {
@@ -141,7 +143,7 @@ impl ExportBuilder<CandleStorage> {
         if dtype.is_sub_byte() {
             if !layout.is_contiguous() {
                 return Err(Error::Access(AccessError::NotContiguous {
-                    contiguity: crate::Contiguity::Strided,
+                    contiguity: crate::layout::Contiguity::Strided,
                 }));
             }
             if offset_bits % 8 != 0 {

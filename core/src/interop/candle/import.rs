@@ -7,9 +7,9 @@ use candle_core::op::BackpropOp;
 use candle_core::{CpuStorage, Storage, Tensor};
 use half::{bf16, f16};
 
-use crate::ValueRule;
-use crate::backend::copy_to_compact;
-use crate::{AccessError, DataType, DispatchError, Element, Error, ManagedTensor, TensorRef};
+use crate::dtype::Element;
+use crate::error::{AccessError, DispatchError, ValueRule};
+use crate::{DataType, Error, ManagedTensor, TensorRef};
 
 const CANDLE_DTYPES: &ValueRule = &ValueRule {
     field: "dtype",
@@ -27,7 +27,7 @@ fn elements<T: Element>(src: &TensorRef<'_>) -> Result<Vec<T>, Error> {
         // allocator hands out as fresh zero pages, not a second pass.
         Err(_) => {
             let mut out = bytemuck::zeroed_vec::<T>(src.numel() as usize);
-            copy_to_compact(src, bytemuck::cast_slice_mut(&mut out))?;
+            src.copy_to_compact(bytemuck::cast_slice_mut(&mut out))?;
             Ok(out)
         }
     }
@@ -41,9 +41,9 @@ fn bytes(src: &TensorRef<'_>) -> Result<Vec<u8>, Error> {
             return Ok(bytes.to_vec());
         }
     }
-    let len = crate::backend::compact_bytes(src.dtype(), src.shape())?;
+    let len = crate::copy::compact_bytes(src.dtype(), src.shape())?;
     let mut out = alloc::vec![0u8; len];
-    copy_to_compact(src, &mut out)?;
+    src.copy_to_compact(&mut out)?;
     Ok(out)
 }
 
@@ -71,8 +71,8 @@ impl TensorRef<'_> {
             }));
         }
         let dtype = self.dtype();
-        let bytes_needed = crate::backend::compact_bytes(dtype, self.shape())?;
-        crate::check_alloc(bytes_needed as u128, None)?;
+        let bytes_needed = crate::copy::compact_bytes(dtype, self.shape())?;
+        crate::limit::check_alloc(bytes_needed as u128, None)?;
         let storage = match dtype {
             DataType::UINT8 => CpuStorage::U8(elements::<u8>(self)?),
             DataType::UINT32 => CpuStorage::U32(elements::<u32>(self)?),

@@ -4,7 +4,8 @@ use alloc::vec::Vec;
 
 use image::{ImageBuffer, Pixel};
 
-use crate::{Element, Error, ExportBuilder, ManagedTensor};
+use crate::dtype::Element;
+use crate::{Error, ExportBuilder, ManagedTensor};
 
 impl<T: Element> ExportBuilder<Vec<T>> {
     /// Exports an image as a compact `(height, width, channels)` tensor, moving its pixel

@@ -7,7 +7,9 @@ use core::marker::PhantomData;
 
 use image::{ImageBuffer, Pixel};
 
-use crate::{DispatchError, Element, Error, ManagedTensor, TensorRef, ValueRule};
+use crate::dtype::Element;
+use crate::error::{DispatchError, ValueRule};
+use crate::{Error, ManagedTensor, TensorRef};
 
 const HWC: &ValueRule = &ValueRule {
     field: "shape",
@@ -95,7 +97,7 @@ impl<'a> TensorRef<'a> {
     ///
     /// Errors: the shape is not HWC for `P` ([`DispatchError::InvalidInput`] naming it), and the
     /// errors of [`as_slice`](TensorRef::as_slice) (a strided layout is
-    /// [`AccessError::NotContiguous`](crate::AccessError::NotContiguous): copy it with
+    /// [`AccessError::NotContiguous`](crate::error::AccessError::NotContiguous): copy it with
     /// [`to_image`](Self::to_image)).
     pub fn as_image<P>(&self) -> Result<ImageBuffer<P, &'a [P::Subpixel]>, Error>
     where

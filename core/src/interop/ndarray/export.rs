@@ -5,7 +5,10 @@ use core::ffi::c_void;
 
 use ndarray::{ArrayBase, Dimension, OwnedArcRepr, OwnedRepr};
 
-use crate::{Access, Element, Error, ExportBuilder, ManagedTensor, TensorStorage};
+use crate::access::Access;
+use crate::dtype::Element;
+use crate::storage::TensorStorage;
+use crate::{Error, ExportBuilder, ManagedTensor};
 
 /// The ndarray storages an export can own: [`OwnedRepr`] (an `Array`, exclusive) and
 /// [`OwnedArcRepr`] (an `ArcArray`, read-only while other clones share it). Sealed.

@@ -7,7 +7,9 @@ use core::ptr::NonNull;
 use ndarray::{ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder};
 
 use super::super::dims::{Dims, host_elements, non_overlapping};
-use crate::{AccessError, DispatchError, Element, Error, ManagedTensor, TensorRef, ValueRule};
+use crate::dtype::Element;
+use crate::error::{AccessError, DispatchError, ValueRule};
+use crate::{Error, ManagedTensor, TensorRef};
 
 /// Shape and strides as ndarray takes them, from the lowest element: extents, the absolute
 /// strides, and the axes to invert afterwards (those whose stride is negative).
@@ -100,9 +102,9 @@ impl ManagedTensor {
     }
 
     /// A mutable ndarray view, only with proof that nobody else touches the memory (dlport's
-    /// aliasing model, [`Access`](crate::Access)): the tensor is exclusive (dlport's export of
-    /// an owned array or vector, a producer's IS_COPIED, or `unsafe assume_exclusive`) and no
-    /// two indices reach the same element.
+    /// aliasing model, [`Access`](crate::backend::Access)): the tensor is exclusive (dlport's
+    /// export of an owned array or vector, a producer's IS_COPIED, or `unsafe
+    /// assume_exclusive`) and no two indices reach the same element.
     ///
     /// Errors: [`AccessError::ReadOnly`], [`AccessError::NotExclusive`], the errors of
     /// [`as_ndarray`](Self::as_ndarray), and [`DispatchError::InvalidInput`] naming the shape

@@ -14,11 +14,11 @@
 //!   negative and zero (broadcast) strides. No copy.
 //! - **Mutable import**: [`ManagedTensor::as_ndarray_mut`](crate::ManagedTensor::as_ndarray_mut)
 //!   gives an [`ArrayViewMutD`](ndarray::ArrayViewMutD) only under dlport's aliasing model: the
-//!   tensor is [`Access::Exclusive`](crate::Access) (dlport's own export of owned storage, a
-//!   producer's IS_COPIED, or `unsafe assume_exclusive`), not READ_ONLY, and no two indices
-//!   reach the same element (zero strides and overlapping strides are refused).
+//!   tensor is [`Access::Exclusive`](crate::backend::Access) (dlport's own export of owned
+//!   storage, a producer's IS_COPIED, or `unsafe assume_exclusive`), not READ_ONLY, and no two
+//!   indices reach the same element (zero strides and overlapping strides are refused).
 //!
-//! Elements are dlport's [`Element`](crate::Element) types, `half::f16` and `half::bf16`
+//! Elements are dlport's [`Element`](crate::dtype::Element) types, `half::f16` and `half::bf16`
 //! included.
 //!
 //! ```

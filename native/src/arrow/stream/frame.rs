@@ -5,7 +5,8 @@ use std::io::Read;
 
 use arrow_buffer::{Buffer, MutableBuffer};
 use arrow_ipc::MetadataVersion;
-use dlport_core::{BackendError, BackendReport, Error, ValueRule};
+use dlport_core::Error;
+use dlport_core::error::{BackendError, BackendReport, ValueRule};
 
 use super::super::{NAME, bad_signed, bad_text};
 
@@ -118,7 +119,7 @@ impl Stream<'_> {
     /// (64 KiB, then doubling), so that a stream declaring more than it holds allocates at most
     /// twice what it holds.
     fn read_exactly(&mut self, rule: &'static ValueRule, len: u64) -> Result<MutableBuffer, Error> {
-        dlport_core::check_alloc(u128::from(len), None)?;
+        dlport_core::backend::check_alloc(u128::from(len), None)?;
         let len = usize::try_from(len).map_err(|_| truncated(rule, usize::MAX, 0))?;
         const FIRST_STEP: usize = 64 << 10;
         let mut buf = MutableBuffer::new(0);

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use arrow_ipc::{Endianness, MetadataVersion, Type};
 use arrow_schema::{DataType as ArrowType, Field};
-use dlport_core::{Error, ValueRule};
+use dlport_core::Error;
+use dlport_core::error::ValueRule;
 
 use super::super::metadata::parse_field;
 use super::super::{EXTENSION_NAME, NAME_KEY, bad, bad_signed, bad_text, dlpack_type, refused};

@@ -5,7 +5,7 @@
 //! is `0xFFFFFFFF` (absent in the pre-1.0 form), an `i32` metadata length, the flatbuffer
 //! `Message` (checked by the flatbuffers verifier), then `bodyLength` bytes of body. Before
 //! anything is allocated, every length is checked against the allocation limit
-//! ([`dlport_core::alloc_limit`]); a metadata block or a body is then read in steps that grow
+//! ([`dlport_core::set_alloc_limit`]); a metadata block or a body is then read in steps that grow
 //! only as the reader supplies bytes (at most twice what it supplied), so a stream that
 //! declares more than it holds is refused once it ends, having cost what it holds.
 //!
@@ -30,7 +30,8 @@ use arrow_array::{FixedSizeListArray, make_array};
 use arrow_buffer::Buffer;
 use arrow_data::ArrayData;
 use arrow_ipc::MessageHeader;
-use dlport_core::{BackendError, BackendReport, Error, ManagedTensor, ValueRule};
+use dlport_core::error::{BackendError, BackendReport, ValueRule};
+use dlport_core::{Error, ManagedTensor};
 
 use super::{NAME, bad, bad_signed, bad_text, from_arrow};
 use frame::Stream;

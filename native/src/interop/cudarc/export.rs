@@ -3,10 +3,10 @@
 use std::ffi::c_void;
 
 use cudarc::driver::{CudaSlice, DevicePtrMut};
-use dlport_core::{
-    Access, Device, DispatchError, Element, Error, ExportBuilder, ManagedTensor, StreamRequest,
-    TensorStorage,
-};
+use dlport_core::backend::{Access, StreamRequest, TensorStorage};
+use dlport_core::dtype::Element;
+use dlport_core::error::DispatchError;
+use dlport_core::{Device, Error, ExportBuilder, ManagedTensor};
 
 use crate::cuda::{CudaBackend, NAME};
 

@@ -5,9 +5,10 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream};
-use dlport_core::{
-    AccessError, DeviceType, DispatchError, Element, Error, ManagedTensor, ValueRule,
-};
+use dlport_core::abi::DeviceType;
+use dlport_core::dtype::Element;
+use dlport_core::error::{AccessError, DispatchError, ValueRule};
+use dlport_core::{Error, ManagedTensor};
 
 /// An imported CUDA tensor seen as a `CudaSlice<T>` (dereference it to use it with cudarc).
 /// It holds the tensor: dropping it forgets the slice without freeing anything and runs the
@@ -41,7 +42,7 @@ impl<T> CudaView<T> {
     }
 
     /// The slice for writing, only for an exclusive, writable tensor (dlport's aliasing model:
-    /// see `dlport_core::Access`): [`AccessError::ReadOnly`] or [`AccessError::NotExclusive`]
+    /// see `dlport_core::backend::Access`): [`AccessError::ReadOnly`] or [`AccessError::NotExclusive`]
     /// otherwise.
     pub fn slice_mut(&mut self) -> Result<&mut CudaSlice<T>, Error> {
         if self.tensor.is_read_only() {

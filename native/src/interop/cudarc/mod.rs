@@ -22,7 +22,7 @@
 //!
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use dlport_core::StreamRequest;
+//! use dlport_core::backend::StreamRequest;
 //! use dlport_native::interop::cudarc::{export, import};
 //!
 //! dlport_native::cuda::probe()?; // a driver is present

@@ -1,8 +1,11 @@
 //! `data`, `byte_offset` and `device`: NULL data, the address space and device handles.
 
-use dlport_core::Contiguity::*;
-use dlport_core::layout::USER_ADDRESS_END;
-use dlport_core::{AddressRange, ByteSpan, Device, DeviceType, LayoutError};
+use dlport_core::Device;
+use dlport_core::abi::DeviceType;
+use dlport_core::error::{AddressRange, LayoutError};
+use dlport_core::internal::USER_ADDRESS_END;
+use dlport_core::layout::ByteSpan;
+use dlport_core::layout::Contiguity::*;
 
 use crate::malformed::{Case, Data, Expect, case, err, ok};
 

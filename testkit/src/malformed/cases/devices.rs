@@ -1,8 +1,10 @@
 //! `device`: the rule of device ids (`dlport_core::device`), for every device of
 //! `device_ids.txt`, on a capsule a producer sends.
 
-use dlport_core::Contiguity::*;
-use dlport_core::{DeviceField, DispatchError, Error};
+use dlport_core::Error;
+use dlport_core::backend::DeviceField;
+use dlport_core::error::DispatchError;
+use dlport_core::layout::Contiguity::*;
 
 use crate::malformed::{Case, Expect, case, device_ids, ok};
 

@@ -1,8 +1,9 @@
 //! `dtype`: type codes, bits per code, lanes, sub-byte packing.
 
-use dlport_core::Contiguity::*;
-use dlport_core::abi::FLAG_IS_SUBBYTE_TYPE_PADDED;
-use dlport_core::{DataType, LayoutError, TypeCode};
+use dlport_core::DataType;
+use dlport_core::abi::{FLAG_IS_SUBBYTE_TYPE_PADDED, TypeCode};
+use dlport_core::error::LayoutError;
+use dlport_core::layout::Contiguity::*;
 
 use crate::malformed::{Case, Expect, case, err, ok};
 

@@ -1,8 +1,8 @@
 //! `ndim`, `shape` and `strides`: dimensions, element counts, size-0 tensors, NULL arrays by
 //! version and span arithmetic.
 
-use dlport_core::Contiguity::*;
-use dlport_core::LayoutError;
+use dlport_core::error::LayoutError;
+use dlport_core::layout::Contiguity::*;
 
 use crate::malformed::{Case, Data, Expect, case, err, ok, v};
 

@@ -1,8 +1,8 @@
 //! The managed header: versions (1.x, earlier and future majors) and flags.
 
-use dlport_core::Contiguity::*;
-use dlport_core::LayoutError;
 use dlport_core::abi::{FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY};
+use dlport_core::error::LayoutError;
+use dlport_core::layout::Contiguity::*;
 
 use crate::malformed::{Case, Expect, case, err, ok, v};
 

@@ -1,18 +1,21 @@
-//! [`TensorInfo`]: an owned, serialisable description of a tensor's metadata.
+//! [`TensorInfo`]: an owned, serialisable description of a tensor's metadata (made from a
+//! validated view: `From<&TensorRef>` is implemented beside [`TensorRef`](crate::TensorRef)).
 
 use alloc::vec::Vec;
 
+use super::summary::{ByteSpan, Contiguity};
 use crate::abi::DLPackVersion;
 use crate::device::Device;
 use crate::dtype::DataType;
-use crate::layout::{ByteSpan, Contiguity};
-use crate::view::TensorRef;
 
 /// Everything about a tensor except its data, owned. With the `serde` feature it serialises
 /// (the data type and device as their names: `"float32"`, `"cuda:0"`) and deserialises back.
 ///
+/// # Examples
+///
 /// ```
-/// use dlport_core::{ExportBuilder, TensorInfo};
+/// use dlport_core::ExportBuilder;
+/// use dlport_core::layout::TensorInfo;
 /// let t = ExportBuilder::from_vec(vec![0u8; 6], &[2, 3]).build()?;
 /// let info = TensorInfo::from(&t.view());
 /// assert_eq!(info.shape, [2, 3]);
@@ -45,23 +48,6 @@ pub struct TensorInfo {
     pub byte_span: ByteSpan,
 }
 
-impl From<&TensorRef<'_>> for TensorInfo {
-    fn from(t: &TensorRef<'_>) -> Self {
-        Self {
-            shape: t.shape().to_vec(),
-            strides: t.strides().collect(),
-            dtype: t.dtype(),
-            device: t.device(),
-            byte_offset: t.byte_offset(),
-            flags: t.flags(),
-            version: t.version(),
-            numel: t.numel(),
-            contiguity: t.contiguity(),
-            byte_span: t.byte_span(),
-        }
-    }
-}
-
 #[cfg(feature = "serde")]
 mod serde_impls {
     use alloc::string::String;
@@ -73,7 +59,7 @@ mod serde_impls {
     use crate::abi::DLPackVersion;
     use crate::device::Device;
     use crate::dtype::DataType;
-    use crate::layout::{ByteSpan, Contiguity};
+    use crate::layout::summary::{ByteSpan, Contiguity};
 
     macro_rules! by_name {
         ($($t:ty),*) => {$(
