@@ -5,6 +5,8 @@ import json
 import pathlib
 import subprocess
 
+import sections  # this directory
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CRIT = ROOT / "target" / "criterion"
 HEADING = "## Adapters: dlport-core against dlpark 0.10 for the same crate"
@@ -67,16 +69,7 @@ def section():
 
 
 def main():
-    path = ROOT / "BENCHMARKS.md"
-    text = path.read_text()
-    body = section()
-    if HEADING in text:
-        start = text.index(HEADING)
-        nxt = text.find("\n## ", start + len(HEADING))
-        text = text[:start] + body + (text[nxt:] if nxt != -1 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + body
-    path.write_text(text)
+    sections.replace(HEADING, section())
     print("wrote the adapters section of BENCHMARKS.md")
 
 

@@ -13,18 +13,17 @@ Usage: .venv/bin/python bench/python/exchange.py [--quick]
 """
 
 import json
-import os
 import pathlib
 import platform
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import timeit
 
 import numpy as np
 import tvm_ffi
+
+import callgrind  # this directory
 
 import dlport
 from dlport import _native
@@ -66,35 +65,12 @@ t = dlport.from_dlpack(a)
 w = tvm_ffi.core.DLTensorTestWrapper(tvm_ffi.from_dlpack(a))
 """
 
-# What instructions() adds to SETUP: no collection of the imported modules' objects mid-loop
-# (one full collection counted ten million instructions, a different share in every run), and
-# the loop in a function (fast locals, where a module-level loop writes a dict every turn).
-COUNTED = """
-import gc
-gc.collect()
-gc.freeze()
-def loop():
-    for _ in range({n}):
-        {stmt}
-loop()
-"""
-
-
 def instructions(body, toggle=None, n=20_000):
-    """Instructions per call under callgrind (noise-free, unlike time on a shared machine):
-    the program with `body` run n times, less the same program with `pass` (or, with `toggle`,
-    only the instructions inside that native function)."""
-    def run(stmt, toggle_arg):
-        prog = SETUP + COUNTED.format(n=n, stmt=stmt)
-        cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + toggle_arg
-        # A fixed hash seed (str hashes, so dict probes, the same in every run) and one OpenBLAS
-        # thread (NumPy's spare ones spin, counted in a share that varies from run to run).
-        env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
-        out = subprocess.run(cmd + [sys.executable, "-c", prog], capture_output=True, text=True, env=env).stderr
-        return int(re.search(r"refs:\s+([\d,]+)", out).group(1).replace(",", ""))
+    """Instructions per call under callgrind: the program with `body` run n times, less the same
+    program with `pass` (or, with `toggle`, only the instructions inside that native function)."""
     if toggle:
-        return run(body, [f"--toggle-collect={toggle}"]) / n
-    return (run(body, []) - run("pass", [])) / n
+        return callgrind.total(SETUP, body, n, [f"--toggle-collect={toggle}"]) / n
+    return callgrind.per_call(SETUP, body, n)
 
 
 def main():

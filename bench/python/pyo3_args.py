@@ -11,20 +11,19 @@ Build both extensions with the same profile first, the release wheels (scripts/b
 Usage: .venv/bin/python bench/python/pyo3_args.py [--quick]
 """
 
-import os
 import pathlib
 import platform
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import timeit
 
 import numpy as np
 
+import callgrind  # this directory
 import dlport
 import dlport_example
+import sections  # this directory
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 QUICK = "--quick" in sys.argv
@@ -49,15 +48,6 @@ CASES = {
 if not hasattr(dlport_example, "take_dlpark"):
     sys.exit("dlport_example lacks take_dlpark: build it with DLPORT_EXT_FEATURES=dlpark "
              "(scripts/python-extension-test.sh --release)")
-COUNTED = """
-import gc
-gc.collect()
-gc.freeze()
-def loop():
-    for _ in range({n}):
-        {stmt}
-loop()
-"""
 
 
 def per_call():
@@ -77,20 +67,9 @@ def per_call():
     return out
 
 
-def callgrind(stmt, n):
-    """Instructions of the program that runs `stmt` n times, under callgrind."""
-    prog = SETUP + COUNTED.format(n=n, stmt=stmt)
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-           sys.executable, "-c", prog]
-    env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
-    err = subprocess.run(cmd, capture_output=True, text=True, env=env).stderr
-    return int(re.search(r"refs:\s+([\d,]+)", err).group(1).replace(",", ""))
-
-
 def instructions(n=20_000):
     """Instructions per call of each case: its loop, less the same loop with `pass`."""
-    empty = callgrind("pass", n)
-    return {name: (callgrind(stmt, n) - empty) / n for name, stmt in CASES.items()}
+    return {name: callgrind.per_call(SETUP, stmt, n) for name, stmt in CASES.items()}
 
 
 def main():
@@ -123,15 +102,7 @@ def main():
             + (f"{inst:,.0f} | {inst / base_i:.2f} × |" if inst is not None else "– | – |"))
     lines.append("")
     body = "\n".join(lines)
-    path = ROOT / "BENCHMARKS.md"
-    text = path.read_text()
-    if HEADING in text:
-        start = text.index(HEADING)
-        nxt = text.find("\n## ", start + len(HEADING))
-        text = text[:start] + body + (text[nxt:] if nxt != -1 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + body
-    path.write_text(text)
+    sections.replace(HEADING, body)
     print(body)
 
 

@@ -336,6 +336,24 @@ BFLOAT16 = DLDataType(4, 16, 1)
 FLOAT8_E4M3FN = DLDataType(10, 8, 1)
 FLOAT8_E5M2 = DLDataType(12, 8, 1)
 
+def counting_dunder(base: type) -> Any:
+    """A subclass of `base` whose `__dlpack__` records the keyword arguments of each call in the
+    class attribute `calls`, then calls `base`'s: it tells which route a consumer took (the C
+    exchange API calls no Python method) and what it asked for. Each call of this function
+    makes a new class with its own `calls`."""
+
+    class Counting(base):  # type: ignore[misc]
+        calls: ClassVar[List[Dict[str, Any]]] = []
+
+        def __dlpack__(self, **kwargs: Any) -> Any:
+            type(self).calls.append(kwargs)
+            return super().__dlpack__(**kwargs)
+
+    Counting.calls = []
+    Counting.__name__ = Counting.__qualname__ = f"Counting{base.__name__}"
+    return Counting
+
+
 __all__ = [
     "BFLOAT16",
     "FLOAT8_E4M3FN",
@@ -358,6 +376,7 @@ __all__ = [
     "bare_capsule",
     "capsule_name",
     "capsule_pointer",
+    "counting_dunder",
     "exchange_api",
     "managed_like",
     "owned_capsule",

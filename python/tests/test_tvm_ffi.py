@@ -10,6 +10,7 @@ import dlport
 from conftest import collect, needs_numpy_dlpack_1
 from dlport.testing import (MANAGED_PP, SET_ERROR, DLDataType, DLDevice, DLManagedTensorVersioned,
                             DLPackExchangeAPI, DLPackVersion, DLTensor, Producer, aligned, bare_capsule)
+from dlport.testing import counting_dunder
 from dlport.testing import exchange_api as table
 
 tvm_ffi = pytest.importorskip("tvm_ffi")
@@ -36,16 +37,11 @@ def tvm_tensor():
 def test_dlport_imports_through_tvm_ffis_exchange_api_without_dunder_calls(tvm_tensor):
     a, x = tvm_tensor
 
-    class Spy(tvm_ffi.core.DLTensorTestWrapper):
-        dunder_calls = 0
-
-        def __dlpack__(self, **kwargs):
-            Spy.dunder_calls += 1
-            return super().__dlpack__(**kwargs)
+    Spy = counting_dunder(tvm_ffi.core.DLTensorTestWrapper)
 
     base = use_count(x)
     t = dlport.from_dlpack(Spy(x))
-    assert Spy.dunder_calls == 0, "the exchange API was used, not __dlpack__"
+    assert Spy.calls == [], "the exchange API was used, not __dlpack__"
     assert t.data_ptr() == a.ctypes.data == x.data_ptr(), "the same memory"
     assert use_count(x) == base + 1, "dlport holds one reference to tvm-ffi's tensor"
     np.testing.assert_array_equal(np.from_dlpack(t), np.arange(8, dtype=np.float32))

@@ -11,7 +11,7 @@ import pytest
 
 import dlport
 import dlport_example as ext
-from dlport.testing import Producer, aligned
+from dlport.testing import Producer, aligned, counting_dunder
 
 
 def collect():
@@ -182,16 +182,11 @@ def test_tvm_ffi_tensors_come_in_through_their_exchange_api():
     a[:] = np.arange(8)
     x = tvm_ffi.from_dlpack(a)
 
-    class Spy(tvm_ffi.core.DLTensorTestWrapper):
-        dunder_calls = 0
-
-        def __dlpack__(self, **kwargs):
-            Spy.dunder_calls += 1
-            return super().__dlpack__(**kwargs)
+    Spy = counting_dunder(tvm_ffi.core.DLTensorTestWrapper)
 
     base = use_count(x)
     t = ext.passthrough(Spy(x))
-    assert Spy.dunder_calls == 0, "the exchange API was used, not __dlpack__"
+    assert Spy.calls == [], "the exchange API was used, not __dlpack__"
     assert t.data_ptr() == x.data_ptr() == a.ctypes.data
     assert use_count(x) == base + 1
     y = tvm_ffi.from_dlpack(t)
