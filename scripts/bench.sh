@@ -10,9 +10,9 @@ export OPENBLAS_NUM_THREADS=1
 quick=${1:-}
 bash scripts/python-env.sh
 .venv/bin/python -m pip install --quiet -r bench/python/requirements.txt
-cargo bench -p dlport-bench --bench exchange --locked
+cargo bench -p dlport-bench --bench import_export --locked
 cargo bench -p dlport-bench --bench adapters --features adapters --locked   # ndarray, image, candle against dlpark
-python3 bench/python/exchange_profile.py   # instructions per import/export (callgrind)
+python3 bench/python/import_export_profile.py   # instructions per import/export (callgrind)
 cargo run --release --locked -p dlport-bench --bin copies -- $quick
 .venv/bin/python bench/python/numpy_copies.py $quick
 DLPORT_PY_FEATURES=bench bash scripts/python-build.sh --release   # with dlport._native._bench

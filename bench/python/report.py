@@ -20,7 +20,7 @@ def crit(group, name):
             est = json.loads((d.parent / "estimates.json").read_text())["median"]
             ci = est["confidence_interval"]
             return est["point_estimate"], ci["lower_bound"], ci["upper_bound"]
-    raise KeyError(f"{group}/{name}: run `cargo bench -p dlport-bench --bench exchange` first")
+    raise KeyError(f"{group}/{name}: run `cargo bench -p dlport-bench --bench import_export` first")
 
 
 def ns(t):
@@ -322,19 +322,19 @@ def plot_copies(copies, numpy):
 
 
 # Instructions per iteration at commit cef0362 (before issue 18's work on the exchange path),
-# counted by bench/python/exchange_profile.py with the same drivers.
+# counted by bench/python/import_export_profile.py with the same drivers.
 PROFILE_BEFORE = {
     "import": {"dlport": {"1": 374, "4": 440, "16": 704, "64": 1136}},
     "export": {"dlport": 839, "convert": 1967, "legacy": 1065, "foreign": 387, "wrap": 1378},
 }
 
 
-def exchange_section(w):
-    """The exchange table (every goal with its ratio), the cost by ndim and the profiles."""
-    w("## Exchange overhead (criterion, median and 95% interval)\n")
-    w("Command: `cargo bench -p dlport-bench --bench exchange` (all rows from one run). "
+def import_export_section(w):
+    """The import and export table (every goal with its ratio), the cost by ndim and the profiles."""
+    w("## Import and export overhead (criterion, median and 95% interval)\n")
+    w("Command: `cargo bench -p dlport-bench --bench import_export` (all rows from one run). "
       "\"floor + checks\" is the hand-written floor plus every check dlport makes on import, "
-      "written as plainly as possible (`bench/src/exchange.rs`, `plain_import`; a test checks "
+      "written as plainly as possible (`bench/src/import_export.rs`, `plain_import`; a test checks "
       "that it accepts exactly what dlport accepts, with the same layout), the limit the issue "
       "names. dlport runs below it: the plain code takes the checks one at a time (the element "
       "count, then the span, then the full layout classifier, the address range in i128), while "
@@ -378,12 +378,12 @@ def exchange_section(w):
         o, p, c, f = (crit(imp(d), n) for n in ("dlport", "dlpark 0.10", "floor + checks (plain)", "floor (read fields, call deleter)"))
         w(f"| {d} | {o[0]:.1f} ns | {p[0]:.1f} ns | {c[0]:.1f} ns | {f[0]:.1f} ns | {o[0] / p[0]:.2f} | {o[0] / c[0]:.2f} |")
     w("")
-    prof = BENCH / "exchange_profile.json"
+    prof = BENCH / "import_export_profile.json"
     if prof.exists():
         pr = json.loads(prof.read_text())
         b = PROFILE_BEFORE
         w("### Profiles: instructions per operation (callgrind)\n")
-        w("Command: `python3 bench/python/exchange_profile.py` (callgrind runs of "
+        w("Command: `python3 bench/python/import_export_profile.py` (callgrind runs of "
           "`target/release/profile_import` and `profile_export`; the difference of 10,000 and "
           "20,000 iterations, so start-up is excluded; malloc and free included). Before: "
           "commit `cef0362`, the same drivers.\n")
@@ -425,7 +425,7 @@ def main():
       "times move between runs while the ratios and instruction counts hold.\n")
     w(f"Machine: {machine()}.\n")
 
-    exchange_section(w)
+    import_export_section(w)
 
     copies = json.loads((BENCH / "copies.json").read_text())
     numpy = json.loads((BENCH / "numpy.json").read_text())
@@ -562,9 +562,9 @@ def main():
     print("wrote BENCHMARKS.md and bench/copies.png")
 
 
-def exchange_only():
-    """Rewrites only the exchange section of the existing BENCHMARKS.md (from `## Exchange
-    overhead` to the next `## ` heading), for a run of the exchange commands alone."""
+def import_export_only():
+    """Rewrites only the import and export section of the existing BENCHMARKS.md (from `## Import
+    and export overhead` to the next `## ` heading), for a run of the import and export commands alone."""
     try:
         where = machine()
     except ImportError:  # no NumPy in this Python: the machine without it
@@ -573,16 +573,16 @@ def exchange_only():
         rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
         where = f"{cpu}, {cores} cores; {platform.platform()}; {rustc}"
     out = []
-    exchange_section(out.append)
-    out.insert(1, f"Regenerated alone (`cargo bench -p dlport-bench --bench exchange`, "
-                  f"`python3 bench/python/exchange_profile.py`, then `report.py --exchange-only`), "
+    import_export_section(out.append)
+    out.insert(1, f"Regenerated alone (`cargo bench -p dlport-bench --bench import_export`, "
+                  f"`python3 bench/python/import_export_profile.py`, then `report.py --import-export-only`), "
                   f"not in the run of the other sections, on: {where}.\n")
     path = ROOT / "BENCHMARKS.md"
     text = path.read_text()
-    start = text.index("## Exchange overhead")
+    start = text.index("## Import and export overhead")
     end = text.index("\n## ", start + 1) + 1
     path.write_text(text[:start] + "\n".join(out) + "\n" + text[end:])
-    print("rewrote the exchange section of BENCHMARKS.md")
+    print("rewrote the import and export section of BENCHMARKS.md")
 
 
 if __name__ == "__main__":
@@ -596,6 +596,6 @@ if __name__ == "__main__":
         print("\n".join(section))
         plot_copies(c, n)
         sys.exit(0)
-    if "--exchange-only" in sys.argv:
-        sys.exit(exchange_only())
+    if "--import-export-only" in sys.argv:
+        sys.exit(import_export_only())
     sys.exit(main())

@@ -1,6 +1,6 @@
 //! Benchmark helpers (see `src/bin` and `benches/`).
 
-pub mod exchange;
+pub mod import_export;
 
 /// The repository README's Rust examples (Getting started included), compiled and run as doc
 /// tests here, in a crate that is not published (the published crates carry their own READMEs).

@@ -6,11 +6,11 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+#[cfg(target_arch = "wasm32")]
+mod foreign_buffer;
 pub mod gpu;
 #[cfg(target_arch = "wasm32")]
 pub mod js;
-#[cfg(target_arch = "wasm32")]
-mod raw;
 
 pub use gpu::{GpuDevice, KernelError, Normalize, OnRelease, WebGpuBackend};
 

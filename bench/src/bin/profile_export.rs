@@ -3,7 +3,7 @@
 //! `profile_export [N] [dlport | dlpark | floor | legacy | convert | foreign | wrap]`: N exports
 //! (100,000 by default) of a `Vec<f32>` of 120 elements, each released: by dlport's
 //! `ExportBuilder`, by dlpark 0.10, by the hand-written floor
-//! (`dlport_bench::exchange::floor_export`); or, with `legacy`, a legacy export of a `Vec<u8>`
+//! (`dlport_bench::import_export::floor_export`); or, with `legacy`, a legacy export of a `Vec<u8>`
 //! of 64 and, with `convert`, the same converted to the versioned form before the release (the
 //! conversion costs `convert - legacy`); `foreign` imports a legacy tensor dlport did not make
 //! and `wrap` converts it too (`wrap - foreign`). Each iteration is one call of a function
@@ -11,7 +11,7 @@
 //! the difference of two runs' totals divided by the difference of their N.
 use std::hint::black_box;
 
-use dlport_bench::exchange::{LegacyProducer, dlpark_export, floor_export, release};
+use dlport_bench::import_export::{LegacyProducer, dlpark_export, floor_export, release};
 use dlport_core::abi::DLManagedTensor;
 use dlport_core::{ExportBuilder, ManagedTensor};
 

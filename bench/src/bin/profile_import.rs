@@ -3,13 +3,13 @@
 //! `profile_import [N] [dlport | dlpark | plain | floor] [NDIM]`: N imports (100,000 by
 //! default) of a versioned float32 tensor of NDIM (4 by default) dimensions, each validated,
 //! read (shape, strides, dtype) and released, by dlport, by dlpark 0.10, by the plain baseline
-//! with dlport's checks (`dlport_bench::exchange::plain_import`), or by the floor (read the
+//! with dlport's checks (`dlport_bench::import_export::plain_import`), or by the floor (read the
 //! fields, call the deleter). Each iteration is one call of a function compiled on its own
 //! (`#[inline(never)]`), as in a user's program. Instructions per import = the difference of
 //! two runs' totals divided by the difference of their N.
 use std::hint::black_box;
 
-use dlport_bench::exchange::{Producer, plain_import, release};
+use dlport_bench::import_export::{Producer, plain_import, release};
 use dlport_core::ManagedTensor;
 use dlport_core::abi::DLManagedTensorVersioned;
 

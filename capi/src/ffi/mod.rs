@@ -22,7 +22,7 @@ mod tracker;
 // The entries, in the order the header lists them: the library itself,
 mod library;
 // tensors across the boundary,
-mod exchange;
+mod dlpack;
 mod handle;
 mod wrap;
 // Python's capsules,
@@ -37,7 +37,7 @@ pub(crate) use tracker::*;
 pub use crate::cabi::{DLPORT_INVALID_ARGUMENT, DLPORT_OK, DLPORT_PANIC, DlportCopy, DlportLayout};
 pub use args::DlportImportOptions;
 pub use capsule::*;
-pub use exchange::*;
+pub use dlpack::*;
 pub use handle::*;
 pub use library::*;
 pub use plugin::*;

@@ -122,9 +122,16 @@ impl GpuDevice {
                 Ok(())
             }
             #[cfg(target_arch = "wasm32")]
-            Source::Js(from) => {
-                crate::raw::dispatch(&self.device, kernel, from, bind_size, dst, params, x, y)
-            }
+            Source::Js(from) => crate::foreign_buffer::dispatch(
+                &self.device,
+                kernel,
+                from,
+                bind_size,
+                dst,
+                params,
+                x,
+                y,
+            ),
         }
     }
 

@@ -27,7 +27,9 @@ impl GpuDevice {
                 Ok(())
             }
             #[cfg(target_arch = "wasm32")]
-            Source::Js(buffer) => crate::raw::copy(&self.device, buffer, from, dst, to, size),
+            Source::Js(buffer) => {
+                crate::foreign_buffer::copy(&self.device, buffer, from, dst, to, size)
+            }
         }
     }
 

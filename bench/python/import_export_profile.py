@@ -1,7 +1,7 @@
 """Instructions per import and per export, counted by callgrind (deterministic, unlike the
-clock on a shared machine): target/bench/exchange_profile.json, read by report.py.
+clock on a shared machine): target/bench/import_export_profile.json, read by report.py.
 
-Usage: python3 bench/python/exchange_profile.py [--no-build]   (needs valgrind; skips without)
+Usage: python3 bench/python/import_export_profile.py [--no-build]   (needs valgrind; skips without)
 
 Each driver (bench/src/bin/profile_import.rs, profile_export.rs) runs N = 10,000 and then
 20,000 iterations under `valgrind --tool=callgrind`; the difference of the two totals divided
@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-OUT = ROOT / "target" / "bench" / "exchange_profile.json"
+OUT = ROOT / "target" / "bench" / "import_export_profile.json"
 BIN = ROOT / "target" / "release"
 NDIMS = [1, 4, 16, 64]
 IMPORTERS = ["dlport", "dlpark", "plain", "floor"]
@@ -37,7 +37,7 @@ def per_iteration(binary, *args):
 
 def main():
     if shutil.which("valgrind") is None:
-        print("exchange_profile.py: valgrind not found, no profile (BENCHMARKS.md leaves the table out)")
+        print("import_export_profile.py: valgrind not found, no profile (BENCHMARKS.md leaves the table out)")
         return 0
     if "--no-build" not in sys.argv:
         subprocess.run(["cargo", "build", "--profile", "bench", "--locked", "-p", "dlport-bench",

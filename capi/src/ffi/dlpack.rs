@@ -1,4 +1,4 @@
-//! The exchange entries: import, export, convert, host views, compact copies and release of
+//! The DLPack entries: import, export, convert, host views, compact copies and release of
 //! DLPack tensors.
 
 use std::ffi::{c_int, c_void};

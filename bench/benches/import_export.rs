@@ -1,12 +1,12 @@
 //! Exchange overhead: dlport against dlpark 0.10 and hand-written floors, in the same run.
 //!
-//! `cargo bench -p dlport-bench --bench exchange`
+//! `cargo bench -p dlport-bench --bench import_export`
 
 use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use dlport_bench::exchange::{
+use dlport_bench::import_export::{
     LegacyProducer, Producer, dlpark_export, floor_export, plain_import, release,
 };
 use dlport_core::abi::DeviceType;

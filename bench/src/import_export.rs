@@ -1,6 +1,6 @@
-//! The exchange benchmarks' shared parts: producer tensors of any `ndim`, and the plain
+//! The import and export benchmarks' shared parts: producer tensors of any `ndim`, and the plain
 //! baseline of an import with every check dlport makes (`floor + checks`), used by
-//! `benches/exchange.rs` and by the callgrind driver `profile_import`.
+//! `benches/import_export.rs` and by the callgrind driver `profile_import`.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
