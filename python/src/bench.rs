@@ -9,7 +9,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyModule;
 
-use crate::adapter::{self, Import};
+use crate::adapter;
 use crate::exchange;
 
 /// Adds the submodule `_bench` to the extension module `m`.
@@ -44,7 +44,7 @@ fn exchange_loop(obj: &Bound<'_, PyAny>, n: u64, full: bool) -> PyResult<u64> {
         let raw = exchange::take_from(api, obj)?;
         if full {
             // SAFETY: just handed over by the producer.
-            drop(unsafe { adapter::import(raw, &Import::default()) }?);
+            drop(unsafe { adapter::import(raw, &dlport_core::ImportOptions::default()) }?);
         } else {
             // SAFETY: just handed over by the producer.
             unsafe { adapter::validate_and_release(raw) }?;

@@ -2,9 +2,11 @@
 //!
 //! Everything dlport-pyo3 does with dlport — the native registry, import, export, compaction,
 //! allocation, the CUDA stream hand-off and the error codes — goes through this module, so a
-//! change of dlport's API is absorbed here. Elsewhere the crate uses only dlport's C-layout
-//! types (`abi::*`, `Device`, `DataType`, `RawManaged`), which mirror `dlpack.h`, and hands
-//! extension authors the `Tensor` a [`Held`] holds. The package's own features beyond it (its
+//! change of dlport's API is absorbed here. Elsewhere the crate uses dlport's C-layout types
+//! (`abi::*`, `Device`, `DataType`, `RawManaged`), which mirror `dlpack.h`, and core's own
+//! options (`ImportOptions`, `ExportOptions`, `CopyPolicy`, `ViewRequirements`), which the
+//! keyword arguments become and this module passes on unchanged; it hands extension authors
+//! the `Tensor` a [`Held`] holds. The package's own features beyond it (its
 //! `share.rs`: dlport-native's `share` and `open`) make their calls in the package, over
 //! [`registry`] and [`Held`].
 //!
@@ -14,7 +16,7 @@
 use std::sync::OnceLock;
 
 use dlport_core::abi::{
-    DLManagedTensorVersioned, DLPackVersion, DeviceType, FLAG_IS_SUBBYTE_TYPE_PADDED, RawManaged,
+    DLManagedTensorVersioned, DeviceType, FLAG_IS_SUBBYTE_TYPE_PADDED, RawManaged,
 };
 use dlport_core::backend::{CPU_ALIGN, LayoutNeed, StreamRequest, ViewRequirements, compact_bytes};
 use dlport_core::{
@@ -100,49 +102,6 @@ pub fn registry() -> &'static Registry {
         .get_or_init(|| dlport_native::install().unwrap_or_else(|_| Registry::process_default()))
 }
 
-/// The array-API `copy` argument as a policy.
-fn policy(copy: Option<bool>) -> CopyPolicy {
-    CopyPolicy::from_copy(copy)
-}
-
-/// What `from_dlpack(x, device=, copy=, layout=, align=)` asked for, plus the producer's
-/// `__dlpack_device__`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Import {
-    /// The target device (`None`: the data's own).
-    pub device: Option<Device>,
-    /// What `__dlpack_device__` said, if asked.
-    pub advertised: Option<Device>,
-    /// The array-API `copy`.
-    pub copy: Option<bool>,
-    /// The layout and alignment the result must have (`None`: whatever the producer gave).
-    pub requirements: Option<Requirements>,
-}
-
-/// A consumer's layout and alignment needs (`from_dlpack(layout=, align=)`,
-/// `Tensor.compact(align=)`), met by a view where the data already has them, else by one copy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Requirements {
-    /// Row-major compact (`layout="compact"`), or any strides.
-    pub compact: bool,
-    /// Bytes the first element's address must be a multiple of (a power of two; 1: none).
-    pub align: usize,
-}
-
-impl Requirements {
-    /// Core's form of the same needs.
-    fn view_requirements(self) -> ViewRequirements {
-        ViewRequirements {
-            layout: if self.compact {
-                LayoutNeed::RowMajor
-            } else {
-                LayoutNeed::Any
-            },
-            alignment: self.align,
-        }
-    }
-}
-
 /// Takes ownership of a managed tensor, validates it and imports it onto the registry: a view
 /// when the target reaches the memory, a copy where the policy allows. Every error releases it.
 ///
@@ -150,17 +109,10 @@ impl Requirements {
 /// `raw` is an owned managed tensor of the form it says, handed over (nobody else releases it),
 /// satisfying `ManagedTensor::from_raw`'s contract.
 #[inline]
-pub unsafe fn import(raw: RawManaged, how: &Import) -> Result<Held, Failure> {
+pub unsafe fn import(raw: RawManaged, options: &ImportOptions) -> Result<Held, Failure> {
     // SAFETY: forwarded contract.
     let managed = unsafe { ManagedTensor::from_raw(raw) }?;
-    let options = ImportOptions {
-        device: how.device,
-        advertised: how.advertised,
-        copy: policy(how.copy),
-        requirements: how.requirements.map(Requirements::view_requirements),
-        max_alloc: None,
-    };
-    Ok(Held(registry().from_dlpack(managed, &options)?))
+    Ok(Held(registry().from_dlpack(managed, options)?))
 }
 
 /// Checks, without taking ownership, that a versioned tensor is valid and that [`import`] with
@@ -186,33 +138,23 @@ pub unsafe fn check_view(raw: *mut DLManagedTensorVersioned) -> Result<RawManage
     Ok(raw)
 }
 
-/// What `__dlpack__(stream=, max_version=, dl_device=, copy=)` asked for.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Export {
-    /// The consumer's stream (`None`: the device's default).
-    pub stream: Option<i64>,
-    /// The highest version the consumer reads (`None` or major 0: legacy).
-    pub max_version: Option<(u32, u32)>,
-    /// The device the consumer wants (`None`: the tensor's presented device).
-    pub dl_device: Option<Device>,
-    /// The array-API `copy`.
-    pub copy: Option<bool>,
-}
-
-/// Exports a held tensor as a new managed tensor the caller owns: an external reference (no
-/// copy), or a copy on `dl_device` where needed and allowed. `presented` is the device the
-/// Python tensor answers `__dlpack_device__` with. For CUDA memory, the consumer's `stream`
-/// waits on the producer's work (the DLPack stream hand-off).
-pub fn export(t: &Held, presented: Device, how: &Export) -> Result<Owned, Failure> {
-    let dl_device = how.dl_device.unwrap_or(presented);
-    let request = StreamRequest::parse(how.stream, dl_device.device_type)?;
+/// Exports a held tensor as a new managed tensor the caller owns, as core's
+/// [`Registry::to_dlpack`] does with `options`: an external reference (no copy), or a copy on
+/// `dl_device` where needed and allowed. `presented` is the device the Python tensor answers
+/// `__dlpack_device__` with, the target when `options.dl_device` is `None`. For CUDA memory,
+/// the consumer's `stream` (`__dlpack__(stream=)`) waits on the producer's work (the DLPack
+/// stream hand-off).
+pub fn export(
+    t: &Held,
+    presented: Device,
+    options: &ExportOptions,
+    stream: Option<i64>,
+) -> Result<Owned, Failure> {
+    let dl_device = options.dl_device.unwrap_or(presented);
+    let request = StreamRequest::parse(stream, dl_device.device_type)?;
     let options = ExportOptions {
-        max_version: how
-            .max_version
-            .map(|(major, minor)| DLPackVersion::new(major, minor)),
         dl_device: Some(dl_device),
-        copy: policy(how.copy),
-        max_alloc: None,
+        ..*options
     };
     let managed = registry().to_dlpack(&t.0, &options)?;
     hand_off(dl_device, request)?;

@@ -4,6 +4,7 @@
 
 use dlport_core::Device;
 use dlport_core::abi::DeviceType;
+use dlport_core::backend::{LayoutNeed, ViewRequirements};
 use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
@@ -176,7 +177,7 @@ pub fn device(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Device>> {
 pub fn requirements(
     layout: Option<&Bound<'_, PyAny>>,
     align: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Option<adapter::Requirements>> {
+) -> PyResult<Option<ViewRequirements>> {
     let layout = layout.filter(|v| !v.is_none());
     let align = alignment(align)?;
     let compact = match layout {
@@ -207,9 +208,13 @@ pub fn requirements(
     if layout.is_none() && align.is_none() {
         return Ok(None);
     }
-    Ok(Some(adapter::Requirements {
-        compact,
-        align: align.unwrap_or(1),
+    Ok(Some(ViewRequirements {
+        layout: if compact {
+            LayoutNeed::RowMajor
+        } else {
+            LayoutNeed::Any
+        },
+        alignment: align.unwrap_or(1),
     }))
 }
 

@@ -1,70 +1,11 @@
 //! [`DLPackTensor`]: a PyO3 argument that takes any DLPack producer, and a return value that
 //! gives Python a `dlport.Tensor`.
 
-use dlport_core::{Device, Tensor};
+use dlport_core::{Device, ImportOptions, Tensor};
 use pyo3::prelude::*;
 
-use crate::adapter::{Held, Requirements};
+use crate::adapter::Held;
 use crate::{PyTensor, import};
-
-/// What an import asks for, as `dlport.from_dlpack(x, device=, copy=, layout=, align=)`; the
-/// default (plain extraction) is the producer's memory as it is, never copied unless needed.
-///
-/// ```
-/// use dlport_core::Device;
-/// use dlport_pyo3::ImportOptions;
-///
-/// // Host memory, row-major compact and 64-byte aligned; a copy only where needed.
-/// let options = ImportOptions::new().device(Device::cpu()).copy(None).compact(64);
-/// assert_eq!(options.device, Some(Device::cpu()));
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ImportOptions {
-    /// The device the tensor must be on (`None`: the data's own). Device memory is copied to
-    /// the host where `copy` allows; pinned or managed memory presents as `cpu` unless this
-    /// names its own class.
-    pub device: Option<Device>,
-    /// The array API's `copy`: `None` copies only if needed, `Some(true)` always,
-    /// `Some(false)` never (a `BufferError` where a copy would be needed).
-    pub copy: Option<bool>,
-    /// The layout and alignment the tensor must have (`None`: whatever the producer gave).
-    pub requirements: Option<Requirements>,
-}
-
-impl ImportOptions {
-    /// The defaults: the producer's memory, as it is.
-    pub const fn new() -> Self {
-        Self {
-            device: None,
-            copy: None,
-            requirements: None,
-        }
-    }
-
-    /// On `device` (`from_dlpack(device=)`).
-    pub const fn device(mut self, device: Device) -> Self {
-        self.device = Some(device);
-        self
-    }
-
-    /// The array API's `copy` (`from_dlpack(copy=)`).
-    pub const fn copy(mut self, copy: Option<bool>) -> Self {
-        self.copy = copy;
-        self
-    }
-
-    /// Row-major compact and aligned to `align` bytes, a power of two from 1 to 4096
-    /// (`from_dlpack(layout="compact", align=)`): a view where the memory already is, else one
-    /// copy where `copy` allows.
-    pub const fn compact(mut self, align: usize) -> Self {
-        self.requirements = Some(Requirements {
-            compact: true,
-            align,
-        });
-        self
-    }
-}
 
 /// A tensor from any DLPack producer, held by dlport — and, returned from an extension
 /// function, a `dlport.Tensor` for Python.
@@ -87,21 +28,39 @@ pub struct DLPackTensor {
 }
 
 impl DLPackTensor {
-    /// Imports `obj` (an object with `__dlpack__`, or a bare DLPack capsule) as `options` ask.
+    /// Imports `obj` (an object with `__dlpack__`, or a bare DLPack capsule) under core's
+    /// import options, as `dlport.from_dlpack(obj, device=, copy=, layout=, align=)` does:
+    /// `device` (the memory's own when `None`), `copy` (the array API's, as a
+    /// [`CopyPolicy`](dlport_core::CopyPolicy)), `requirements` (row-major compact and an
+    /// alignment, met by a view where the memory has them, else by one copy where `copy`
+    /// allows) and `max_alloc`. `advertised` is what the producer's `__dlpack_device__` says.
+    ///
+    /// ```no_run
+    /// use dlport_core::backend::{LayoutNeed, ViewRequirements};
+    /// use dlport_core::{CopyPolicy, Device, ImportOptions};
+    /// use dlport_pyo3::DLPackTensor;
+    /// use pyo3::prelude::*;
+    ///
+    /// /// Host memory, row-major compact and 64-byte aligned, as JAX takes it: a copy only
+    /// /// where the producer's memory is not that already.
+    /// #[pyfunction]
+    /// fn for_jax(x: &Bound<'_, PyAny>) -> PyResult<DLPackTensor> {
+    ///     let options = ImportOptions {
+    ///         device: Some(Device::cpu()),
+    ///         copy: CopyPolicy::IfNeeded,
+    ///         requirements: Some(ViewRequirements {
+    ///             layout: LayoutNeed::RowMajor,
+    ///             alignment: 64,
+    ///         }),
+    ///         ..ImportOptions::default()
+    ///     };
+    ///     DLPackTensor::extract_with(x, &options)
+    /// }
+    /// ```
     pub fn extract_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
         crate::ready(obj.py())?;
-        if let Some(r) = options.requirements {
-            if !r.align.is_power_of_two() || r.align > 4096 {
-                return Err(crate::errors::value_error(format!(
-                    "ImportOptions.requirements.align = {} is out of range: it must be a power \
-                     of two from 1 to 4096 (bytes)",
-                    r.align
-                )));
-            }
-        }
-        let (device, copy) = (options.device, options.copy);
-        import::take(obj, device, copy, options.requirements, |held| {
-            Ok(Self::from_held(held, device))
+        import::take(obj, options, |held| {
+            Ok(Self::from_held(held, options.device))
         })
     }
 

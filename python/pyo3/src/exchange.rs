@@ -16,12 +16,13 @@ use dlport_core::abi::{
     DLManagedTensorVersioned, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DLPackExchangeAPI,
     DLPackExchangeAPIHeader, DLPackSetError, DLPackVersion, DLTensor, DeviceType, RawManaged,
 };
+use dlport_core::{CopyPolicy, ImportOptions};
 use pyo3::exceptions::{PyRuntimeError, PySystemError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
-use crate::adapter::{self, Failure, Import, Kind};
+use crate::adapter::{self, Failure, Kind};
 use crate::cpython;
 use crate::errors::buffer_error;
 use crate::tensor::PyTensor;
@@ -139,9 +140,9 @@ unsafe extern "C" fn to_py_object(
         crate::ready(py)?;
         // SAFETY: a live tensor (contract); nothing is taken.
         let raw = unsafe { adapter::check_view(tensor) }?;
-        let view_only = Import {
-            copy: Some(false),
-            ..Import::default()
+        let view_only = ImportOptions {
+            copy: CopyPolicy::Never,
+            ..ImportOptions::default()
         };
         // SAFETY: owned and handed over (contract); check_view showed it imports as a view.
         let held = unsafe { adapter::import(raw, &view_only) }?;

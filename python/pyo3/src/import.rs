@@ -1,7 +1,7 @@
 //! `dlport.from_dlpack`: a tensor from any DLPack producer.
 
-use dlport_core::Device;
 use dlport_core::abi::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DeviceType, RawManaged};
+use dlport_core::{CopyPolicy, Device, ImportOptions};
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyException, PyMemoryError, PyTypeError};
 #[cfg(unix)]
 use pyo3::ffi;
@@ -15,7 +15,7 @@ use pyo3::types::PyString;
 #[cfg(unix)]
 use pyo3::types::PyTuple;
 
-use crate::adapter::{self, Held, Import};
+use crate::adapter::{self, Held};
 use crate::args;
 use crate::capsule::{self, type_name};
 use crate::exchange;
@@ -56,32 +56,33 @@ pub fn from_dlpack<'py>(
         None => None,
         Some(c) => args::copy(Some(c))?,
     };
-    let requirements = args::requirements(layout, align)?;
-    take(x, target, copy, requirements, |held| {
+    let options = ImportOptions {
+        device: target,
+        copy: CopyPolicy::from_copy(copy),
+        requirements: args::requirements(layout, align)?,
+        ..ImportOptions::default()
+    };
+    take(x, &options, |held| {
         Bound::new(x.py(), PyTensor::new(held, target))
     })
 }
 
-/// Imports `x` as `from_dlpack` does, with its arguments read: the producer's tensor, on
-/// `device`, under the array API's `copy`, with the layout and alignment `requirements` ask,
-/// handed to `make`. `DLPackTensor`'s extraction and `from_dlpack` both take this one path.
+/// Imports `x` as `from_dlpack` does, under core's `options` (their `advertised` is what the
+/// producer's `__dlpack_device__` says, when it was asked), handing the held tensor to `make`.
+/// `DLPackTensor`'s extraction and `from_dlpack` both take this one path.
 #[inline(always)]
 pub fn take<R>(
     x: &Bound<'_, PyAny>,
-    device: Option<Device>,
-    copy: Option<bool>,
-    requirements: Option<adapter::Requirements>,
+    options: &ImportOptions,
     make: impl FnOnce(Held) -> PyResult<R>,
 ) -> PyResult<R> {
     let (raw, advertised) = produce(x)?;
-    let how = Import {
-        device,
+    let options = ImportOptions {
         advertised,
-        copy,
-        requirements,
+        ..*options
     };
     // SAFETY: `raw` was just handed over by its producer and is owned by nobody else.
-    let held = unsafe { adapter::import(raw, &how) }?;
+    let held = unsafe { adapter::import(raw, &options) }?;
     // The result is made here, where the held tensor is: a large value moved through fewer
     // results on its way into it.
     make(held)

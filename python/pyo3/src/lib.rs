@@ -19,7 +19,7 @@
 //! The import is the package's `dlport.from_dlpack`, the same code: the producer type's C
 //! exchange API where it has one (`__dlpack_c_exchange_api__`), `__dlpack__(max_version=(1, 3))`
 //! otherwise (and `__dlpack__()` for a producer from before DLPack 1.0), or a bare capsule; the
-//! tensor is validated, and imported as a view (or copied where [`ImportOptions`] ask for a
+//! tensor is validated, and imported as a view (or copied where [`ImportOptions`](dlport_core::ImportOptions) ask for a
 //! device, layout or alignment the memory lacks and `copy` allows). Errors are the package's:
 //! `dlport.DLPackBufferError` (a `BufferError`) and its siblings when the package `dlport` is
 //! installed, the builtin classes otherwise, each naming the field and the value.
@@ -46,8 +46,7 @@ pub mod import;
 #[doc(hidden)]
 pub mod tensor;
 
-pub use adapter::Requirements;
-pub use dlpack_tensor::{DLPackTensor, ImportOptions};
+pub use dlpack_tensor::DLPackTensor;
 pub use tensor::PyTensor;
 
 use pyo3::prelude::*;

@@ -1,11 +1,11 @@
 //! `dlport.Tensor`: a tensor held by a dlport backend, and a DLPack producer.
 
-use dlport_core::Device;
-use dlport_core::abi::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, RawManaged};
+use dlport_core::abi::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DLPackVersion, RawManaged};
+use dlport_core::{CopyPolicy, Device, ExportOptions};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::adapter::{self, Export, Held};
+use crate::adapter::{self, Held};
 use crate::{args, capsule, exchange};
 
 /// A tensor held by dlport: memory of any producer (a view, or a copy where one was needed and
@@ -53,18 +53,23 @@ impl PyTensor {
     /// makes no stream hand-off (stream -1): the API's consumer orders its work itself, after
     /// `current_work_stream`.
     pub fn export_versioned(&self) -> Result<RawManaged, adapter::Failure> {
-        Ok(self
-            .export(&Export {
-                stream: Some(-1),
-                max_version: Some((DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION)),
-                ..Export::default()
-            })?
-            .into_raw())
+        let options = ExportOptions {
+            max_version: Some(DLPackVersion::new(
+                DLPACK_MAJOR_VERSION,
+                DLPACK_MINOR_VERSION,
+            )),
+            ..ExportOptions::default()
+        };
+        Ok(self.export(&options, Some(-1))?.into_raw())
     }
 
-    /// An export as `how` asks.
-    fn export(&self, how: &Export) -> Result<adapter::Owned, adapter::Failure> {
-        adapter::export(&self.held, self.device, how)
+    /// An export under core's `options`, handing off to the consumer's `stream`.
+    fn export(
+        &self,
+        options: &ExportOptions,
+        stream: Option<i64>,
+    ) -> Result<adapter::Owned, adapter::Failure> {
+        adapter::export(&self.held, self.device, options, stream)
     }
 }
 
@@ -162,17 +167,20 @@ impl PyTensor {
         dl_device: Option<&Bound<'py, PyAny>>,
         copy: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let how = Export {
-            stream: args::stream(stream)?,
-            max_version: args::max_version(max_version)?,
+        let stream = args::stream(stream)?;
+        let options = ExportOptions {
+            // `None` (or major 0): the legacy form, as `__dlpack__` without `max_version`.
+            max_version: args::max_version(max_version)?
+                .map(|(major, minor)| DLPackVersion::new(major, minor)),
             dl_device: args::dl_device(dl_device)?,
-            copy: args::copy(copy)?,
+            copy: CopyPolicy::from_copy(args::copy(copy)?),
+            ..ExportOptions::default()
         };
-        let exported = if how.copy == Some(true) {
+        let exported = if options.copy == CopyPolicy::Always {
             // A copy can be large: let other threads run meanwhile.
-            py.detach(|| self.export(&how))?
+            py.detach(|| self.export(&options, stream))?
         } else {
-            self.export(&how)?
+            self.export(&options, stream)?
         };
         capsule::wrap(py, exported.into_raw())
     }

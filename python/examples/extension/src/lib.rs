@@ -2,11 +2,17 @@
 //! (NumPy, JAX, PyTorch, tvm-ffi, `dlport.Tensor`, a capsule) as a [`DLPackTensor`] and return
 //! dlport tensors, which NumPy, JAX and PyTorch take without a copy.
 
-use dlport_core::backend::{AlignedBuffer, Buffer, CPU_ALIGN};
-use dlport_core::{DataType, Device, Tensor};
-use dlport_pyo3::{DLPackTensor, ImportOptions};
+use dlport_core::backend::{AlignedBuffer, Buffer, CPU_ALIGN, LayoutNeed, ViewRequirements};
+use dlport_core::{CopyPolicy, DataType, Device, ImportOptions, Tensor};
+use dlport_pyo3::DLPackTensor;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+
+/// Row-major compact, at any alignment: core's import options say what a consumer needs.
+const ROW_MAJOR: ViewRequirements = ViewRequirements {
+    layout: LayoutNeed::RowMajor,
+    alignment: 1,
+};
 
 /// The same memory, held by dlport: no copy. The producer's array stays alive while the
 /// result (or anything that took the result's memory) lives.
@@ -19,7 +25,11 @@ fn passthrough(x: DLPackTensor) -> DLPackTensor {
 /// `BufferError` (`DLPackTensor::extract_with` takes `from_dlpack`'s options).
 #[pyfunction]
 fn compact_view(x: &Bound<'_, PyAny>) -> PyResult<DLPackTensor> {
-    let options = ImportOptions::new().compact(1).copy(Some(false));
+    let options = ImportOptions {
+        copy: CopyPolicy::Never,
+        requirements: Some(ROW_MAJOR),
+        ..ImportOptions::default()
+    };
     DLPackTensor::extract_with(x, &options)
 }
 
@@ -28,7 +38,11 @@ fn compact_view(x: &Bound<'_, PyAny>) -> PyResult<DLPackTensor> {
 /// compact only where needed.
 #[pyfunction]
 fn scale(x: &Bound<'_, PyAny>, factor: f32) -> PyResult<DLPackTensor> {
-    let options = ImportOptions::new().device(Device::cpu()).compact(1);
+    let options = ImportOptions {
+        device: Some(Device::cpu()),
+        requirements: Some(ROW_MAJOR),
+        ..ImportOptions::default()
+    };
     let x = DLPackTensor::extract_with(x, &options)?;
     let t = x.tensor();
     if t.dtype() != DataType::FLOAT32 {
