@@ -1,33 +1,18 @@
 //! Device dispatch, continued: the copy policy matrix, alignment requirements, `to_dlpack`'s
 //! arguments, pinned memory shown to CPU-only consumers, and the stream argument.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlport_core::abi::{DLPackVersion, DeviceType};
-use dlport_core::backend::{LayoutNeed, TensorStorage, ViewRequirements};
+use dlport_core::backend::{LayoutNeed, ViewRequirements};
 use dlport_core::error::{CopyReason, DispatchError};
 use dlport_core::{
     CopyPolicy, DataType, Device, Error, ExportBuilder, ExportOptions, ImportOptions,
     ManagedTensor, Registry,
 };
 
-/// Host memory that claims a given device type (pinned or managed memory without a driver).
-struct HostAs(Vec<f32>, Device);
-
-// SAFETY: a Vec's buffer, stable and owned alone; the device label does not change the memory.
-unsafe impl TensorStorage for HostAs {
-    fn data_ptr(&mut self) -> *mut c_void {
-        self.0.as_mut_ptr().cast()
-    }
-    fn byte_len(&self) -> usize {
-        self.0.len() * 4
-    }
-    fn device(&self) -> Device {
-        self.1
-    }
-}
+use dlport_testkit::storage::HostAs;
 
 // ── copy policy ──
 

@@ -2,14 +2,14 @@
 //! device reconciliation, a run-time "xpu" plugin with its own device numbering, and the copy
 //! policy matrix.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlport_core::abi::DeviceType;
-use dlport_core::backend::{TensorStorage, platform_id};
+use dlport_core::backend::platform_id;
 use dlport_core::error::{AccessError, DispatchError};
 use dlport_core::{DataType, Device, Error, ExportBuilder, ExportOptions, ImportOptions, Registry};
+use dlport_testkit::storage::HostAs;
 
 #[test]
 fn every_device_type_resolves_to_the_expected_backend_or_error() {
@@ -69,22 +69,6 @@ fn every_device_type_resolves_to_the_expected_backend_or_error() {
             .to_string()
             .contains("; registered: none (register a backend")
     );
-}
-
-/// Host memory that claims a given device type (pinned or managed memory without a driver).
-struct HostAs(Vec<f32>, Device);
-
-// SAFETY: a Vec's buffer, stable and owned alone; the device label does not change the memory.
-unsafe impl TensorStorage for HostAs {
-    fn data_ptr(&mut self) -> *mut c_void {
-        self.0.as_mut_ptr().cast()
-    }
-    fn byte_len(&self) -> usize {
-        self.0.len() * 4
-    }
-    fn device(&self) -> Device {
-        self.1
-    }
 }
 
 #[test]

@@ -1,6 +1,8 @@
-//! CUDA tests, with a harness of our own: where no CUDA driver is present (or the `cuda`
+//! CUDA tests, under `dlport_testkit::harness`: where no CUDA driver is present (or the `cuda`
 //! feature is off) each test prints SKIPPED with the reason and counts as skipped, never as
-//! passed. The closing line reads "N passed, N failed, N skipped".
+//! passed. The closing line reads "cuda: N passed, N failed, N skipped".
+
+use dlport_testkit::harness::{self, Check};
 
 #[cfg(feature = "cuda")]
 mod gpu {
@@ -171,9 +173,6 @@ mod gpu {
     }
 }
 
-/// A named CUDA check.
-type Check = fn() -> Result<(), String>;
-
 fn main() {
     #[cfg(feature = "cuda")]
     let (tests, why_not) = (gpu::all(), gpu::unavailable());
@@ -191,31 +190,5 @@ fn main() {
         .collect(),
         Some("built without the `cuda` feature".to_string()),
     );
-    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
-    println!("running {} CUDA tests", tests.len());
-    for (name, test) in tests {
-        if let Some(why) = &why_not {
-            println!("test {name} ... SKIPPED ({why})");
-            skipped += 1;
-            continue;
-        }
-        match std::panic::catch_unwind(test) {
-            Ok(Ok(())) => {
-                println!("test {name} ... ok");
-                passed += 1;
-            }
-            Ok(Err(msg)) => {
-                println!("test {name} ... FAILED: {msg}");
-                failed += 1;
-            }
-            Err(_) => {
-                println!("test {name} ... FAILED: panicked");
-                failed += 1;
-            }
-        }
-    }
-    println!("\ncuda: {passed} passed, {failed} failed, {skipped} skipped");
-    if failed > 0 {
-        std::process::exit(1);
-    }
+    harness::run("cuda", &tests, why_not.as_deref());
 }

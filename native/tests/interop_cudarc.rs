@@ -1,8 +1,8 @@
-//! The cudarc adapter against the real crate, with a harness of our own: where no CUDA driver
+//! The cudarc adapter against the real crate, under `dlport_testkit::harness`: where no CUDA driver
 //! is present (or the `cudarc` feature is off) each test prints SKIPPED with the reason and
 //! counts as skipped, never as passed. The closing line reads "N passed, N failed, N skipped".
 
-type Check = fn() -> Result<(), String>;
+use dlport_testkit::harness::{self, Check};
 
 #[cfg(feature = "cudarc")]
 mod gpu {
@@ -134,31 +134,5 @@ fn main() {
         .collect(),
         Some("built without the `cudarc` feature".to_string()),
     );
-    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
-    println!("running {} cudarc adapter tests", tests.len());
-    for (name, test) in tests {
-        if let Some(why) = &why_not {
-            println!("test {name} ... SKIPPED ({why})");
-            skipped += 1;
-            continue;
-        }
-        match std::panic::catch_unwind(test) {
-            Ok(Ok(())) => {
-                println!("test {name} ... ok");
-                passed += 1;
-            }
-            Ok(Err(msg)) => {
-                println!("test {name} ... FAILED: {msg}");
-                failed += 1;
-            }
-            Err(_) => {
-                println!("test {name} ... FAILED: panicked");
-                failed += 1;
-            }
-        }
-    }
-    println!("\ncudarc adapter: {passed} passed, {failed} failed, {skipped} skipped");
-    if failed > 0 {
-        std::process::exit(1);
-    }
+    harness::run("cudarc adapter", &tests, why_not.as_deref());
 }

@@ -1,10 +1,10 @@
 //! CUDA device memory shared with another process through CUDA IPC (feature `cuda`, Linux, a
-//! GPU). Our own harness, as `cuda.rs`: where no driver answers (or the feature is off) each
+//! GPU), under `dlport_testkit::harness`, as `cuda.rs`: where no driver answers (or the feature is off) each
 //! test prints SKIPPED with the reason and counts as skipped. The closing line reads
 //! "share_cuda: N passed, N failed, N skipped". The peer is this binary again, started with
 //! `DLPORT_SHARE_ROLE` set and its end of a socketpair as stdin.
 
-type Check = fn() -> Result<(), String>;
+use dlport_testkit::harness::{self, Check};
 
 const TESTS: [&str; 2] = [
     "a_child_writes_device_memory_the_parent_sees_and_the_export_is_released_once",
@@ -186,26 +186,6 @@ fn main() {
         vec![|| Ok(()), || Ok(())],
         Some("built without the `cuda` feature, or not on Linux".to_string()),
     );
-    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
-    for (name, test) in TESTS.iter().zip(tests) {
-        if let Some(why) = &why_not {
-            println!("test {name} ... SKIPPED ({why})");
-            skipped += 1;
-            continue;
-        }
-        match test() {
-            Ok(()) => {
-                println!("test {name} ... ok");
-                passed += 1;
-            }
-            Err(err) => {
-                println!("test {name} ... FAILED: {err}");
-                failed += 1;
-            }
-        }
-    }
-    println!("share_cuda: {passed} passed, {failed} failed, {skipped} skipped");
-    if failed != 0 {
-        std::process::exit(1);
-    }
+    let checks: Vec<(&str, Check)> = TESTS.iter().copied().zip(tests).collect();
+    harness::run("share_cuda", &checks, why_not.as_deref());
 }

@@ -6,10 +6,14 @@
 //! - [`malformed`]: the malformed-input table, one case per DLPack rule with its exact outcome,
 //!   and a producer that builds each case as a heap managed tensor with a counting deleter;
 //!   dlport-core's tests drive it through the Rust API, dlport-capi's through the C ABI;
-//! - [`process`]: the test binary started again as a child, also under an emulator's runner.
+//! - [`process`]: the test binary started again as a child, also under an emulator's runner;
+//! - [`harness`]: the harness of test binaries for hardware a machine may lack (skips visibly);
+//! - [`storage`]: storages of the tests' own (host memory labelled as another device).
 //!
 //! Not published: it exists so that no test, example or bench carries its own copy.
 
+pub mod harness;
 pub mod malformed;
 pub mod process;
+pub mod storage;
 pub mod xpu;
