@@ -346,6 +346,9 @@ def edges_of(modules, globs):
                 continue
             add(mod, target, line)
         for m in PATH.finditer(mod.code):
+            # `pub(in crate::a)` names the module an item is visible to; it uses nothing there.
+            if re.search(r"\bpub\s*\(\s*in\s*$", mod.code[max(0, m.start() - 16) : m.start()]):
+                continue
             segs = inline_relative([s.strip() for s in m.group(1).split("::")], mod.inline_depth(m.start()))
             line = mod.code.count("\n", 0, m.start()) + 1
             add(mod, r.resolve(mod, segs), line)

@@ -19,7 +19,7 @@ use dlport_core::error::{BackendError, BackendReport, DispatchError, Driver};
 use dlport_core::{DataType, Device, Error, ManagedTensor, Tensor, TensorRef};
 
 /// The backend's name.
-pub const NAME: &str = "cuda";
+pub const NAME: &str = crate::names::CUDA;
 
 /// Turns a driver error into a dlport error naming the call.
 pub fn driver_error(operation: &'static str, e: DriverError) -> Error {
@@ -297,7 +297,7 @@ impl CudaBackend {
         let mem = HostPinned::new(&context(0)?, bytes)?;
         Tensor::new(
             Buffer::new(Box::new(mem)),
-            crate::pinned::PinnedBackend::NAME,
+            crate::names::PINNED,
             dtype,
             shape,
             None,

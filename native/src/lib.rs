@@ -21,6 +21,7 @@ pub mod arrow;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod interop;
+mod names;
 pub mod pinned;
 pub mod plugin;
 pub mod share;

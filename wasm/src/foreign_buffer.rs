@@ -4,7 +4,6 @@
 
 use wasm_bindgen::prelude::*;
 
-use crate::gpu::kernel::Kernel;
 use dlport_core::Error;
 
 #[wasm_bindgen(module = "/js/webgpu.js")]
@@ -75,11 +74,13 @@ pub(crate) fn copy(
     .map_err(|_| raw_error("copyBufferToBuffer"))
 }
 
-/// Runs `kernel` reading a foreign buffer (its first `src_size` bytes) into one of wgpu's.
+/// Runs the kernel `label` (its WGSL source `wgsl`) reading a foreign buffer (its first
+/// `src_size` bytes) into one of wgpu's.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn dispatch(
     device: &wgpu::Device,
-    kernel: &Kernel,
+    label: &str,
+    wgsl: &str,
     src: &wgpu::webgpu::GpuBuffer,
     src_size: u64,
     dst: &wgpu::Buffer,
@@ -89,8 +90,8 @@ pub(crate) fn dispatch(
 ) -> Result<(), Error> {
     js_dispatch(
         &js_device(device)?,
-        kernel.label,
-        kernel.wgsl,
+        label,
+        wgsl,
         src,
         src_size as f64,
         &js_buffer(dst)?,

@@ -78,6 +78,17 @@ fn bad_text(rule: &'static ValueRule, value: &str) -> Error {
     DispatchError::invalid_input(rule, value).into()
 }
 
+/// A table or vector the format requires, absent.
+fn missing(field: &'static str) -> Error {
+    bad_text(
+        &ValueRule {
+            field: "Arrow IPC message",
+            expected: "every table the format requires (this one is absent)",
+        },
+        field,
+    )
+}
+
 fn arrow_error(operation: &'static str, e: ArrowError) -> Error {
     let (code, detail) = match &e {
         ArrowError::IoError(_, io) => (

@@ -64,7 +64,7 @@ impl Default for PinnedBackend {
 
 impl PinnedBackend {
     /// The backend's name.
-    pub const NAME: &'static str = "pinned";
+    pub const NAME: &'static str = crate::names::PINNED;
 
     /// CUDA-pinned memory when a CUDA driver is usable, `mlock` otherwise.
     pub fn new() -> Self {

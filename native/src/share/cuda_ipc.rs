@@ -23,7 +23,8 @@ use dlport_core::backend::Access;
 use dlport_core::{CopyPolicy, Device, Error, ExportBuilder, ManagedTensor};
 
 use super::descriptor::{CUDA_IPC_HANDLE_LEN, Descriptor, HandleKind};
-use super::{NAME, ShareOptions, errno, os_error};
+use super::errors::{NAME, errno, os_error, unsupported};
+use super::options::ShareOptions;
 use crate::cuda::{self, DeviceRange, driver_error};
 
 fn context(device: Device) -> Result<Arc<CudaContext>, Error> {
@@ -82,14 +83,14 @@ pub(super) fn share(
     options: &ShareOptions,
 ) -> Result<(Descriptor, OwnedFd), Error> {
     if options.copy == CopyPolicy::Always {
-        return Err(super::unsupported(
+        return Err(unsupported(
             "copying device memory in order to share it (CopyPolicy::Always): \
                         share the tensor itself (CopyPolicy::IfNeeded or Never)",
         ));
     }
     let view = tensor.view();
     if options.read_only || view.is_read_only() {
-        return Err(super::unsupported(
+        return Err(unsupported(
             "a read-only share of CUDA memory: CUDA IPC maps the memory writable in every \
              process that opens it (cuIpcOpenMemHandle has no read-only mode), so READ_ONLY \
              could not be kept; share it writable, or copy it to host memory and share that \
@@ -97,7 +98,7 @@ pub(super) fn share(
         ));
     }
     if view.numel() == 0 {
-        return Err(super::unsupported(
+        return Err(unsupported(
             "sharing an empty CUDA tensor through CUDA IPC (it has no memory to \
                         map: send its shape and make an empty tensor in the peer)",
         ));

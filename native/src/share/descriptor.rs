@@ -98,7 +98,7 @@ pub struct Descriptor {
     pub handle: Vec<u8>,
 }
 
-use super::invalid as bad;
+use super::errors::invalid as bad;
 use dlport_core::error::ValueRule;
 
 /// Reads little-endian fields from a byte slice whose length was checked before.

@@ -32,7 +32,8 @@ use dlport_core::backend::{Access, MemoryClass, TensorStorage, compact_bytes};
 use dlport_core::{CopyPolicy, DataType, Device, Error, ExportBuilder, ManagedTensor, TensorRef};
 
 use super::descriptor::{Descriptor, HandleKind};
-use super::{ShareOptions, errno, os_error};
+use super::errors::{copy_needed, errno, os_error, unsupported};
+use super::options::ShareOptions;
 
 /// Mappings made (allocations and opened descriptors) and unmapped, in this process.
 static MAPPED: AtomicU64 = AtomicU64::new(0);
@@ -418,9 +419,7 @@ pub(super) fn share(
         (d, fd, false)
     } else {
         if options.copy == CopyPolicy::Never && view.numel() != 0 {
-            return Err(
-                why_copy.map_or_else(|| super::copy_needed(view.device()), super::unsupported)
-            );
+            return Err(why_copy.map_or_else(|| copy_needed(view.device()), unsupported));
         }
         let bytes = compact_bytes(view.dtype(), view.shape())?;
         dlport_core::backend::check_alloc(bytes as u128, options.max_alloc)?;

@@ -75,10 +75,12 @@
 #[cfg(cuda_ipc)]
 mod cuda_ipc;
 mod descriptor;
+mod errors;
 #[cfg(memfd_share)]
 mod memfd;
 #[cfg(any(not(memfd_share), not(cuda_ipc)))]
 mod noop;
+mod options;
 #[cfg(memfd_share)]
 mod socket;
 
@@ -91,6 +93,14 @@ use noop::memfd;
 #[cfg(all(fds, not(memfd_share)))]
 use noop::socket;
 
+pub use errors::NAME;
+pub use options::{MAX_FDS, ShareOptions};
+
+#[cfg(fds)]
+use errors::invalid;
+#[cfg(fds)]
+use errors::{DEVICE_NOT_SHAREABLE, unsupported};
+
 pub use descriptor::{
     CUDA_IPC_HANDLE_LEN, DESCRIPTOR_HEADER, DESCRIPTOR_MAX, Descriptor, FORMAT_VERSION, HandleKind,
     MAGIC,
@@ -100,31 +110,11 @@ pub use descriptor::{
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 #[cfg(fds)]
-use dlport_core::error::BackendError;
-use dlport_core::error::{DispatchError, ValueRule};
-use dlport_core::{CopyPolicy, Error};
+use dlport_core::Error;
+#[cfg(fds)]
+use dlport_core::error::ValueRule;
 #[cfg(fds)]
 use dlport_core::{DataType, ManagedTensor, TensorRef};
-
-/// The most fds one descriptor frame may carry (format 1 uses one).
-pub const MAX_FDS: usize = 4;
-
-/// The name in this module's errors (`BackendError::Failed`, `BackendError::Unsupported`).
-pub const NAME: &str = "share";
-
-/// How to share a tensor.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ShareOptions {
-    /// Whether memory that is not one of dlport's memfds may be copied into a new one
-    /// (`Never`: such memory is an error; `Always`: a copy even of a memfd).
-    pub copy: CopyPolicy,
-    /// The peers get the tensor READ_ONLY, in memory no process that receives it can write (a
-    /// write-sealed memfd; see [the module docs](self#read-only-shares)), through a read-only fd
-    /// where `/proc` is mounted.
-    pub read_only: bool,
-    /// The most bytes a copy may allocate (`None`: the process-wide limit).
-    pub max_alloc: Option<u64>,
-}
 
 /// A descriptor and the fds that travel with it: what a producer sends ([`share`]) and what a
 /// consumer receives ([`Shared::recv`]). Dropping it closes its fds; the memory stays while any
@@ -249,11 +239,6 @@ pub fn share_managed(tensor: ManagedTensor, options: &ShareOptions) -> Result<Sh
     })
 }
 
-/// Why device memory other than CUDA's (or CUDA's, without CUDA IPC) is not shared.
-#[cfg(fds)]
-const DEVICE_NOT_SHAREABLE: &str = "sharing this device's memory: host memory and CUDA device \
-                                    memory (with the `cuda` feature, on Linux) can be shared";
-
 /// Opens a descriptor in this process: a zero-copy DLPack tensor over the shared memory, whose
 /// deleter unmaps it (or closes the CUDA IPC handle). The descriptor is validated again and
 /// each fd checked before anything is mapped: a closed fd, a pipe, a plain file, an unsealed
@@ -293,58 +278,11 @@ fn check_fd_count(descriptor: &Descriptor, fds: usize) -> Result<(), Error> {
     Ok(())
 }
 
-// ── The constructors of the errors of `share` (and of its submodules): the only places it
-// builds an error that is not one of DLPack's own rules (StorageTooSmall, StridesLength, …) ──
-
-/// A descriptor field, an argument or an option out of its range ("`field` = `value` is
-/// invalid: it must be `expected`").
-fn invalid(rule: &'static ValueRule, value: u64) -> Error {
-    DispatchError::InvalidValue { rule, value }.into()
-}
-
-/// Something this platform, build or kind of memory cannot do.
-#[cfg(fds)]
-fn unsupported(operation: &'static str) -> Error {
-    BackendError::unsupported(NAME, operation).into()
-}
-
-/// An operating-system or driver call failed (`code`: errno, or the value named in `detail`).
-#[cfg(memfd_share)]
-fn os_error(operation: &'static str, code: i64, detail: &'static str) -> Error {
-    BackendError::failed(NAME, operation, code as i32, detail).into()
-}
-
-/// This thread's `errno`.
-#[cfg(memfd_share)]
-fn errno() -> i64 {
-    i64::from(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
-}
-
-/// Memory another process cannot map as it is (not one of dlport's memfds), under
-/// `CopyPolicy::Never`.
-#[cfg(memfd_share)]
-fn copy_needed(device: dlport_core::Device) -> Error {
-    DispatchError::CopyRequired {
-        reason: dlport_core::error::CopyReason::NotShareable { device },
-    }
-    .into()
-}
-
-#[cfg(memfd_share)]
-fn descriptor_too_long(len: usize) -> Error {
-    invalid(
-        &ValueRule {
-            field: "descriptor length",
-            expected: "at most DESCRIPTOR_MAX (1144) bytes: the peer did not send a dlport descriptor",
-        },
-        len as u64,
-    )
-}
-
 #[cfg(all(test, memfd_share))]
 mod tests {
     use super::*;
-    use dlport_core::{DataType, ExportBuilder};
+    use dlport_core::error::DispatchError;
+    use dlport_core::{CopyPolicy, DataType, ExportBuilder};
 
     #[test]
     fn a_memfd_tensor_shares_without_a_copy_and_foreign_memory_only_with_one() {

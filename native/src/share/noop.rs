@@ -24,7 +24,9 @@ pub(super) mod memfd {
     #[cfg(fds)]
     use super::{PLATFORM, unsupported};
     #[cfg(fds)]
-    use crate::share::{Descriptor, ShareOptions};
+    use crate::share::descriptor::Descriptor;
+    #[cfg(fds)]
+    use crate::share::options::ShareOptions;
 
     pub(in crate::share) fn counts() -> (u64, u64) {
         (0, 0)
@@ -86,7 +88,9 @@ pub(super) mod cuda_ipc {
     use dlport_core::{Error, ManagedTensor};
 
     use super::{PLATFORM, unsupported};
-    use crate::share::{DEVICE_NOT_SHAREABLE, Descriptor, ShareOptions};
+    use crate::share::descriptor::Descriptor;
+    use crate::share::errors::DEVICE_NOT_SHAREABLE;
+    use crate::share::options::ShareOptions;
 
     pub(in crate::share) fn share(
         _: ManagedTensor,

@@ -13,7 +13,8 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use dlport_core::Error;
 
 use super::descriptor::DESCRIPTOR_MAX;
-use super::{MAX_FDS, errno, os_error};
+use super::errors::{descriptor_too_long, errno, os_error};
+use super::options::MAX_FDS;
 
 /// Control-message space for `n` fds, as `u64` words (cmsg buffers must be aligned).
 fn control_words(n: usize) -> usize {
@@ -181,7 +182,7 @@ pub(super) fn recv(socket: BorrowedFd<'_>) -> Result<(Vec<u8>, Vec<OwnedFd>), Er
     read_exact(socket, &mut head, n as usize)?;
     let len = u32::from_le_bytes(head) as usize;
     if len > DESCRIPTOR_MAX {
-        return Err(super::descriptor_too_long(len));
+        return Err(descriptor_too_long(len));
     }
     let mut bytes = vec![0u8; len];
     // The whole frame is read even when it is refused below, so the next one starts in step.

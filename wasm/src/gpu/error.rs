@@ -5,8 +5,7 @@
 use dlport_core::error::{AccessError, BackendError, DispatchError, LayoutError};
 use dlport_core::{DataType, Device, Error};
 
-use super::normalize::MAX_CHANNELS;
-use super::{BUFFER_PADDING, NAME};
+use super::{BUFFER_PADDING, MAX_CHANNELS, NAME};
 
 /// A WebGPU call that failed: `operation` names the call, `detail` says why and what to do.
 pub(crate) fn backend(operation: &'static str, detail: &'static str) -> Error {

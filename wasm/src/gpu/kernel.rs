@@ -124,7 +124,8 @@ impl GpuDevice {
             #[cfg(target_arch = "wasm32")]
             Source::Js(from) => crate::foreign_buffer::dispatch(
                 &self.device,
-                kernel,
+                kernel.label,
+                kernel.wgsl,
                 from,
                 bind_size,
                 dst,

@@ -31,7 +31,7 @@ mod transfer;
 
 pub use backend::WebGpuBackend;
 pub use error::KernelError;
-pub use normalize::{MAX_CHANNELS, Normalize};
+pub use normalize::Normalize;
 pub use table::{OnRelease, SlotStorage};
 
 /// The backend's name.
@@ -39,6 +39,9 @@ pub const NAME: &str = "webgpu";
 
 /// Bytes every WebGPU buffer is padded to.
 pub const BUFFER_PADDING: u64 = 16;
+
+/// Channels [`GpuDevice::normalize`] takes per-channel values for.
+pub const MAX_CHANNELS: usize = 64;
 
 /// Axes the GPU compaction shader handles.
 pub const MAX_GPU_NDIM: usize = 8;

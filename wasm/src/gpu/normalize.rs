@@ -7,10 +7,7 @@ use dlport_core::backend::{Buffer, compact_bytes};
 use dlport_core::{DataType, Tensor, TensorRef};
 
 use super::kernel::NORMALIZE;
-use super::{GpuDevice, KernelError, NAME, error, round_up};
-
-/// Channels [`GpuDevice::normalize`] takes per-channel values for.
-pub const MAX_CHANNELS: usize = 64;
+use super::{GpuDevice, KernelError, MAX_CHANNELS, NAME, error, round_up};
 
 /// Options of [`GpuDevice::normalize`]: `out = (x · scale − mean[c]) / std[c]`.
 #[derive(Clone, Copy, Debug)]

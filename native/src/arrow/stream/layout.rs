@@ -11,8 +11,9 @@ use dlport_core::Error;
 use dlport_core::error::ValueRule;
 
 use super::super::metadata::parse_field;
-use super::super::{EXTENSION_NAME, NAME_KEY, bad, bad_signed, bad_text, dlpack_type, refused};
-use super::missing;
+use super::super::{
+    EXTENSION_NAME, NAME_KEY, bad, bad_signed, bad_text, dlpack_type, missing, refused,
+};
 
 /// What a column occupies in a record batch: field nodes, buffers and variadic buffer counts
 /// (one per view-typed array: its data buffers follow its two fixed ones).

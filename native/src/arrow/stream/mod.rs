@@ -33,7 +33,7 @@ use arrow_ipc::MessageHeader;
 use dlport_core::error::{BackendError, BackendReport, ValueRule};
 use dlport_core::{Error, ManagedTensor};
 
-use super::{NAME, bad, bad_signed, bad_text, from_arrow};
+use super::{NAME, bad, bad_signed, bad_text, from_arrow, missing};
 use frame::Stream;
 use layout::{Column, Plan, TensorColumn};
 
@@ -147,17 +147,6 @@ fn read_all(reader: &mut dyn Read) -> Result<Vec<StreamTensor>, Error> {
 fn header_name(h: MessageHeader) -> String {
     h.variant_name()
         .map_or_else(|| format!("unknown header type {}", h.0), str::to_owned)
-}
-
-/// A table or vector the format requires, absent.
-pub(super) fn missing(field: &'static str) -> Error {
-    bad_text(
-        &ValueRule {
-            field: "Arrow IPC message",
-            expected: "every table the format requires (this one is absent)",
-        },
-        field,
-    )
 }
 
 /// Builds a tensor column of a checked record batch: its nodes are `at.0` (the list) and
