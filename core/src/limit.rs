@@ -23,17 +23,18 @@ pub(crate) fn alloc_limit() -> u64 {
 ///
 /// # Examples
 ///
-/// ```
+/// ```standalone_crate
 /// use dlport_core::error::DispatchError;
 /// use dlport_core::{Error, ExportBuilder, set_alloc_limit};
 ///
-/// // One byte, broadcast to 2^20 elements: a row-major copy would take 1 MiB.
-/// let t = ExportBuilder::from_vec(vec![7u8], &[1 << 20]).strides(&[0]).build()?;
-/// let before = set_alloc_limit(1 << 10);
+/// // (The limit is process-wide: this example runs as a program of its own.)
+/// // One byte, broadcast to 2048 elements: a row-major copy would take 2 KiB.
+/// let t = ExportBuilder::from_vec(vec![7u8], &[2048]).strides(&[0]).build()?;
+/// let before = set_alloc_limit(1024);
 /// let err = t.view().to_vec::<u8>().unwrap_err();
 /// assert!(matches!(err, Error::Dispatch(DispatchError::AllocationLimit { limit: 1024, .. })));
 /// set_alloc_limit(before);
-/// assert_eq!(t.view().to_vec::<u8>()?.len(), 1 << 20);
+/// assert_eq!(t.view().to_vec::<u8>()?.len(), 2048);
 /// # Ok::<(), dlport_core::Error>(())
 /// ```
 pub fn set_alloc_limit(bytes: u64) -> u64 {
