@@ -46,8 +46,11 @@ check_lsan() { # $1: report directory; $2: "clean" or "leaky"
   return 0
 }
 
-# LeakSanitizer's fast unwinder needs frame pointers to see dlport's frames in leak stacks.
-RUSTFLAGS="-C force-frame-pointers=yes" CARGO_TARGET_DIR=target/sanitize cargo build -q -p dlport-capi --locked
+# LeakSanitizer's fast unwinder needs frame pointers to see dlport's frames in leak stacks, and
+# its symbolizer full debug info to name the dlport function that the standard library's
+# allocation calls are inlined into (test.sh builds with line tables only).
+RUSTFLAGS="-C force-frame-pointers=yes" CARGO_PROFILE_DEV_DEBUG=true CARGO_TARGET_DIR=target/sanitize \
+  cargo build -q -p dlport-capi --locked
 export DLPORT_LIB="$PWD/target/sanitize/debug/libdlport.so"
 echo "[sanitize] NumPy/JAX peer tests under LeakSanitizer"
 rep=$(mktemp -d)
