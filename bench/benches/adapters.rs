@@ -4,65 +4,17 @@
 //! `cargo bench -p dlport-bench --bench adapters --features adapters`
 //!
 //! Export: a fresh container (made outside the timing) → a DLPack tensor → released (the
-//! container dropped by the deleter). Import: a foreign tensor (a reusable versioned header
-//! whose deleter only counts) → validated → the adapter's container or view → released.
+//! container dropped by the deleter). Import: a foreign tensor (`import_export::Producer`: a
+//! reusable versioned header whose deleter only counts) → validated → the adapter's container or view → released.
 
-use std::ffi::c_void;
 use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use dlpark::TryFromDlpack;
 use dlpark::ffi::DLManagedTensorVersioned as ParkVersioned;
-use dlport_core::abi::{DLManagedTensorVersioned, DLPackVersion, DLTensor};
-use dlport_core::{DataType, Device, ManagedTensor};
-
-unsafe extern "C" fn count_deleter(_: *mut DLManagedTensorVersioned) {}
-
-/// A reusable foreign tensor: versioned 1.3, CPU, compact row-major, elements of `T`.
-struct Foreign<T> {
-    header: Box<DLManagedTensorVersioned>,
-    _shape: Vec<i64>,
-    _strides: Vec<i64>,
-    _data: Vec<T>,
-}
-
-impl<T: Copy + Default> Foreign<T> {
-    fn new(dtype: DataType, shape: &[i64]) -> Self {
-        let mut shape = shape.to_vec();
-        let mut strides = vec![0i64; shape.len()];
-        let mut acc = 1;
-        for axis in (0..shape.len()).rev() {
-            strides[axis] = acc;
-            acc *= shape[axis];
-        }
-        let mut data = vec![T::default(); acc as usize];
-        let header = Box::new(DLManagedTensorVersioned {
-            version: DLPackVersion::new(1, 3),
-            manager_ctx: std::ptr::null_mut(),
-            deleter: Some(count_deleter),
-            flags: 0,
-            dl_tensor: DLTensor {
-                data: data.as_mut_ptr().cast::<c_void>(),
-                device: Device::cpu(),
-                ndim: shape.len() as i32,
-                dtype,
-                shape: shape.as_mut_ptr(),
-                strides: strides.as_mut_ptr(),
-                byte_offset: 0,
-            },
-        });
-        Self {
-            header,
-            _shape: shape,
-            _strides: strides,
-            _data: data,
-        }
-    }
-
-    fn ptr(&mut self) -> *mut DLManagedTensorVersioned {
-        &mut *self.header
-    }
-}
+use dlport_bench::import_export::Producer;
+use dlport_core::abi::DLManagedTensorVersioned;
+use dlport_core::{DataType, ManagedTensor};
 
 /// dlport's import of a foreign tensor.
 ///
@@ -108,7 +60,7 @@ fn ndarray(c: &mut Criterion) {
     });
     g.finish();
 
-    let mut foreign = Foreign::<f32>::new(DataType::FLOAT32, &[64, 64]);
+    let mut foreign = Producer::with(DataType::FLOAT32, &[64, 64], 0.0f32);
     let p = foreign.ptr();
     let mut g = c.benchmark_group("ndarray: import f32 64×64 → ArrayViewD → release");
     g.bench_function("dlport", |b| {
@@ -157,7 +109,7 @@ fn image(c: &mut Criterion) {
     });
     g.finish();
 
-    let mut foreign = Foreign::<u8>::new(DataType::UINT8, &[64, 64, 3]);
+    let mut foreign = Producer::with(DataType::UINT8, &[64, 64, 3], 0u8);
     let p = foreign.ptr();
     let mut g =
         c.benchmark_group("image: import u8 64×64×3 → ImageBuffer<Rgb<u8>, &[u8]> → release");
@@ -210,7 +162,7 @@ fn candle(c: &mut Criterion) {
         });
         g.finish();
 
-        let mut foreign = Foreign::<f32>::new(DataType::FLOAT32, &[side as i64, side as i64]);
+        let mut foreign = Producer::with(DataType::FLOAT32, &[side as i64, side as i64], 0.0f32);
         let p = foreign.ptr();
         let mut g = c.benchmark_group(format!(
             "candle: import f32 {side}×{side} → Tensor (copies) → release"

@@ -23,12 +23,13 @@ pub unsafe extern "C" fn count_deleter(_: *mut DLManagedTensorVersioned) {
     DELETED.fetch_add(1, Ordering::Relaxed);
 }
 
-/// A reusable producer tensor: versioned 1.3, float32, CPU, compact row-major strides.
-pub struct Producer {
+/// A reusable producer tensor: versioned 1.3, CPU, compact row-major strides, elements of `T`
+/// (float32 unless said otherwise).
+pub struct Producer<T = f32> {
     header: Box<DLManagedTensorVersioned>,
     _shape: Vec<i64>,
     _strides: Vec<i64>,
-    _data: Vec<f32>,
+    _data: Vec<T>,
 }
 
 impl Producer {
@@ -43,16 +44,23 @@ impl Producer {
         }
     }
 
-    /// A producer of [`shape_for(ndim)`](Self::shape_for).
+    /// A float32 producer of [`shape_for(ndim)`](Self::shape_for), every element 1.0.
     pub fn new(ndim: usize) -> Self {
-        let mut shape = Self::shape_for(ndim);
-        let mut strides = vec![0i64; ndim];
+        Self::with(DataType::FLOAT32, &Self::shape_for(ndim), 1.0)
+    }
+}
+
+impl<T: Copy> Producer<T> {
+    /// A producer of `shape`, every element `fill`; `dtype` is what it says `T` is.
+    pub fn with(dtype: DataType, shape: &[i64], fill: T) -> Self {
+        let mut shape = shape.to_vec();
+        let mut strides = vec![0i64; shape.len()];
         let mut acc = 1;
-        for axis in (0..ndim).rev() {
+        for axis in (0..shape.len()).rev() {
             strides[axis] = acc;
             acc *= shape[axis];
         }
-        let mut data = vec![1.0f32; acc as usize];
+        let mut data = vec![fill; acc as usize];
         let header = Box::new(DLManagedTensorVersioned {
             version: DLPackVersion::new(1, 3),
             manager_ctx: std::ptr::null_mut(),
@@ -61,8 +69,8 @@ impl Producer {
             dl_tensor: DLTensor {
                 data: data.as_mut_ptr().cast::<c_void>(),
                 device: Device::cpu(),
-                ndim: ndim as i32,
-                dtype: DataType::FLOAT32,
+                ndim: shape.len() as i32,
+                dtype,
                 shape: shape.as_mut_ptr(),
                 strides: strides.as_mut_ptr(),
                 byte_offset: 0,
@@ -391,6 +399,22 @@ pub unsafe fn release(m: *mut DLManagedTensorVersioned) {
         if let Some(d) = (*m).deleter {
             d(m);
         }
+    }
+}
+
+/// The import floor: reads the shape, strides and dtype and calls the deleter, checking nothing.
+///
+/// # Safety
+/// An owned, unreleased tensor with valid shape and strides arrays; it is released here.
+#[inline(always)]
+pub unsafe fn floor_import(m: *mut DLManagedTensorVersioned) {
+    // SAFETY: a live tensor whose arrays hold `ndim` elements (contract), released once.
+    unsafe {
+        let t = &(*m).dl_tensor;
+        let shape = std::slice::from_raw_parts(t.shape, t.ndim as usize);
+        let strides = std::slice::from_raw_parts(t.strides, t.ndim as usize);
+        std::hint::black_box((shape, strides, t.dtype));
+        release(m);
     }
 }
 

@@ -9,7 +9,7 @@
 //! two runs' totals divided by the difference of their N.
 use std::hint::black_box;
 
-use dlport_bench::import_export::{Producer, plain_import, release};
+use dlport_bench::import_export::{Producer, floor_import, plain_import, release};
 use dlport_core::ManagedTensor;
 use dlport_core::abi::DLManagedTensorVersioned;
 
@@ -41,15 +41,8 @@ fn plain(ptr: *mut DLManagedTensorVersioned) {
 
 #[inline(never)]
 fn floor(ptr: *mut DLManagedTensorVersioned) {
-    let m = black_box(ptr);
     // SAFETY: as above.
-    unsafe {
-        let t = &(*m).dl_tensor;
-        let shape = std::slice::from_raw_parts(t.shape, t.ndim as usize);
-        let strides = std::slice::from_raw_parts(t.strides, t.ndim as usize);
-        black_box((shape, strides, t.dtype));
-        release(m);
-    }
+    unsafe { floor_import(black_box(ptr)) };
 }
 
 fn main() {
