@@ -55,12 +55,8 @@ impl<T: Copy> Producer<T> {
     pub fn with(dtype: DataType, shape: &[i64], fill: T) -> Self {
         let mut shape = shape.to_vec();
         let mut strides = vec![0i64; shape.len()];
-        let mut acc = 1;
-        for axis in (0..shape.len()).rev() {
-            strides[axis] = acc;
-            acc *= shape[axis];
-        }
-        let mut data = vec![fill; acc as usize];
+        dlport_core::layout::compact_row_major(&shape, &mut strides).expect("a bench shape");
+        let mut data = vec![fill; shape.iter().product::<i64>() as usize];
         let header = Box::new(DLManagedTensorVersioned {
             version: DLPackVersion::new(1, 3),
             manager_ctx: std::ptr::null_mut(),
