@@ -59,7 +59,11 @@ pub fn from_dlpack<'py>(
     let options = ImportOptions {
         device: target,
         copy: CopyPolicy::from_copy(copy),
-        requirements: args::requirements(layout, align)?,
+        // Most calls pass neither keyword: nothing to parse.
+        requirements: match (layout, align) {
+            (None, None) => None,
+            _ => args::requirements(layout, align)?,
+        },
         ..ImportOptions::default()
     };
     take(x, &options, |held| {
