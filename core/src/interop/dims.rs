@@ -1,48 +1,18 @@
 //! Shape and strides of a host tensor as `usize`s, for adapters whose views take absolute
 //! strides from the lowest element, and the checks they share.
 
-use alloc::vec::Vec;
-
+use super::small::Small;
 use crate::dtype::Element;
 use crate::error::AccessError;
 use crate::{Error, TensorRef};
 
-/// Up to this many axes live inline.
-const INLINE: usize = 8;
-
 /// Extents and absolute strides (in elements), and which strides are negative.
 pub(crate) struct Dims {
-    extents: Buf,
-    strides: Buf,
+    extents: Small<usize>,
+    strides: Small<usize>,
     /// Bit `i`: axis `i`'s stride is negative (DLPack allows at most 64 axes).
     negative: u64,
     empty: bool,
-}
-
-enum Buf {
-    Inline(usize, [usize; INLINE]),
-    Heap(Vec<usize>),
-}
-
-impl Buf {
-    fn collect_n(n: usize, values: impl Iterator<Item = usize>) -> Self {
-        if n <= INLINE {
-            let mut buf = [0; INLINE];
-            for (slot, v) in buf.iter_mut().zip(values) {
-                *slot = v;
-            }
-            Self::Inline(n, buf)
-        } else {
-            Self::Heap(values.collect())
-        }
-    }
-
-    fn as_slice(&self) -> &[usize] {
-        match self {
-            Self::Inline(n, buf) => &buf[..*n],
-            Self::Heap(v) => v,
-        }
-    }
 }
 
 impl Dims {
@@ -54,7 +24,7 @@ impl Dims {
         let shape = view.shape();
         let empty = view.numel() == 0;
         let mut negative = 0u64;
-        let strides = Buf::collect_n(
+        let strides = Small::collect_n(
             shape.len(),
             view.strides().enumerate().map(|(axis, s)| {
                 if s < 0 && shape[axis] > 1 {
@@ -69,7 +39,7 @@ impl Dims {
             }),
         );
         Self {
-            extents: Buf::collect_n(shape.len(), shape.iter().map(|&e| e as usize)),
+            extents: Small::collect_n(shape.len(), shape.iter().map(|&e| e as usize)),
             strides,
             negative,
             empty,
@@ -136,15 +106,12 @@ pub(crate) fn non_overlapping(dims: &Dims) -> bool {
     if dims.is_empty() {
         return true;
     }
-    let mut axes = Buf::collect_n(
-        dims.extents().len(),
+    let n = dims.extents().iter().filter(|&&e| e > 1).count();
+    let mut axes = Small::collect_n(
+        n,
         (0..dims.extents().len()).filter(|&a| dims.extents()[a] > 1),
     );
-    let n = dims.extents().iter().filter(|&&e| e > 1).count();
-    let axes = match &mut axes {
-        Buf::Inline(_, buf) => &mut buf[..n],
-        Buf::Heap(v) => &mut v[..n],
-    };
+    let axes = axes.as_mut_slice();
     axes.sort_unstable_by_key(|&a| dims.abs_strides()[a]);
     let mut reach = 1usize;
     for &a in axes.iter() {

@@ -13,3 +13,5 @@ pub mod image;
 #[cfg(feature = "ndarray")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
 pub mod ndarray;
+#[cfg(any(feature = "ndarray", feature = "candle"))]
+mod small;

@@ -1,13 +1,13 @@
 //! A candle CPU tensor becomes a DLPack tensor of the same memory, kept alive by the export.
 
 use alloc::format;
-use alloc::vec::Vec;
 use core::ffi::c_void;
 
 use candle_core::{CpuStorage, Storage, Tensor};
 
 use crate::access::Access;
 use crate::error::{AccessError, DispatchError, ValueRule};
+use crate::interop::small::Small;
 use crate::storage::TensorStorage;
 use crate::{DataType, Error, ExportBuilder, ManagedTensor};
 
@@ -156,22 +156,18 @@ impl ExportBuilder<CandleStorage> {
                 )));
             }
         }
-        let shape: Vec<i64> = layout.dims().iter().map(|&d| d as i64).collect();
-        let strides = (!layout.is_contiguous()).then(|| {
-            layout
-                .stride()
-                .iter()
-                .map(|&s| s as i64)
-                .collect::<Vec<i64>>()
-        });
+        let shape = Small::collect(layout.dims().iter().map(|&d| d as i64));
+        let strides = (!layout.is_contiguous())
+            .then(|| Small::collect(layout.stride().iter().map(|&s| s as i64)));
         let storage = CandleStorage {
             tensor,
             base,
             bytes,
         };
-        let export = ExportBuilder::new(storage, dtype, &shape).byte_offset(offset_bits / 8);
+        let export =
+            ExportBuilder::new(storage, dtype, shape.as_slice()).byte_offset(offset_bits / 8);
         Ok(match strides {
-            Some(strides) => export.strides(&strides),
+            Some(strides) => export.strides(strides.as_slice()),
             None => export,
         })
     }

@@ -1,12 +1,12 @@
 //! Owned and shared ndarray arrays become DLPack tensors without a copy.
 
-use alloc::vec::Vec;
 use core::ffi::c_void;
 
 use ndarray::{ArrayBase, Dimension, OwnedArcRepr, OwnedRepr};
 
 use crate::access::Access;
 use crate::dtype::Element;
+use crate::interop::small::Small;
 use crate::storage::TensorStorage;
 use crate::{Error, ExportBuilder, ManagedTensor};
 
@@ -153,8 +153,8 @@ where
         let offset = (storage.below_first * size_of::<S::Elem>()) as u64;
         let standard = storage.array.is_standard_layout();
         let strides =
-            (!standard).then(|| to_i64(storage.array.strides().iter().map(|&s| s as i64)));
-        let shape = to_i64(storage.array.shape().iter().map(|&e| e as i64));
+            (!standard).then(|| Small::collect(storage.array.strides().iter().map(|&s| s as i64)));
+        let shape = Small::collect(storage.array.shape().iter().map(|&e| e as i64));
         let builder = ExportBuilder::new(storage, <S::Elem as Element>::DTYPE, shape.as_slice())
             .byte_offset(offset);
         match strides {
@@ -162,34 +162,6 @@ where
             None => builder,
             Some(strides) => builder.strides(strides.as_slice()),
         }
-    }
-}
-
-/// Up to eight `i64`s on the stack, more on the heap.
-enum Small {
-    Inline(usize, [i64; 8]),
-    Heap(Vec<i64>),
-}
-
-impl Small {
-    fn as_slice(&self) -> &[i64] {
-        match self {
-            Self::Inline(n, buf) => &buf[..*n],
-            Self::Heap(v) => v,
-        }
-    }
-}
-
-fn to_i64(values: impl ExactSizeIterator<Item = i64>) -> Small {
-    let n = values.len();
-    if n <= 8 {
-        let mut buf = [0; 8];
-        for (slot, v) in buf.iter_mut().zip(values) {
-            *slot = v;
-        }
-        Small::Inline(n, buf)
-    } else {
-        Small::Heap(values.collect())
     }
 }
 
