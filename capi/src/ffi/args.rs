@@ -11,7 +11,8 @@ use dlport_core::{CopyPolicy, Device, ImportOptions, ManagedTensor, Registry};
 
 use crate::cabi::{DlportCopy, DlportLayout};
 
-use super::*;
+use super::status::{Failure, arg};
+use super::tracker::refuse_released;
 
 pub(crate) fn out_ptr<T>(out: *mut T, name: &str) -> Result<NonNull<T>, Failure> {
     NonNull::new(out).ok_or_else(|| {

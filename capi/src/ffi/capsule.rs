@@ -5,7 +5,8 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 use std::ptr::{NonNull, null_mut};
 use std::sync::OnceLock;
 
-use super::*;
+use super::status::entry;
+use super::tracker::release_any;
 
 // ── PyCapsule destructor ──
 

@@ -10,7 +10,12 @@ use dlport_core::{CopyPolicy, Device, ExportOptions, ImportOptions, ManagedTenso
 
 use crate::cabi::DlportCopy;
 
-use super::*;
+use super::args::{
+    DlportImportOptions, alloc_limit, copy_arg, device_arg, import_options, out_ptr, registry, take,
+};
+use super::handle::DlportTensor;
+use super::status::{Failure, arg, entry};
+use super::tracker::{give, release_any};
 
 /// Calls a managed tensor's deleter (NULL is ignored).
 ///

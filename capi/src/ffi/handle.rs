@@ -7,7 +7,9 @@ use dlport_core::backend::DeviceField;
 use dlport_core::error::LayoutError;
 use dlport_core::{DataType, Device, Error, Tensor};
 
-use super::*;
+use super::args::{alloc_limit, c_string, out_ptr, registry, to_json};
+use super::library::Description;
+use super::status::{arg, entry};
 
 /// A backend tensor held by C code. Free with `dlport_tensor_free`.
 pub struct DlportTensor(pub(crate) Tensor);

@@ -9,7 +9,9 @@ use dlport_core::error::LayoutError;
 use dlport_core::layout::TensorInfo;
 use dlport_core::{Error, TensorRef};
 
-use super::*;
+use super::args::{ALLOC_LIMIT, alloc_limit, c_string, out_ptr, registry, to_json};
+use super::status::{Failure, entry, last_error_message};
+use super::tracker::{EXPORTED, RELEASED, refuse_released};
 
 /// The library version (the crate's, e.g. "0.1.0"), a static NUL-terminated string.
 ///

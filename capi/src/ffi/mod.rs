@@ -30,9 +30,10 @@ mod capsule;
 // and C plugins.
 mod plugin;
 
-pub(crate) use args::*;
-pub(crate) use status::*;
-pub(crate) use tracker::*;
+// For `share`, the other room of entries.
+pub(crate) use args::{alloc_limit, copy_arg, out_ptr, take};
+pub(crate) use status::{Failure, arg, entry};
+pub(crate) use tracker::give;
 
 pub use crate::cabi::{DLPORT_INVALID_ARGUMENT, DLPORT_OK, DLPORT_PANIC, DlportCopy, DlportLayout};
 pub use args::DlportImportOptions;

@@ -5,7 +5,8 @@ use std::ffi::{CStr, c_char, c_int};
 
 use dlport_native::plugin::{DlportPlugin, PluginBackend};
 
-use super::*;
+use super::args::{c_string, out_ptr, to_json};
+use super::status::{Failure, arg, entry};
 
 // The plugin interface's constants, for the header: cbindgen emits the constants of this crate
 // alone, so they are written again here, equal to dlport-native's (checked when compiling).

@@ -14,7 +14,7 @@ use std::sync::{Mutex, MutexGuard};
 use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor, RawManaged};
 use dlport_core::{DataType, Device, ManagedTensor};
 
-use super::*;
+use super::status::{Failure, arg, run};
 
 /// Counts the DLPack tensors this C ABI handed out and how many consumers released.
 pub(crate) static EXPORTED: AtomicU64 = AtomicU64::new(0);

@@ -7,7 +7,9 @@ use dlport_core::abi::{DLManagedTensorVersioned, DLPackVersion, DLTensor, Device
 use dlport_core::error::LayoutError;
 use dlport_core::{DataType, Device, Error, ManagedTensor};
 
-use super::*;
+use super::args::out_ptr;
+use super::status::entry;
+use super::tracker::give;
 
 /// The release callback of `dlport_wrap`: called exactly once, with the `ctx` given to
 /// `dlport_wrap`, when nobody uses the memory any more (or at once when `dlport_wrap` fails). It
