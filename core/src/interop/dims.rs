@@ -1,15 +1,18 @@
-//! Shape and strides of a host tensor as `usize`s, for adapters whose views take absolute
-//! strides from the lowest element, and the checks they share.
+//! Shape and strides of a host tensor as ndarray's `usize` dimensions, for its views, which take
+//! absolute strides from the lowest element, and the checks they share.
+
+use ndarray::{Dimension, IxDyn};
 
 use super::small::Small;
 use crate::dtype::Element;
 use crate::error::AccessError;
 use crate::{Error, TensorRef};
 
-/// Extents and absolute strides (in elements), and which strides are negative.
+/// Extents and absolute strides (in elements), as ndarray's dimensions (so a view takes them
+/// without another copy), and which strides are negative.
 pub(crate) struct Dims {
-    extents: Small<usize>,
-    strides: Small<usize>,
+    extents: IxDyn,
+    strides: IxDyn,
     /// Bit `i`: axis `i`'s stride is negative (DLPack allows at most 64 axes).
     negative: u64,
     empty: bool,
@@ -24,22 +27,22 @@ impl Dims {
         let shape = view.shape();
         let empty = view.numel() == 0;
         let mut negative = 0u64;
-        let strides = Small::collect_n(
-            shape.len(),
-            view.strides().enumerate().map(|(axis, s)| {
-                if s < 0 && shape[axis] > 1 {
-                    negative |= 1 << axis;
-                }
-                // An axis of extent 1 reaches nothing, whatever its stride says.
-                if shape[axis] > 1 && !empty {
-                    s.unsigned_abs() as usize
-                } else {
-                    0
-                }
-            }),
-        );
+        let mut extents = IxDyn::zeros(shape.len());
+        let mut strides = IxDyn::zeros(shape.len());
+        let slots = extents.slice_mut().iter_mut().zip(strides.slice_mut());
+        for (axis, ((extent, stride), s)) in slots.zip(view.strides()).enumerate() {
+            let e = shape[axis];
+            *extent = e as usize;
+            if s < 0 && e > 1 {
+                negative |= 1 << axis;
+            }
+            // An axis of extent 1 reaches nothing, whatever its stride says.
+            if e > 1 && !empty {
+                *stride = s.unsigned_abs() as usize;
+            }
+        }
         Self {
-            extents: Small::collect_n(shape.len(), shape.iter().map(|&e| e as usize)),
+            extents,
             strides,
             negative,
             empty,
@@ -47,11 +50,21 @@ impl Dims {
     }
 
     pub(crate) fn extents(&self) -> &[usize] {
-        self.extents.as_slice()
+        self.extents.slice()
     }
 
     pub(crate) fn abs_strides(&self) -> &[usize] {
-        self.strides.as_slice()
+        self.strides.slice()
+    }
+
+    /// Extents and absolute strides as ndarray's own dimensions, moved out.
+    pub(crate) fn into_ix(self) -> (IxDyn, IxDyn) {
+        (self.extents, self.strides)
+    }
+
+    /// Bit `i`: axis `i`'s stride is negative.
+    pub(crate) fn negative(&self) -> u64 {
+        self.negative
     }
 
     pub(crate) fn is_empty(&self) -> bool {

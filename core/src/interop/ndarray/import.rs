@@ -4,7 +4,7 @@
 use alloc::format;
 use core::ptr::NonNull;
 
-use ndarray::{ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder};
+use ndarray::{ArrayBase, ArrayViewD, ArrayViewMutD, Axis, IxDyn, RawData, ShapeBuilder};
 
 use super::super::dims::{Dims, host_elements, non_overlapping};
 use crate::dtype::Element;
@@ -27,27 +27,27 @@ fn plan<T: Element>(view: &TensorRef<'_>) -> Result<(Plan, *mut T), Error> {
 }
 
 impl Plan {
-    /// The pointer ndarray starts from: the lowest element (dangling for an empty tensor).
-    fn low<T>(&self, first: *mut T) -> *mut T {
-        if self.dims.is_empty() {
-            NonNull::dangling().as_ptr()
-        } else {
-            first.wrapping_sub(self.below_first)
-        }
-    }
-
-    fn shape(&self) -> ndarray::StrideShape<IxDyn> {
-        let shape = IxDyn(self.dims.extents());
-        if self.dims.is_empty() {
+    /// The plan taken apart for a view: its shape and absolute strides (moved, not copied), the
+    /// pointer to the lowest element, and the axes to flip (bit `i`: axis `i`).
+    fn into_parts<T>(self, first: *mut T) -> (ndarray::StrideShape<IxDyn>, *mut T, u64) {
+        let empty = self.dims.is_empty();
+        let negative = self.dims.negative();
+        let (extents, strides) = self.dims.into_ix();
+        if empty {
             // No element is reached: ndarray's own compact strides are as good as any.
-            shape.into()
+            (extents.into(), NonNull::dangling().as_ptr(), negative)
         } else {
-            shape.strides(IxDyn(self.dims.abs_strides()))
+            let low = first.wrapping_sub(self.below_first);
+            (extents.strides(strides), low, negative)
         }
     }
+}
 
-    fn negative_axes(&self) -> impl Iterator<Item = Axis> + '_ {
-        self.dims.negative_axes().map(Axis)
+/// Flips the axes whose DLPack stride is negative (bit `i`: axis `i`).
+fn flip<S: RawData>(array: &mut ArrayBase<S, IxDyn>, mut negative: u64) {
+    while negative != 0 {
+        array.invert_axis(Axis(negative.trailing_zeros() as usize));
+        negative &= negative - 1;
     }
 }
 
@@ -70,16 +70,15 @@ impl<'a> TensorRef<'a> {
     /// ```
     pub fn as_ndarray<T: Element>(&self) -> Result<ArrayViewD<'a, T>, Error> {
         let (plan, first) = plan::<T>(self)?;
+        let (shape, low, negative) = plan.into_parts(first);
         // SAFETY: `host_elements` checked the memory is host-readable, of type T and aligned;
         // validation proved every element the shape and strides reach lies in
         // `[data + byte_offset + span.lo, + span.hi)`, inside the address space, so from the
-        // lowest element (`low`) the absolute strides reach only those elements, and the span
+        // lowest element (`low`, from `into_parts`) the absolute strides reach only those elements, and the span
         // fits in isize; strides are non-negative; the TensorRef's contract keeps the bytes
         // alive and readable for 'a. An empty tensor starts from an aligned dangling pointer.
-        let mut array = unsafe { ArrayViewD::from_shape_ptr(plan.shape(), plan.low(first)) };
-        for axis in plan.negative_axes() {
-            array.invert_axis(axis);
-        }
+        let mut array = unsafe { ArrayViewD::from_shape_ptr(shape, low) };
+        flip(&mut array, negative);
         Ok(array)
     }
 }
@@ -149,15 +148,14 @@ impl ManagedTensor {
                 &format!("{:?} (shape {:?})", view.raw_strides(), view.shape()),
             )));
         }
+        let (shape, low, negative) = plan.into_parts(first);
         // SAFETY: as in `as_ndarray` for the reach of the pointer; in addition the tensor is
         // exclusive (checked above: nobody else reads or writes its bytes while `self` lives,
         // and `&mut self` makes this the only borrow through it), not read-only, and no two
         // indices reach one element (`non_overlapping`), so the view aliases nothing. The
         // pointer is derived from the producer's `data`, keeping its provenance for writes.
-        let mut array = unsafe { ArrayViewMutD::from_shape_ptr(plan.shape(), plan.low(first)) };
-        for axis in plan.negative_axes() {
-            array.invert_axis(axis);
-        }
+        let mut array = unsafe { ArrayViewMutD::from_shape_ptr(shape, low) };
+        flip(&mut array, negative);
         Ok(array)
     }
 }
