@@ -5,9 +5,9 @@
 //!
 //! Export: a fresh container (made outside the timing) → a DLPack tensor → released (the
 //! container dropped by the deleter). One container is made per timed export
-//! (`BatchSize::PerIteration`): with a batch of thousands made first, the time is that of
-//! freeing their 12-16 KiB buffers in a heap fragmented by the batch, which doubles from one
-//! run to the next for both libraries alike. Import: a foreign tensor (`import_export::Producer`: a
+//! (`BatchSize::PerIteration`): with a batch of thousands made first, the time would be that of
+//! freeing their 12-16 KiB buffers in a heap the batch fragments, which varies from run to run
+//! for both libraries alike (BENCHMARKS.md, "Adapters"). Import: a foreign tensor (`import_export::Producer`: a
 //! reusable versioned header whose deleter only counts) → validated → the adapter's container or view → released.
 
 use std::hint::black_box;
