@@ -40,6 +40,8 @@ mod options;
 #[cfg(feature = "alloc")]
 mod registry;
 #[cfg(feature = "alloc")]
+mod small;
+#[cfg(feature = "alloc")]
 mod storage;
 #[cfg(feature = "alloc")]
 mod tensor;

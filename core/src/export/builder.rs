@@ -15,6 +15,7 @@ use crate::layout;
 use crate::managed::ManagedTensor;
 
 use super::block::{Dims, Header, NewBlock, tensor_at};
+use crate::small::Small;
 use crate::storage::TensorStorage;
 
 /// Builds an exported tensor from owned storage: a DLPack tensor whose deleter drops the
@@ -39,8 +40,8 @@ use crate::storage::TensorStorage;
 pub struct ExportBuilder<S: TensorStorage> {
     storage: S,
     dtype: DataType,
-    shape: Shape,
-    strides: Option<Vec<i64>>,
+    shape: Small<i64>,
+    strides: Option<Small<i64>>,
     byte_offset: u64,
     flags: u64,
     /// The size of the vector's element for [`from_vec`](ExportBuilder::from_vec), so that
@@ -62,11 +63,23 @@ impl<S: TensorStorage> ExportBuilder<S> {
     /// Exports `storage` as `dtype` with `shape`. The storage's size is checked at build time.
     #[inline]
     pub fn new(storage: S, dtype: DataType, shape: &[i64]) -> Self {
+        Self::with_dims(storage, dtype, Small::from_slice(shape), None)
+    }
+
+    /// As [`new`](Self::new) with [`strides`](Self::strides), for the adapters: the shape and
+    /// strides they collected from their container, taken without another copy.
+    #[inline]
+    pub(crate) fn with_dims(
+        storage: S,
+        dtype: DataType,
+        shape: Small<i64>,
+        strides: Option<Small<i64>>,
+    ) -> Self {
         Self {
             storage,
             dtype,
-            shape: Shape::new(shape),
-            strides: None,
+            shape,
+            strides,
             byte_offset: 0,
             flags: 0,
             elem_size: 0,
@@ -77,7 +90,7 @@ impl<S: TensorStorage> ExportBuilder<S> {
     /// DLPack 1.2+ requires).
     #[inline]
     pub fn strides(mut self, strides: &[i64]) -> Self {
-        self.strides = Some(strides.to_vec());
+        self.strides = Some(Small::from_slice(strides));
         self
     }
 
@@ -226,7 +239,7 @@ impl<S: TensorStorage> ExportBuilder<S> {
                 let checked = strides_slow(
                     dtype,
                     shape,
-                    strides.as_deref(),
+                    strides.as_ref().map(Small::as_slice),
                     stride_half,
                     byte_offset,
                     flags,
@@ -277,42 +290,6 @@ impl<S: TensorStorage> ExportBuilder<S> {
         // construction (the metadata passed `validate_metadata`'s rules above, the pointer the
         // address rule); `access` is the storage's own promise.
         Ok(unsafe { ManagedTensor::from_raw_validated(raw, layout, access) })
-    }
-}
-
-/// The shape a builder was given: inline up to eight dimensions.
-#[derive(Clone, Debug)]
-enum Shape {
-    Inline { ndim: u8, buf: [i64; 8] },
-    Heap(Vec<i64>),
-}
-
-impl Shape {
-    #[inline(always)]
-    fn new(shape: &[i64]) -> Self {
-        if shape.len() <= 8 {
-            Self::Inline {
-                ndim: shape.len() as u8,
-                buf: core::array::from_fn(|i| shape.get(i).copied().unwrap_or(0)),
-            }
-        } else {
-            Self::Heap(shape.to_vec())
-        }
-    }
-
-    #[inline(always)]
-    fn as_slice(&self) -> &[i64] {
-        match self {
-            Self::Inline { ndim, buf } => &buf[..usize::from(*ndim)],
-            Self::Heap(v) => v,
-        }
-    }
-
-    fn as_mut_slice(&mut self) -> &mut [i64] {
-        match self {
-            Self::Inline { ndim, buf } => &mut buf[..usize::from(*ndim)],
-            Self::Heap(v) => v,
-        }
     }
 }
 

@@ -3,9 +3,9 @@
 
 use ndarray::{Dimension, IxDyn};
 
-use super::small::Small;
 use crate::dtype::Element;
 use crate::error::AccessError;
+use crate::small::Small;
 use crate::{Error, TensorRef};
 
 /// Extents and absolute strides (in elements), as ndarray's dimensions (so a view takes them

@@ -13,5 +13,3 @@ pub mod image;
 #[cfg(feature = "ndarray")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
 pub mod ndarray;
-#[cfg(any(feature = "ndarray", feature = "candle"))]
-mod small;

@@ -7,7 +7,7 @@ use candle_core::{CpuStorage, Storage, Tensor};
 
 use crate::access::Access;
 use crate::error::{AccessError, DispatchError, ValueRule};
-use crate::interop::small::Small;
+use crate::small::Small;
 use crate::storage::TensorStorage;
 use crate::{DataType, Error, ExportBuilder, ManagedTensor};
 
@@ -125,6 +125,7 @@ impl ExportBuilder<CandleStorage> {
     /// assert_eq!(t.as_slice::<u8>()?, [1, 2, 3, 4]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[inline]
     pub fn from_candle(tensor: Tensor) -> Result<Self, Error> {
         let dtype = dlpack_dtype(tensor.dtype())?;
         let (base, bytes) = {
@@ -164,12 +165,7 @@ impl ExportBuilder<CandleStorage> {
             base,
             bytes,
         };
-        let export =
-            ExportBuilder::new(storage, dtype, shape.as_slice()).byte_offset(offset_bits / 8);
-        Ok(match strides {
-            Some(strides) => export.strides(strides.as_slice()),
-            None => export,
-        })
+        Ok(ExportBuilder::with_dims(storage, dtype, shape, strides).byte_offset(offset_bits / 8))
     }
 }
 
@@ -177,6 +173,7 @@ impl TryFrom<Tensor> for ManagedTensor {
     type Error = Error;
 
     /// [`ExportBuilder::from_candle`], built as DLPack 1.3.
+    #[inline]
     fn try_from(tensor: Tensor) -> Result<Self, Error> {
         ExportBuilder::from_candle(tensor)?.build()
     }

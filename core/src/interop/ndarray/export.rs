@@ -6,7 +6,7 @@ use ndarray::{ArrayBase, Dimension, OwnedArcRepr, OwnedRepr};
 
 use crate::access::Access;
 use crate::dtype::Element;
-use crate::interop::small::Small;
+use crate::small::Small;
 use crate::storage::TensorStorage;
 use crate::{Error, ExportBuilder, ManagedTensor};
 
@@ -148,20 +148,17 @@ where
     /// assert_eq!(t.as_slice::<i32>()?, keep.as_slice().unwrap());
     /// # Ok::<(), dlport_core::Error>(())
     /// ```
+    #[inline]
     pub fn from_ndarray(array: ArrayBase<S, D>) -> Self {
         let storage = ArrayStorage::new(array);
         let offset = (storage.below_first * size_of::<S::Elem>()) as u64;
-        let standard = storage.array.is_standard_layout();
-        let strides =
-            (!standard).then(|| Small::collect(storage.array.strides().iter().map(|&s| s as i64)));
         let shape = Small::collect(storage.array.shape().iter().map(|&e| e as i64));
-        let builder = ExportBuilder::new(storage, <S::Elem as Element>::DTYPE, shape.as_slice())
-            .byte_offset(offset);
-        match strides {
-            // Compact row-major: the builder writes the strides itself, on its fast path.
-            None => builder,
-            Some(strides) => builder.strides(strides.as_slice()),
-        }
+        // Compact row-major arrays leave the strides to the builder, which writes them itself
+        // on its fast path.
+        let strides = (!storage.array.is_standard_layout())
+            .then(|| Small::collect(storage.array.strides().iter().map(|&s| s as i64)));
+        ExportBuilder::with_dims(storage, <S::Elem as Element>::DTYPE, shape, strides)
+            .byte_offset(offset)
     }
 }
 

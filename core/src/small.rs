@@ -1,6 +1,7 @@
-//! A short list of numbers (a shape, strides, axes) on the stack, for the adapters: most
-//! tensors have few axes, and a list that only passes through on its way into a builder or a
-//! check should not cost an allocation.
+//! A short list of numbers (a shape, strides, axes) on the stack: most tensors have few axes,
+//! and a list that only passes through on its way into a block or a check should not cost an
+//! allocation. The export builder keeps its shape and strides in it, and the adapters collect
+//! theirs into it.
 
 use alloc::vec::Vec;
 
@@ -8,6 +9,7 @@ use alloc::vec::Vec;
 const INLINE: usize = 8;
 
 /// Up to [`INLINE`] values on the stack, more on the heap.
+#[derive(Clone, Debug)]
 pub(crate) enum Small<T> {
     Inline(usize, [T; INLINE]),
     Heap(Vec<T>),
@@ -15,6 +17,7 @@ pub(crate) enum Small<T> {
 
 impl<T: Copy + Default> Small<T> {
     /// The first `n` values of `values` (`n` is at most their count).
+    #[inline]
     pub(crate) fn collect_n(n: usize, values: impl Iterator<Item = T>) -> Self {
         if n <= INLINE {
             let mut buf = [T::default(); INLINE];
@@ -28,10 +31,18 @@ impl<T: Copy + Default> Small<T> {
     }
 
     /// All of `values`.
+    #[inline]
     pub(crate) fn collect(values: impl ExactSizeIterator<Item = T>) -> Self {
         Self::collect_n(values.len(), values)
     }
 
+    /// A copy of `values`.
+    #[inline]
+    pub(crate) fn from_slice(values: &[T]) -> Self {
+        Self::collect(values.iter().copied())
+    }
+
+    #[inline]
     pub(crate) fn as_slice(&self) -> &[T] {
         match self {
             Self::Inline(n, buf) => &buf[..*n],
@@ -39,7 +50,7 @@ impl<T: Copy + Default> Small<T> {
         }
     }
 
-    #[cfg(feature = "ndarray")]
+    #[inline]
     pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
         match self {
             Self::Inline(n, buf) => &mut buf[..*n],
