@@ -1,9 +1,11 @@
 """The PyO3 argument path against the package's `from_dlpack`, in one run: a 16-element float32
 NumPy array taken by the example extension's `passthrough(x: DLPackTensor) -> DLPackTensor`
 (dlport-pyo3's extraction, then the result object), by `dlport.from_dlpack(a)`, and by
-`numpy.from_dlpack(a)`. Times are medians over rounds (rounds of the three calls alternate);
-instructions per call are counted by callgrind where valgrind is installed. Replaces (or
-appends) the section of BENCHMARKS.md.
+`numpy.from_dlpack(a)`. Every round times each call once, in an order that reverses from one
+round to the next; a ratio is the median over rounds of the call's time against
+`dlport.from_dlpack`'s in the same round, so that both sides of a ratio run at the same CPU
+speed (a shared machine's speed moves between rounds). Instructions per call are counted by
+callgrind where valgrind is installed. Replaces (or appends) the section of BENCHMARKS.md.
 
 Build both extensions with the same profile first, the release wheels (scripts/bench.sh):
   DLPORT_PY_FEATURES=bench bash scripts/python-build.sh --release
@@ -27,8 +29,9 @@ import sections  # this directory
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 QUICK = "--quick" in sys.argv
-ROUNDS = 7 if QUICK else 25
-CALLS = 2_000 if QUICK else 20_000
+ROUNDS = 20 if QUICK else 300
+CALLS = 2_000
+BASE = "`dlport.from_dlpack(a)`"
 HEADING = "## PyO3 argument path for a NumPy array vs the package's from_dlpack"
 
 SETUP = """
@@ -57,13 +60,17 @@ def per_call():
     times = {name: [] for name in fns}
     for f in fns.values():
         f()
+    order = list(fns.items())
     for _ in range(ROUNDS):
-        for name, f in fns.items():
+        for name, f in order:
             times[name].append(timeit.timeit(f, number=CALLS) / CALLS * 1e9)
+        order.reverse()
+    base = times[BASE]
     out = {}
     for name, v in times.items():
         q = statistics.quantiles(v, n=4)
-        out[name] = (statistics.median(v), q[0], q[2])
+        ratio = statistics.median(t / b for t, b in zip(v, base))
+        out[name] = (statistics.median(v), q[0], q[2], ratio)
     return out
 
 
@@ -75,8 +82,7 @@ def instructions(n=20_000):
 def main():
     times = per_call()
     counts = instructions() if shutil.which("valgrind") else {}
-    base_t = times["`dlport.from_dlpack(a)`"][0]
-    base_i = counts.get("`dlport.from_dlpack(a)`")
+    base_i = counts.get(BASE)
     lines = [
         HEADING,
         "",
@@ -84,8 +90,10 @@ def main():
         "DLPORT_EXT_FEATURES=dlpark scripts/python-extension-test.sh --release && "
         ".venv/bin/python bench/python/pyo3_args.py` "
         f"(Python {platform.python_version()}, NumPy {np.__version__}, dlport {dlport.__version__}; "
-        f"medians over {ROUNDS} rounds of {CALLS:,} calls, p25–p75 in parentheses, rounds "
-        "alternating; instructions per call by callgrind in the same run). The argument path is "
+        f"medians over {ROUNDS} rounds of {CALLS:,} calls each, p25–p75 in parentheses; each "
+        "round times every call once, in an order that reverses from round to round, and a ratio "
+        "is the median over rounds of the call's time against `dlport.from_dlpack`'s in the same "
+        "round; instructions per call by callgrind in the same run). The argument path is "
         "the example extension's `passthrough`: dlport-pyo3 takes the array as a `DLPackTensor` "
         "and returns it as the extension's `Tensor`, the same work as `dlport.from_dlpack(a)`; "
         "`take` is the argument alone (imported, validated, held, released), and `take_dlpark` "
@@ -95,10 +103,10 @@ def main():
         "| call | time | vs `dlport.from_dlpack` | instructions | vs `dlport.from_dlpack` |",
         "|---|---|---|---|---|",
     ]
-    for name, (med, lo, hi) in times.items():
+    for name, (med, lo, hi, ratio) in times.items():
         inst = counts.get(name)
         lines.append(
-            f"| {name} | {med:.0f} ns ({lo:.0f}–{hi:.0f}) | {med / base_t:.2f} × | "
+            f"| {name} | {med:.0f} ns ({lo:.0f}–{hi:.0f}) | {ratio:.2f} × | "
             + (f"{inst:,.0f} | {inst / base_i:.2f} × |" if inst is not None else "– | – |"))
     lines.append("")
     body = "\n".join(lines)

@@ -20,12 +20,9 @@ use crate::{PyTensor, import};
 /// As a return value it becomes a [`PyTensor`] (`dlport.Tensor` of this extension), a DLPack
 /// producer whose consumers (`numpy.from_dlpack`, `jax.dlpack.from_dlpack`, `torch.from_dlpack`)
 /// take the same memory without a copy.
+// The value of the Python object it becomes, so that returning it moves it once.
 #[derive(Clone, Debug)]
-pub struct DLPackTensor {
-    held: Held,
-    /// The device it presents (`__dlpack_device__`).
-    device: Device,
-}
+pub struct DLPackTensor(PyTensor);
 
 impl DLPackTensor {
     /// Imports `obj` (an object with `__dlpack__`, or a bare DLPack capsule) under core's
@@ -60,31 +57,25 @@ impl DLPackTensor {
     pub fn extract_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
         crate::ready(obj.py())?;
         import::take(obj, options, |held| {
-            Ok(Self::from_held(held, options.device))
+            Ok(Self(PyTensor::new(held, options.device)))
         })
-    }
-
-    /// A held tensor, presenting the device `requested` asked for (see `Held::presented`).
-    fn from_held(held: Held, requested: Option<Device>) -> Self {
-        let device = held.presented(requested);
-        Self { held, device }
     }
 
     /// The tensor: shape, strides, dtype, device and typed access to host memory
     /// (`tensor().view()`, `to_vec`).
     pub fn tensor(&self) -> &Tensor {
-        self.held.tensor()
+        self.0.tensor()
     }
 
     /// The tensor, owned.
     pub fn into_tensor(self) -> Tensor {
-        self.held.into_tensor()
+        self.0.into_held().into_tensor()
     }
 
     /// The device it presents (`__dlpack_device__`): the memory's own, except pinned or managed
     /// memory, which presents as `cpu` unless the import named its class.
     pub fn device(&self) -> Device {
-        self.device
+        self.0.device()
     }
 }
 
@@ -92,7 +83,7 @@ impl From<Tensor> for DLPackTensor {
     /// A dlport tensor (made by `Tensor::from_vec`, a backend's `allocate`, or taken from
     /// another `DLPackTensor`) to return to Python.
     fn from(tensor: Tensor) -> Self {
-        Self::from_held(Held::from_tensor(tensor), None)
+        Self(PyTensor::new(Held::from_tensor(tensor), None))
     }
 }
 
@@ -111,12 +102,12 @@ impl<'py> IntoPyObject<'py> for DLPackTensor {
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyTensor>> {
         crate::ready(py)?;
-        Bound::new(py, PyTensor::with_device(self.held, self.device))
+        Bound::new(py, self.0)
     }
 }
 
 impl From<DLPackTensor> for PyTensor {
     fn from(t: DLPackTensor) -> Self {
-        PyTensor::with_device(t.held, t.device)
+        t.0
     }
 }

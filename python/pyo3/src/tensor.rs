@@ -15,6 +15,7 @@ use crate::{args, capsule, exchange};
 // `freelist`: pyo3 keeps up to 64 dead objects for the next ones, so most imports neither
 // allocate nor track a new object (BENCHMARKS.md, "The Python package").
 #[pyclass(module = "dlport", name = "Tensor", frozen, weakref, freelist = 64)]
+#[derive(Clone, Debug)]
 pub struct PyTensor {
     held: Held,
     /// What `__dlpack_device__`, `device` and exports say (see [`Held::presented`]).
@@ -29,11 +30,6 @@ impl PyTensor {
         Self { held, device }
     }
 
-    /// Wraps a held tensor that presents `device`.
-    pub(crate) fn with_device(held: Held, device: Device) -> Self {
-        Self { held, device }
-    }
-
     /// The tensor.
     pub fn tensor(&self) -> &dlport_core::Tensor {
         self.held.tensor()
@@ -42,6 +38,11 @@ impl PyTensor {
     /// The held tensor.
     pub fn held(&self) -> &Held {
         &self.held
+    }
+
+    /// The held tensor, owned.
+    pub fn into_held(self) -> Held {
+        self.held
     }
 
     /// The device it presents.
