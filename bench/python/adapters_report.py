@@ -1,8 +1,11 @@
-"""Replaces (or appends) the adapters section of BENCHMARKS.md from criterion's estimates of
-`cargo bench -p dlport-bench --bench adapters --features adapters` (one run)."""
+"""Replaces (or appends) the adapters section of BENCHMARKS.md from one run of
+`cargo bench -p dlport-bench --bench adapters --features adapters`: criterion's estimates of
+each side's time, and the bench's paired ratios (`target/criterion/adapters-paired.json`)."""
 
 import json
 import pathlib
+import re
+import shutil
 import subprocess
 
 import sections  # this directory
@@ -24,6 +27,38 @@ def estimates():
     return out
 
 
+def paired():
+    """{group: row} of the bench's paired timing."""
+    path = CRIT / "adapters-paired.json"
+    return {r["group"]: r for r in json.loads(path.read_text())}
+
+
+PROFILE = ROOT / "target" / "release" / "profile_adapters"
+
+
+def callgrind_total(n, what):
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", str(PROFILE),
+           str(n), what]
+    err = subprocess.run(cmd, capture_output=True, text=True).stderr
+    return int(re.search(r"refs:\s+([\d,]+)", err).group(1).replace(",", ""))
+
+
+def per_op(what):
+    return (callgrind_total(20_000, what) - callgrind_total(10_000, what)) / 10_000
+
+
+def instructions():
+    """{crate: (dlport, dlpark)} instructions per export, the container's own cost taken out;
+    empty without valgrind or the profile driver."""
+    if not (shutil.which("valgrind") and PROFILE.exists()):
+        return {}
+    out = {}
+    for crate in ("ndarray", "image", "candle"):
+        none = per_op(f"{crate}-none")
+        out[crate] = (per_op(f"{crate}-dlport") - none, per_op(f"{crate}-dlpark") - none)
+    return out
+
+
 def fmt(t):
     v, lo, hi = t
     if v >= 10_000:
@@ -33,40 +68,66 @@ def fmt(t):
 
 def section():
     est = estimates()
+    pairs = paired()
     groups = sorted({g for g, _ in est if g.split(":")[0] in ("ndarray", "image", "candle")},
                     key=lambda g: (["ndarray", "image", "candle"].index(g.split(":")[0]), g))
     rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
+    some = next(iter(pairs.values()))
     lines = [
         HEADING,
         "",
-        "Command: `cargo bench -p dlport-bench --bench adapters --features adapters` (one run, "
-        f"criterion medians and 95% intervals; {rustc}), then "
-        "`python3 bench/python/adapters_report.py`. dlport keeps every check it makes elsewhere "
-        "(full validation on import, the storage-size and address checks on export). Export: "
-        "one fresh container per timed export, made outside the timing → a DLPack tensor → "
-        "released (the deleter drops the container). Import: a foreign versioned tensor → "
-        "validated → the adapter's view or container → released. Goal: ≤ 1.0 × dlpark. On this "
-        "shared 2-core machine a row's median moves by about 10 % from one run to the next (the "
-        "CPU's two speeds), so rows whose intervals overlap are ties. Where they differ: the "
-        "copies (candle's import: one copy in dlport, two in dlpark) and the checks (dlport's "
-        "export builder checks the layout, the storage size and the address range, which is "
-        "what puts the ndarray export above dlpark's, 532 against 499 instructions per export, "
-        "while dlport allocates once and dlpark twice). dlpark has no row where it refuses the input: negative strides "
-        "(ndarray import), `ArcArray`s (ndarray export) and strided images (image import, a copy "
-        "in dlport) are dlport's alone and not timed against it.",
+        "Command: `cargo bench -p dlport-bench --bench adapters --features adapters` (one run; "
+        f"{rustc}), then `cargo build --release -p dlport-bench --features adapters --bin "
+        "profile_adapters` and `python3 bench/python/adapters_report.py`. dlport keeps every check it "
+        "makes elsewhere (full validation on import, the storage-size and address checks on "
+        "export). Export: one fresh container per timed export, made outside the timing → a "
+        "DLPack tensor → released (the deleter drops the container). Import: a foreign "
+        "versioned tensor → validated → the adapter's view or container → released. Goal: "
+        "≤ 1.0 × dlpark.",
         "",
-        "| what | dlport | dlpark 0.10 | ratio | goal |",
+        "Each row is timed twice in the run. The times are criterion's (medians and 95% "
+        "intervals), each side measured on its own. The ratio is the paired one: the bench "
+        f"alternates the two sides in rounds of {some['ops_per_round']} operations each (the order "
+        "reversing every round, up to 2,000 rounds or 3 s a row) and gives the median over rounds "
+        "of dlport's time against dlpark's in the same round, with its quartiles. This shared "
+        "machine's CPU changes speed between criterion's measurements of the two sides, which "
+        "moves a ratio of criterion's medians by about 10 % from run to run; within a round both "
+        "sides run at the same speed.",
+        "",
+        "Where they differ: the copies (candle's import: one copy in dlport, two in dlpark), and "
+        "the allocations (an export is one allocation in dlport, two in dlpark). dlpark has no "
+        "row where it refuses the input: negative strides (ndarray import), `ArcArray`s (ndarray "
+        "export) and strided images (image import, a copy in dlport) are dlport's alone and not "
+        "timed against it.",
+        "",
+        "| what | dlport | dlpark 0.10 | ratio (paired) [p25, p75] | goal |",
         "|---|---|---|---|---|",
     ]
     for g in groups:
         fns = {f: t for (gg, f), t in est.items() if gg == g}
         ours = next((t for f, t in fns.items() if f.startswith("dlport")), None)
         peer = next((t for f, t in fns.items() if f.startswith("dlpark")), None)
-        if ours is None or peer is None:
+        pair = pairs.get(g)
+        if ours is None or peer is None or pair is None:
             continue
-        ratio = ours[0] / peer[0]
+        ratio = pair["ratio"]
         mark = "✅" if ratio <= 1.0 else "❌"
-        lines.append(f"| {g} | {fmt(ours)} | {fmt(peer)} | {ratio:.2f} × | ≤ 1.0 {mark} |")
+        lines.append(f"| {g} | {fmt(ours)} | {fmt(peer)} | {ratio:.2f} × "
+                     f"[{pair['ratio_p25']:.2f}, {pair['ratio_p75']:.2f}] | ≤ 1.0 {mark} |")
+    counts = instructions()
+    if counts:
+        lines += [
+            "",
+            "Instructions per export, counted by callgrind in `profile_adapters` (a 4×4 "
+            "`Array2<f32>`, a 64×64 `Rgb<u8>` image, a clone of a 64×64 f32 candle tensor; each "
+            "export released, malloc and free included, the container's own making and dropping "
+            "taken out):",
+            "",
+            "| export | dlport | dlpark 0.10 | ratio |",
+            "|---|---|---|---|",
+        ]
+        for crate, (ours, peer) in counts.items():
+            lines.append(f"| {crate} | {ours:,.0f} | {peer:,.0f} | {ours / peer:.2f} × |")
     return "\n".join(lines) + "\n"
 
 

@@ -20,7 +20,6 @@ impl<T: Element> ExportBuilder<Vec<T>> {
     /// assert_eq!((t.view().shape(), t.view().dtype()), (&[2i64, 3, 1][..], DataType::UINT16));
     /// # Ok::<(), dlport_core::Error>(())
     /// ```
-    #[inline]
     pub fn from_image<P>(image: ImageBuffer<P, Vec<T>>) -> Self
     where
         P: Pixel<Subpixel = T>,
