@@ -12,11 +12,11 @@
 //! released.
 //!
 //! Each row is timed twice: by criterion, each side on its own (times and intervals), and by
-//! [`Paired`], which alternates the two sides in short rounds and takes the median of their
-//! per-round ratio. A shared machine's CPU changes speed between criterion's measurements of
-//! the two sides; within one short round both sides run at the same speed, so the paired ratio
-//! is the one the report compares with the goal. It is written to
-//! `target/criterion/adapters-paired.json`.
+//! [`paired`], which alternates the two sides in short rounds and takes the median of their
+//! per-round ratio, in a process of its own for each row (a fresh heap). A shared machine's
+//! CPU changes speed between criterion's measurements of the two sides; within one short round
+//! both sides run at the same speed, so the paired ratio is the one the report compares with
+//! the goal. It is written to `target/criterion/adapters-paired.json`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -46,13 +46,12 @@ unsafe fn dlpark_in(p: *mut DLManagedTensorVersioned) -> dlpark::versioned::Dlpa
     unsafe { dlpark::versioned::Dlpack::from_raw(black_box(p).cast::<ParkVersioned>()) }.unwrap()
 }
 
-fn ndarray(c: &mut Criterion, paired: &mut Paired) {
+fn ndarray(run: &mut Run) {
     use dlpark::allocation::dynamic::Initialized;
     use ndarray::{Array2, ArrayViewD};
 
     row(
-        c,
-        paired,
+        run,
         "ndarray: export Array2<f32> 64×64 → DLPack → release",
         Setup::PerOp(&|| Array2::<f32>::zeros((64, 64))),
         ("dlport", &|a| {
@@ -68,8 +67,7 @@ fn ndarray(c: &mut Criterion, paired: &mut Paired) {
     let mut foreign = Producer::with(DataType::FLOAT32, &[64, 64], 0.0f32);
     let p = foreign.ptr();
     row(
-        c,
-        paired,
+        run,
         "ndarray: import f32 64×64 → ArrayViewD → release",
         Setup::Batched(&|| ()),
         ("dlport", &|()| {
@@ -88,13 +86,12 @@ fn ndarray(c: &mut Criterion, paired: &mut Paired) {
     );
 }
 
-fn image(c: &mut Criterion, paired: &mut Paired) {
+fn image(run: &mut Run) {
     use dlpark::allocation::fixed::Initialized;
     use image::{ImageBuffer, Rgb};
 
     row(
-        c,
-        paired,
+        run,
         "image: export Rgb<u8> 64×64 → DLPack → release",
         Setup::PerOp(&|| ImageBuffer::<Rgb<u8>, Vec<u8>>::new(64, 64)),
         ("dlport", &|img| {
@@ -110,8 +107,7 @@ fn image(c: &mut Criterion, paired: &mut Paired) {
     let mut foreign = Producer::with(DataType::UINT8, &[64, 64, 3], 0u8);
     let p = foreign.ptr();
     row(
-        c,
-        paired,
+        run,
         "image: import u8 64×64×3 → ImageBuffer<Rgb<u8>, &[u8]> → release",
         Setup::Batched(&|| ()),
         ("dlport", &|()| {
@@ -130,15 +126,14 @@ fn image(c: &mut Criterion, paired: &mut Paired) {
     );
 }
 
-fn candle(c: &mut Criterion, paired: &mut Paired) {
+fn candle(run: &mut Run) {
     use candle_core::{Device as Cpu, Tensor};
     use dlpark::allocation::dynamic::Initialized;
 
     for side in [64usize, 512] {
         let x = Tensor::zeros((side, side), candle_core::DType::F32, &Cpu::Cpu).unwrap();
         row(
-            c,
-            paired,
+            run,
             &format!("candle: export Tensor f32 {side}×{side} → DLPack → release"),
             Setup::PerOp(&|| x.clone()),
             ("dlport", &|t| {
@@ -154,8 +149,7 @@ fn candle(c: &mut Criterion, paired: &mut Paired) {
         let mut foreign = Producer::with(DataType::FLOAT32, &[side as i64, side as i64], 0.0f32);
         let p = foreign.ptr();
         row(
-            c,
-            paired,
+            run,
             &format!("candle: import f32 {side}×{side} → Tensor (copies) → release"),
             Setup::Batched(&|| ()),
             ("dlport (one copy)", &|()| {
@@ -178,119 +172,156 @@ enum Setup<'a, I> {
     /// A fresh input per operation, made outside the timing; each operation is timed alone.
     PerOp(&'a dyn Fn() -> I),
     /// An input too cheap to count (`|| ()`), made inside the timing: operations are timed in
-    /// runs ([`Paired::OPS`] in a round).
+    /// runs ([`OPS`] in a round of the paired timing).
     Batched(&'a dyn Fn() -> I),
 }
 
 /// A side of a row: its name and one operation.
 type Side<'a, I> = (&'a str, &'a dyn Fn(I));
 
-/// Times one row: by criterion, each side on its own, then by [`Paired`].
-fn row<I>(
-    c: &mut Criterion,
-    paired: &mut Paired,
-    group: &str,
-    setup: Setup<'_, I>,
-    ours: Side<'_, I>,
-    peer: Side<'_, I>,
-) {
-    let mut g = c.benchmark_group(group);
-    for (name, op) in [ours, peer] {
-        g.bench_function(name, |b| match &setup {
-            Setup::PerOp(make) => b.iter_batched(make, op, BatchSize::PerIteration),
-            Setup::Batched(make) => b.iter(|| op(make())),
-        });
+/// How this process times the rows.
+enum Run {
+    /// Criterion, each side on its own, every row.
+    Criterion(Box<Criterion>),
+    /// The paired timing of row `row` alone ([`PAIRED_ROW`]); `seen` counts the rows passed.
+    Paired { row: usize, seen: usize },
+}
+
+/// The variable that makes a run of the bench time one row's pairs and print them as a JSON
+/// line: [`main`] runs each row's paired timing in a process of its own, so that every row
+/// starts from a fresh heap rather than the one criterion's runs leave (an export's release
+/// frees a 12-16 KiB buffer, whose cost depends on its neighbours in the heap).
+const PAIRED_ROW: &str = "DLPORT_ADAPTERS_PAIRED_ROW";
+
+/// Times one row, as `run` says.
+fn row<I>(run: &mut Run, group: &str, setup: Setup<'_, I>, ours: Side<'_, I>, peer: Side<'_, I>) {
+    match run {
+        Run::Criterion(c) => {
+            let mut g = c.benchmark_group(group);
+            for (name, op) in [ours, peer] {
+                g.bench_function(name, |b| match &setup {
+                    Setup::PerOp(make) => b.iter_batched(make, op, BatchSize::PerIteration),
+                    Setup::Batched(make) => b.iter(|| op(make())),
+                });
+            }
+            g.finish();
+        }
+        Run::Paired { row, seen } => {
+            if *row == *seen {
+                println!("{}", paired(group, &setup, [ours.1, peer.1]));
+            }
+            *seen += 1;
+        }
     }
-    g.finish();
-    paired.row(group, &setup, [ours.1, peer.1]);
 }
 
-/// The paired timing: rounds that time [`Self::OPS`] operations of one side, then of the other
-/// (the order reversing every round), until [`Self::ROUNDS`] rounds or [`Self::BUDGET`] have
-/// passed. A row's ratio is the median over rounds of dlport's time against dlpark's in the
-/// same round.
-#[derive(Default)]
-struct Paired {
-    rows: Vec<serde_json::Value>,
-}
+/// Rounds of a row's paired timing, at most.
+const ROUNDS: usize = 2_000;
+/// Operations of one side in a round.
+const OPS: usize = 32;
+/// Time a row's paired timing may take.
+const BUDGET: Duration = Duration::from_secs(3);
 
-impl Paired {
-    const OPS: usize = 32;
-    const ROUNDS: usize = 2_000;
-    const BUDGET: Duration = Duration::from_secs(3);
-
-    fn row<I>(&mut self, group: &str, setup: &Setup<'_, I>, ops: [&dyn Fn(I); 2]) {
-        let time = |op: &dyn Fn(I)| -> Duration {
-            match setup {
-                Setup::PerOp(make) => (0..Self::OPS)
-                    .map(|_| {
-                        let input = make();
-                        let start = Instant::now();
-                        op(input);
-                        start.elapsed()
-                    })
-                    .sum(),
-                Setup::Batched(make) => {
+/// The paired timing: rounds that time [`OPS`] operations of one side, then of the other (the
+/// order reversing every round), until [`ROUNDS`] rounds or [`BUDGET`] have passed. A row's
+/// ratio is the median over rounds of dlport's time against dlpark's in the same round.
+fn paired<I>(group: &str, setup: &Setup<'_, I>, ops: [&dyn Fn(I); 2]) -> serde_json::Value {
+    let time = |op: &dyn Fn(I)| -> Duration {
+        match setup {
+            Setup::PerOp(make) => (0..OPS)
+                .map(|_| {
+                    let input = make();
                     let start = Instant::now();
-                    for _ in 0..Self::OPS {
-                        op(make());
-                    }
+                    op(input);
                     start.elapsed()
+                })
+                .sum(),
+            Setup::Batched(make) => {
+                let start = Instant::now();
+                for _ in 0..OPS {
+                    op(make());
                 }
+                start.elapsed()
             }
+        }
+    };
+    // Warm-up: caches, branch predictors and the allocator's free lists, for both sides.
+    for op in ops {
+        time(op);
+    }
+    let (mut ours, mut peer, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let start = Instant::now();
+    for round in 0..ROUNDS {
+        if start.elapsed() > BUDGET {
+            break;
+        }
+        let (a, b) = if round % 2 == 0 {
+            let a = time(ops[0]);
+            (a, time(ops[1]))
+        } else {
+            let b = time(ops[1]);
+            (time(ops[0]), b)
         };
-        // Warm-up: caches, branch predictors and the allocator's free lists, for both sides.
-        for op in ops {
-            time(op);
-        }
-        let (mut ours, mut peer, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-        let start = Instant::now();
-        for round in 0..Self::ROUNDS {
-            if start.elapsed() > Self::BUDGET {
-                break;
-            }
-            let (a, b) = if round % 2 == 0 {
-                let a = time(ops[0]);
-                (a, time(ops[1]))
-            } else {
-                let b = time(ops[1]);
-                (time(ops[0]), b)
-            };
-            let per_op = |d: Duration| d.as_secs_f64() * 1e9 / Self::OPS as f64;
-            ours.push(per_op(a));
-            peer.push(per_op(b));
-            ratios.push(a.as_secs_f64() / b.as_secs_f64());
-        }
-        let rounds = ratios.len();
-        let [ratio_p25, ratio, ratio_p75] = quartiles(&mut ratios);
-        println!(
-            "{group}: paired ratio {ratio:.3} [{ratio_p25:.3}, {ratio_p75:.3}] ({rounds} rounds)"
-        );
-        self.rows.push(serde_json::json!({
-            "group": group,
-            "rounds": rounds,
-            "ops_per_round": Self::OPS,
-            "dlport_ns": quartiles(&mut ours)[1],
-            "dlpark_ns": quartiles(&mut peer)[1],
-            "ratio": ratio,
-            "ratio_p25": ratio_p25,
-            "ratio_p75": ratio_p75,
-        }));
+        let per_op = |d: Duration| d.as_secs_f64() * 1e9 / OPS as f64;
+        ours.push(per_op(a));
+        peer.push(per_op(b));
+        ratios.push(a.as_secs_f64() / b.as_secs_f64());
     }
+    let [ratio_p25, ratio, ratio_p75] = quartiles(&mut ratios);
+    serde_json::json!({
+        "group": group,
+        "rounds": ratios.len(),
+        "ops_per_round": OPS,
+        "dlport_ns": quartiles(&mut ours)[1],
+        "dlpark_ns": quartiles(&mut peer)[1],
+        "ratio": ratio,
+        "ratio_p25": ratio_p25,
+        "ratio_p75": ratio_p75,
+    })
+}
 
-    /// Writes `target/criterion/adapters-paired.json`, where criterion keeps its estimates.
-    fn write(&self) {
-        let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-            || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
-            std::path::PathBuf::from,
+/// Every row's paired timing, each in a new process of this bench, written to
+/// `target/criterion/adapters-paired.json` (where criterion keeps its estimates).
+fn paired_rows() {
+    let exe = std::env::current_exe().expect("the bench's own path");
+    let mut rows = Vec::new();
+    for row in 0.. {
+        let out = std::process::Command::new(&exe)
+            .env(PAIRED_ROW, row.to_string())
+            .output()
+            .expect("run the bench for one row's paired timing");
+        assert!(
+            out.status.success(),
+            "row {row}'s paired timing failed: {out:?}"
         );
-        let dir = target.join("criterion");
-        std::fs::create_dir_all(&dir).expect("create target/criterion");
-        let path = dir.join("adapters-paired.json");
-        std::fs::write(&path, serde_json::to_string_pretty(&self.rows).unwrap())
-            .expect("write adapters-paired.json");
-        println!("wrote {}", path.display());
+        let Some(line) = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .map(str::to_owned)
+        else {
+            break; // no row with this index: all were timed
+        };
+        let v: serde_json::Value = serde_json::from_str(&line).expect("a row's JSON line");
+        println!(
+            "{}: paired ratio {:.3} [{:.3}, {:.3}] ({} rounds, a process of its own)",
+            v["group"].as_str().unwrap_or("?"),
+            v["ratio"].as_f64().unwrap_or(f64::NAN),
+            v["ratio_p25"].as_f64().unwrap_or(f64::NAN),
+            v["ratio_p75"].as_f64().unwrap_or(f64::NAN),
+            v["rounds"],
+        );
+        rows.push(v);
     }
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
+        std::path::PathBuf::from,
+    );
+    let dir = target.join("criterion");
+    std::fs::create_dir_all(&dir).expect("create target/criterion");
+    let path = dir.join("adapters-paired.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&rows).unwrap())
+        .expect("write adapters-paired.json");
+    println!("wrote {}", path.display());
 }
 
 /// The 25th, 50th and 75th percentiles (nearest rank).
@@ -307,12 +338,25 @@ fn config() -> Criterion {
         .measurement_time(std::time::Duration::from_secs(2))
 }
 
+fn rows(run: &mut Run) {
+    ndarray(run);
+    image(run);
+    candle(run);
+}
+
 fn main() {
-    let mut c = config().configure_from_args();
-    let mut paired = Paired::default();
-    ndarray(&mut c, &mut paired);
-    image(&mut c, &mut paired);
-    candle(&mut c, &mut paired);
-    c.final_summary();
-    paired.write();
+    if let Some(row) = std::env::var_os(PAIRED_ROW) {
+        let row = row
+            .to_str()
+            .and_then(|r| r.parse().ok())
+            .expect("a row index");
+        rows(&mut Run::Paired { row, seen: 0 });
+        return;
+    }
+    paired_rows();
+    let mut run = Run::Criterion(Box::new(config().configure_from_args()));
+    rows(&mut run);
+    if let Run::Criterion(c) = run {
+        c.final_summary();
+    }
 }

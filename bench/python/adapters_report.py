@@ -86,13 +86,19 @@ def section():
         "≤ 1.0 × dlpark.",
         "",
         "Each row is timed twice in the run. The times are criterion's (medians and 95% "
-        "intervals), each side measured on its own. The ratio is the paired one: the bench "
-        f"alternates the two sides in rounds of {some['ops_per_round']} operations each (the order "
-        "reversing every round, up to 2,000 rounds or 3 s a row) and gives the median over rounds "
-        "of dlport's time against dlpark's in the same round, with its quartiles. This shared "
-        "machine's CPU changes speed between criterion's measurements of the two sides, which "
-        "moves a ratio of criterion's medians by about 10 % from run to run; within a round both "
-        "sides run at the same speed.",
+        "intervals), each side measured on its own. The ratio is the paired one: for each row "
+        "the bench starts a process of its own, which alternates the two sides in rounds of "
+        f"{some['ops_per_round']} operations each (the order reversing every round, up to 2,000 "
+        "rounds or 3 s a row), and gives the median over rounds of dlport's time against "
+        "dlpark's in the same round, with its quartiles. Two effects make a ratio of "
+        "criterion's medians move between runs on this shared machine, and the paired timing "
+        "removes both. The CPU changes speed between criterion's measurements of the two sides "
+        "(about 10 % on a row's ratio), while within a round both sides run at the same speed. "
+        "And an export's release frees the container's 12–16 KiB buffer, whose cost depends on "
+        "its neighbours in the heap: in the process criterion's runs had used, the image "
+        "export's paired ratio was 1.07–1.17, and in a fresh process with the same code 0.90–0.94 "
+        "(the instructions, below, are 0.74 ×). A fresh process is the heap both sides meet "
+        "alike.",
         "",
         "Where they differ: the copies (candle's import: one copy in dlport, two in dlpark), and "
         "the allocations (an export is one allocation in dlport, two in dlpark). dlpark has no "
