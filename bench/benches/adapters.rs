@@ -215,12 +215,16 @@ fn row<I>(run: &mut Run, group: &str, setup: Setup<'_, I>, ours: Side<'_, I>, pe
     }
 }
 
-/// Rounds of a row's paired timing, at most.
-const ROUNDS: usize = 2_000;
+/// Rounds of a row's paired timing in one process, at most.
+const ROUNDS: usize = 1_000;
 /// Operations of one side in a round.
 const OPS: usize = 32;
-/// Time a row's paired timing may take.
-const BUDGET: Duration = Duration::from_secs(3);
+/// Time a row's paired timing may take in one process.
+const BUDGET: Duration = Duration::from_secs(1);
+/// Processes that time each row's pairs. Where the heap and the stack lie differs from one
+/// process to the next, and a release's cost with it: the image export's ratio falls in one of
+/// two modes from run to run of the same binary. The row's ratio is the median over processes.
+const PROCESSES: usize = 7;
 
 /// The paired timing: rounds that time [`OPS`] operations of one side, then of the other (the
 /// order reversing every round), until [`ROUNDS`] rounds or [`BUDGET`] have passed. A row's
@@ -280,12 +284,11 @@ fn paired<I>(group: &str, setup: &Setup<'_, I>, ops: [&dyn Fn(I); 2]) -> serde_j
     })
 }
 
-/// Every row's paired timing, each in a new process of this bench, written to
+/// Every row's paired timing, each in [`PROCESSES`] new processes of this bench, written to
 /// `target/criterion/adapters-paired.json` (where criterion keeps its estimates).
 fn paired_rows() {
     let exe = std::env::current_exe().expect("the bench's own path");
-    let mut rows = Vec::new();
-    for row in 0.. {
+    let one = |row: usize| -> Option<serde_json::Value> {
         let out = std::process::Command::new(&exe)
             .env(PAIRED_ROW, row.to_string())
             .output()
@@ -294,23 +297,41 @@ fn paired_rows() {
             out.status.success(),
             "row {row}'s paired timing failed: {out:?}"
         );
-        let Some(line) = String::from_utf8_lossy(&out.stdout)
+        // No line: there is no row with this index.
+        let line = String::from_utf8_lossy(&out.stdout)
             .lines()
-            .last()
-            .map(str::to_owned)
-        else {
-            break; // no row with this index: all were timed
-        };
-        let v: serde_json::Value = serde_json::from_str(&line).expect("a row's JSON line");
-        println!(
-            "{}: paired ratio {:.3} [{:.3}, {:.3}] ({} rounds, a process of its own)",
-            v["group"].as_str().unwrap_or("?"),
-            v["ratio"].as_f64().unwrap_or(f64::NAN),
-            v["ratio_p25"].as_f64().unwrap_or(f64::NAN),
-            v["ratio_p75"].as_f64().unwrap_or(f64::NAN),
-            v["rounds"],
-        );
-        rows.push(v);
+            .last()?
+            .to_owned();
+        Some(serde_json::from_str(&line).expect("a row's JSON line"))
+    };
+    let number = |v: &serde_json::Value, key: &str| v[key].as_f64().unwrap_or(f64::NAN);
+    let mut rows = Vec::new();
+    for row in 0.. {
+        let Some(first) = one(row) else { break };
+        let mut runs = vec![first];
+        runs.extend((1..PROCESSES).map(|_| one(row).expect("the same row again")));
+        let median_of =
+            |key: &str| quartiles(&mut runs.iter().map(|v| number(v, key)).collect::<Vec<_>>())[1];
+        let ratios: Vec<f64> = runs.iter().map(|v| number(v, "ratio")).collect();
+        let (lo, hi) = ratios
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &r| {
+                (lo.min(r), hi.max(r))
+            });
+        let group = runs[0]["group"].as_str().unwrap_or("?").to_owned();
+        let ratio = median_of("ratio");
+        println!("{group}: paired ratio {ratio:.3}, {lo:.3}-{hi:.3} over {PROCESSES} processes");
+        rows.push(serde_json::json!({
+            "group": group,
+            "processes": PROCESSES,
+            "ops_per_round": OPS,
+            "dlport_ns": median_of("dlport_ns"),
+            "dlpark_ns": median_of("dlpark_ns"),
+            "ratio": ratio,
+            "ratio_min": lo,
+            "ratio_max": hi,
+            "runs": runs,
+        }));
     }
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
         || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
