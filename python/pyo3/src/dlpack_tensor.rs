@@ -19,10 +19,21 @@ use crate::{PyTensor, import};
 ///
 /// As a return value it becomes a [`PyTensor`] (`dlport.Tensor` of this extension), a DLPack
 /// producer whose consumers (`numpy.from_dlpack`, `jax.dlpack.from_dlpack`, `torch.from_dlpack`)
-/// take the same memory without a copy.
-// The value of the Python object it becomes, so that returning it moves it once.
-#[derive(Clone, Debug)]
-pub struct DLPackTensor(PyTensor);
+/// take the same memory without a copy. An extracted argument is that object already: returned,
+/// it is the same object, and `tensor()` reads it without the GIL.
+#[derive(Debug)]
+pub struct DLPackTensor(Inner);
+
+/// Where the tensor lives. Either is one pointer: pyo3 moves an argument and a result by value
+/// through its conversions, and a 168-byte value moved twice, right after it was written, costs
+/// more time than the object an import makes anyway (BENCHMARKS.md, "PyO3 argument path").
+#[derive(Debug)]
+enum Inner {
+    /// The `dlport.Tensor` an import made.
+    Object(Py<PyTensor>),
+    /// A tensor made in Rust (`From<Tensor>`), to become an object when returned.
+    Value(Box<PyTensor>),
+}
 
 impl DLPackTensor {
     /// Imports `obj` (an object with `__dlpack__`, or a bare DLPack capsule) under core's
@@ -54,28 +65,41 @@ impl DLPackTensor {
     ///     DLPackTensor::extract_with(x, &options)
     /// }
     /// ```
+    #[inline]
     pub fn extract_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
         crate::ready(obj.py())?;
         import::take(obj, options, |held| {
-            Ok(Self(PyTensor::new(held, options.device)))
+            let object = Bound::new(obj.py(), PyTensor::new(held, options.device))?;
+            Ok(Self(Inner::Object(object.unbind())))
         })
+    }
+
+    fn value(&self) -> &PyTensor {
+        match &self.0 {
+            Inner::Object(object) => object.get(),
+            Inner::Value(value) => value,
+        }
     }
 
     /// The tensor: shape, strides, dtype, device and typed access to host memory
     /// (`tensor().view()`, `to_vec`).
     pub fn tensor(&self) -> &Tensor {
-        self.0.tensor()
+        self.value().tensor()
     }
 
-    /// The tensor, owned.
+    /// The tensor, owned (a handle to the same memory: the Python object, if any, keeps its
+    /// own).
     pub fn into_tensor(self) -> Tensor {
-        self.0.into_held().into_tensor()
+        match self.0 {
+            Inner::Object(object) => object.get().tensor().clone(),
+            Inner::Value(value) => value.into_held().into_tensor(),
+        }
     }
 
     /// The device it presents (`__dlpack_device__`): the memory's own, except pinned or managed
     /// memory, which presents as `cpu` unless the import named its class.
     pub fn device(&self) -> Device {
-        self.0.device()
+        self.value().device()
     }
 }
 
@@ -83,13 +107,17 @@ impl From<Tensor> for DLPackTensor {
     /// A dlport tensor (made by `Tensor::from_vec`, a backend's `allocate`, or taken from
     /// another `DLPackTensor`) to return to Python.
     fn from(tensor: Tensor) -> Self {
-        Self(PyTensor::new(Held::from_tensor(tensor), None))
+        Self(Inner::Value(Box::new(PyTensor::new(
+            Held::from_tensor(tensor),
+            None,
+        ))))
     }
 }
 
 impl<'a, 'py> FromPyObject<'a, 'py> for DLPackTensor {
     type Error = PyErr;
 
+    #[inline]
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         Self::extract_with(&obj, &ImportOptions::default())
     }
@@ -100,14 +128,21 @@ impl<'py> IntoPyObject<'py> for DLPackTensor {
     type Output = Bound<'py, PyTensor>;
     type Error = PyErr;
 
+    #[inline]
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyTensor>> {
         crate::ready(py)?;
-        Bound::new(py, self.0)
+        match self.0 {
+            Inner::Object(object) => Ok(object.into_bound(py)),
+            Inner::Value(value) => Bound::new(py, *value),
+        }
     }
 }
 
 impl From<DLPackTensor> for PyTensor {
     fn from(t: DLPackTensor) -> Self {
-        t.0
+        match t.0 {
+            Inner::Object(object) => object.get().clone(),
+            Inner::Value(value) => *value,
+        }
     }
 }
