@@ -106,6 +106,15 @@ def section():
         "export) and strided images (image import, a copy in dlport) are dlport's alone and not "
         "timed against it.",
         "",
+        "The image export is the row over the goal: dlport runs 0.71 × dlpark's instructions "
+        "(below) but takes more time. dlpark exports an image through its fixed-dimension "
+        "builder; dlport through its one builder, as a `Vec` with a shape. The time is not in "
+        "the instructions, in cache misses (cachegrind simulates none in either loop) or in the "
+        "buffer's size: in a separate harness of the same per-operation timing, an ndarray "
+        "export of the same 12 KiB of `u8` was 0.83–0.87 × dlpark's ndarray export in 8 of 8 "
+        "processes, while the image export was about 0.92 × in some processes and about "
+        "1.15 × in others. What makes it bimodal is not found.",
+        "",
         "| what | dlport | dlpark 0.10 | ratio (paired) [lowest, highest process] | goal |",
         "|---|---|---|---|---|",
     ]
