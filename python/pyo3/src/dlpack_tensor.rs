@@ -65,7 +65,6 @@ impl DLPackTensor {
     ///     DLPackTensor::extract_with(x, &options)
     /// }
     /// ```
-    #[inline]
     pub fn extract_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
         crate::ready(obj.py())?;
         import::take(obj, options, |held| {
@@ -117,7 +116,6 @@ impl From<Tensor> for DLPackTensor {
 impl<'a, 'py> FromPyObject<'a, 'py> for DLPackTensor {
     type Error = PyErr;
 
-    #[inline]
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         Self::extract_with(&obj, &ImportOptions::default())
     }
