@@ -36,6 +36,10 @@ use crate::storage::TensorStorage;
 /// assert!(t.is_read_only());
 /// # Ok::<(), dlport_core::Error>(())
 /// ```
+// The builder is over 200 bytes (two inline dimension lists). Its constructors (the adapters'
+// included), its plain setters and `build` are `#[inline]`: a builder returned from a call that
+// is not inlined goes through memory, and the caller's wide loads of what the callee has just
+// stored stall the export.
 #[derive(Debug)]
 pub struct ExportBuilder<S: TensorStorage> {
     storage: S,

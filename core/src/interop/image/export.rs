@@ -20,6 +20,7 @@ impl<T: Element> ExportBuilder<Vec<T>> {
     /// assert_eq!((t.view().shape(), t.view().dtype()), (&[2i64, 3, 1][..], DataType::UINT16));
     /// # Ok::<(), dlport_core::Error>(())
     /// ```
+    #[inline]
     pub fn from_image<P>(image: ImageBuffer<P, Vec<T>>) -> Self
     where
         P: Pixel<Subpixel = T>,
@@ -42,6 +43,7 @@ where
     type Error = Error;
 
     /// [`ExportBuilder::from_image`], built as DLPack 1.3.
+    #[inline]
     fn try_from(image: ImageBuffer<P, Vec<P::Subpixel>>) -> Result<Self, Error> {
         ExportBuilder::from_image(image).build()
     }
