@@ -222,8 +222,8 @@ const OPS: usize = 32;
 /// Time a row's paired timing may take in one process.
 const BUDGET: Duration = Duration::from_secs(1);
 /// Processes that time each row's pairs. Where the heap and the stack lie differs from one
-/// process to the next, and a release's cost with it: the image export's ratio falls in one of
-/// two modes from run to run of the same binary. The row's ratio is the median over processes.
+/// process to the next, and an operation's time with it (by up to 1.6 × for the same binary).
+/// The row's ratio is the median over processes.
 const PROCESSES: usize = 7;
 
 /// The paired timing: rounds that time [`OPS`] operations of one side, then of the other (the

@@ -94,11 +94,9 @@ def section():
         "their lowest and highest. Two effects make a ratio of criterion's medians move between "
         "runs on this shared machine, and the paired timing removes both. The CPU changes speed "
         "between criterion's measurements of the two sides (about 10 % on a row's ratio), while "
-        "within a round both sides run at the same speed. And an export's release frees the "
-        "container's 12–16 KiB buffer, whose cost depends on where the heap and the stack lie: "
-        "the image export's ratio falls in one of two modes from process to process of the same "
-        "binary (about 0.9 and about 1.15 in this session's runs; 0.74 × in instructions, "
-        "below), and in the process criterion's runs had used it was 1.07–1.17.",
+        "within a round both sides run at the same speed. And a row's times move from process "
+        "to process of the same binary (by up to 1.6 ×, where the heap and the stack lie), "
+        "while its ratio moves much less: the processes' lowest and highest are in the table.",
         "",
         "Where they differ: the copies (candle's import: one copy in dlport, two in dlpark), and "
         "the allocations (an export is one allocation in dlport, two in dlpark). dlpark has no "
@@ -106,14 +104,16 @@ def section():
         "export) and strided images (image import, a copy in dlport) are dlport's alone and not "
         "timed against it.",
         "",
-        "The image export is the row over the goal: dlport runs 0.71 × dlpark's instructions "
-        "(below) but takes more time. dlpark exports an image through its fixed-dimension "
-        "builder; dlport through its one builder, as a `Vec` with a shape. The time is not in "
-        "the instructions, in cache misses (cachegrind simulates none in either loop) or in the "
-        "buffer's size: in a separate harness of the same per-operation timing, an ndarray "
-        "export of the same 12 KiB of `u8` was 0.83–0.87 × dlpark's ndarray export in 8 of 8 "
-        "processes, while the image export was about 0.92 × in some processes and about "
-        "1.15 × in others. What makes it bimodal is not found.",
+        "The image export is the row that had been over the goal (1.07 × [1.05, 1.16] at "
+        "845b62c, although dlport ran 0.71 × dlpark's instructions). Its constructor, "
+        "`ExportBuilder::from_image`, was the one adapter constructor without `#[inline]`, and "
+        "in the bench it was not inlined: it returned the builder (over 200 bytes: two inline "
+        "dimension lists) through memory, and the caller copied it at once with 16-byte loads of "
+        "what the callee had just stored in 8-byte stores. A load that spans several recent "
+        "stores cannot take its value from them and waits for them to reach the cache: a "
+        "store-forwarding stall, inferred from the code and from the fix (this virtual machine "
+        "offers no performance counters to count it). With `#[inline]` (c4478a4) the copy is "
+        "gone, and the row is below.",
         "",
         "| what | dlport | dlpark 0.10 | ratio (paired) [lowest, highest process] | goal |",
         "|---|---|---|---|---|",
