@@ -137,30 +137,21 @@ impl<'a> TensorRef<'a> {
         self.check_elements::<T>()?;
         // A broadcast (zero-stride) tensor can have far more elements than bytes behind it:
         // refuse what cannot be allocated instead of aborting.
-        let bytes = self
-            .layout
-            .numel
-            .saturating_mul(core::mem::size_of::<T>() as u64);
         let fail = Error::Backend(crate::error::BackendError::AllocationFailed {
-            bytes,
+            bytes: self
+                .layout
+                .numel
+                .saturating_mul(core::mem::size_of::<T>() as u64),
             align: core::mem::align_of::<T>(),
         });
         let count = usize::try_from(self.layout.numel).map_err(|_| fail.clone())?;
         let mut out = alloc::vec::Vec::new();
         out.try_reserve_exact(count).map_err(|_| fail)?;
-        let mut index = [0usize; crate::layout::MAX_NDIM];
-        let index = &mut index[..self.shape.len()];
-        for _ in 0..self.layout.numel {
-            out.push(self.get::<T>(index)?.unwrap_or_else(T::zeroed));
-            // Odometer increment, last axis fastest.
-            for axis in (0..index.len()).rev() {
-                index[axis] += 1;
-                if (index[axis] as i64) < self.shape[axis] {
-                    break;
-                }
-                index[axis] = 0;
-            }
-        }
+        out.resize(count, T::zeroed());
+        // Strided, broadcast or misaligned: the copy kernels gather in row-major order. `T` is
+        // the dtype's element (checked above), a whole number of bytes, so the vector's bytes
+        // are exactly the compact size.
+        self.copy_to_compact(bytemuck::cast_slice_mut(&mut out))?;
         Ok(out)
     }
 }

@@ -7,7 +7,6 @@ use candle_core::op::BackpropOp;
 use candle_core::{CpuStorage, Storage, Tensor};
 use half::{bf16, f16};
 
-use crate::dtype::Element;
 use crate::error::{AccessError, DispatchError, ValueRule};
 use crate::{DataType, Error, ManagedTensor, TensorRef};
 
@@ -17,21 +16,6 @@ const CANDLE_DTYPES: &ValueRule = &ValueRule {
                float64, float8_e4m3fn, float8_e8m0fnu, float4_e2m1fn, float6_e2m3fn, \
                float6_e3m2fn",
 };
-
-/// The elements of `src`, row-major, in a new vector: a plain copy of a compact tensor, the
-/// strided copy kernels otherwise. One pass over the source, one allocation.
-fn elements<T: Element>(src: &TensorRef<'_>) -> Result<Vec<T>, Error> {
-    match src.as_slice::<T>() {
-        Ok(slice) => Ok(slice.to_vec()),
-        // Strided (or misaligned): the copy kernels gather into a zeroed vector, which the
-        // allocator hands out as fresh zero pages, not a second pass.
-        Err(_) => {
-            let mut out = bytemuck::zeroed_vec::<T>(src.numel() as usize);
-            src.copy_to_compact(bytemuck::cast_slice_mut(&mut out))?;
-            Ok(out)
-        }
-    }
-}
 
 /// The bytes of `src`, compact and packed (sub-byte and byte-sized types candle stores as
 /// bytes).
@@ -74,15 +58,15 @@ impl TensorRef<'_> {
         let bytes_needed = crate::copy::compact_bytes(dtype, self.shape())?;
         crate::limit::check_alloc(bytes_needed as u128, None)?;
         let storage = match dtype {
-            DataType::UINT8 => CpuStorage::U8(elements::<u8>(self)?),
-            DataType::UINT32 => CpuStorage::U32(elements::<u32>(self)?),
-            DataType::INT16 => CpuStorage::I16(elements::<i16>(self)?),
-            DataType::INT32 => CpuStorage::I32(elements::<i32>(self)?),
-            DataType::INT64 => CpuStorage::I64(elements::<i64>(self)?),
-            DataType::BFLOAT16 => CpuStorage::BF16(elements::<bf16>(self)?),
-            DataType::FLOAT16 => CpuStorage::F16(elements::<f16>(self)?),
-            DataType::FLOAT32 => CpuStorage::F32(elements::<f32>(self)?),
-            DataType::FLOAT64 => CpuStorage::F64(elements::<f64>(self)?),
+            DataType::UINT8 => CpuStorage::U8(self.to_vec::<u8>()?),
+            DataType::UINT32 => CpuStorage::U32(self.to_vec::<u32>()?),
+            DataType::INT16 => CpuStorage::I16(self.to_vec::<i16>()?),
+            DataType::INT32 => CpuStorage::I32(self.to_vec::<i32>()?),
+            DataType::INT64 => CpuStorage::I64(self.to_vec::<i64>()?),
+            DataType::BFLOAT16 => CpuStorage::BF16(self.to_vec::<bf16>()?),
+            DataType::FLOAT16 => CpuStorage::F16(self.to_vec::<f16>()?),
+            DataType::FLOAT32 => CpuStorage::F32(self.to_vec::<f32>()?),
+            DataType::FLOAT64 => CpuStorage::F64(self.to_vec::<f64>()?),
             // float8's F8E4M3 is a transparent byte (bytemuck::Pod): the vector is reused.
             DataType::FLOAT8_E4M3FN => {
                 CpuStorage::F8E4M3(bytemuck::allocation::cast_vec(bytes(self)?))
