@@ -145,9 +145,8 @@ impl<'a> TensorRef<'a> {
             align: core::mem::align_of::<T>(),
         });
         let count = usize::try_from(self.layout.numel).map_err(|_| fail.clone())?;
-        let mut out = alloc::vec::Vec::new();
-        out.try_reserve_exact(count).map_err(|_| fail)?;
-        out.resize(count, T::zeroed());
+        // Zeroed by the allocator (fresh zero pages for a large vector), not by a second pass.
+        let mut out = bytemuck::allocation::try_zeroed_vec::<T>(count).map_err(|()| fail)?;
         // Strided, broadcast or misaligned: the copy kernels gather in row-major order. `T` is
         // the dtype's element (checked above), a whole number of bytes, so the vector's bytes
         // are exactly the compact size.
