@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf '[install] %s\n' "$*"; }
+# The `cargo install`s build in the target directory in the cache that scripts/install-deps.sh's
+# use too (the crates the tools share compile once).
+export CARGO_TARGET_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/dlport/cargo-install-target"
 
 if rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   log "target wasm32-unknown-unknown: present"

@@ -1,20 +1,74 @@
 #!/usr/bin/env bash
-# The test command: every check dlport has, in the order a failure is cheapest to find.
-# Usage: scripts/test.sh   (from anywhere; installs what it needs first)
+# The test command: every check dlport has, in stages, in the order a failure is cheapest to find.
+# Usage: scripts/test.sh [STAGE...]   (from anywhere; default: all)
+#   lint       format, module graphs, file sizes, the C header, clippy, MSRV, docs
+#   rust       no_std builds, the tests (all and default features, 32-bit counts), the crates'
+#              publish dry run, portability (Windows, macOS, aarch64 under QEMU), the examples
+#   miri       dlport-core under Miri
+#   c          the C ABI: C test programs, the installed library through pkg-config and CMake,
+#              the README's C commands
+#   python     the Python package: its tests, the example extension, types, CPython 3.9, the
+#              README's pip install, the release wheels
+#   peers      real peers: PyTorch, the ctypes tests, seed/value examples, pyarrow
+#   plugins    the OpenCL plugin on PoCL and the bad plugins, under ASan and UBSan
+#   wasm       the simd128 kernels under node, the browser tests, the npm package, the demo
+#   hardening  the stress test, valgrind and LeakSanitizer, the fuzz smoke run
+#   all        every stage above, in this order: lint rust miri c python peers plugins wasm hardening
+# Each stage runs alone: it installs what it needs first (scripts/install-deps.sh STAGE...; the
+# Python stages make their own venvs). A table of every step's time closes the run, on failure too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+all_stages=(lint rust miri c python peers plugins wasm hardening)
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(all)
+for s in "${stages[@]}"; do
+  [[ $s == all || " ${all_stages[*]} " == *" $s "* ]] \
+    || { echo "usage: $0 [all|${all_stages[*]// /|}]... (unknown stage: $s)" >&2; exit 2; }
+done
+# True when stage $1 was asked for (itself or through all).
+run() { [[ " ${stages[*]} " == *" all "* || " ${stages[*]} " == *" $1 "* ]]; }
+
 # Each step prints the minutes the run has taken so far and the disk left, so that a CI log shows
-# where a fresh machine's time and disk go (the budget is 60 minutes).
-step() {
-  printf '\n=== [%d:%02d, %s free] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) \
-    "$(df -h --output=avail . | tail -n1 | tr -d ' ')" "$*"
+# where a fresh machine's time and disk go (the budget is 45 minutes cold on 2 cores); every step's
+# time is also kept for the table at the end.
+step_names=() step_secs=() step_now="" step_start=0
+close_step() {
+  [ -n "$step_now" ] || return 0
+  step_names+=("$step_now"); step_secs+=($((SECONDS - step_start))); step_now=""
 }
+step() { # $1: the step's short name (the table's row); the rest: what it checks
+  close_step
+  step_now=$1; step_start=$SECONDS; shift
+  printf '\n=== [%d:%02d, %s free] %s: %s\n' $((SECONDS / 60)) $((SECONDS % 60)) \
+    "$(df -h --output=avail . | tail -n1 | tr -d ' ')" "$step_now" "$*"
+}
+table() {
+  local rc=$? i failed=""
+  [ "$rc" = 0 ] || failed=$step_now
+  close_step
+  printf '\n%-28s %8s\n' "step (stages: ${stages[*]})" "min:sec"
+  for i in "${!step_names[@]}"; do
+    printf '%-28s %5d:%02d%s\n' "${step_names[$i]}" $((step_secs[i] / 60)) $((step_secs[i] % 60)) \
+      "$([ "${step_names[$i]}" = "$failed" ] && [ "$i" = $((${#step_names[@]} - 1)) ] && echo '  FAILED')"
+  done
+  printf '%-28s %5d:%02d\n' total $((SECONDS / 60)) $((SECONDS % 60))
+  rm -rf "$run_tmp"
+  if [ "$rc" = 0 ]; then echo "all checks passed (stages: ${stages[*]})"; else echo "FAILED in step ${failed:-?} (exit status $rc)"; fi
+}
+run_tmp=$(mktemp -d)
+trap table EXIT
 
 # Builds sized for a test run: line tables instead of full debug info (a test binary that links
 # arrow and wgpu is about 180 MB with full debug info, a fraction of that with line tables, and
 # links faster), and no incremental state (a test run builds each crate once).
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only CARGO_INCREMENTAL=0
+
+# Caches that could make a step pass only because an earlier run warmed them start empty on every
+# run: Mesa's shader cache (lavapipe, the native wgpu tests) here; PoCL's kernel cache in
+# scripts/plugin-test.sh. Chromium runs with a fresh temporary profile per session (ChromeDriver's
+# and playwright's default; no test names a profile directory).
+export MESA_SHADER_CACHE_DIR=$run_tmp/mesa-shader-cache
 
 # A build directory that one step uses alone is removed after that step on a fresh machine
 # (CI set), where disk, not rebuild time, is what runs out; a developer's machine keeps it.
@@ -25,21 +79,32 @@ done_with() {
   fi
 }
 
-step "install"
-bash scripts/install-deps.sh
+step install "scripts/install-deps.sh ${stages[*]}"
+bash scripts/install-deps.sh "${stages[@]}"
 
-step "format"
+# The Python package in .venv (scripts/python-env.sh, scripts/python-build.sh), once per run: the
+# python, peers, plugins and hardening stages all use it, and each may run alone.
+python_ready=""
+python_package() {
+  [ -z "$python_ready" ] || return 0
+  bash scripts/python-env.sh
+  bash scripts/python-build.sh
+  python_ready=yes
+}
+
+if run lint; then
+step format "cargo fmt"
 cargo fmt --all --check
 cargo fmt --manifest-path python/Cargo.toml --all --check
 
-step "rooms: the module graphs of dlport-core, dlport-native, dlport-wasm and dlport-capi have no cycle; no source file over 500 lines without a reason in DESIGN.md"
+step rooms "the module graphs of dlport-core, dlport-native, dlport-wasm and dlport-capi have no cycle; no source file over 500 lines without a reason in DESIGN.md"
 for crate in core native wasm capi; do python3 scripts/module-graph-check.py "$crate/src"; done
 bash scripts/file-size-check.sh
 
-step "C ABI: capi/include/dlport.h is what cbindgen generates from the Rust source"
+step header "capi/include/dlport.h is what cbindgen generates from the Rust source"
 bash scripts/header.sh --check
 
-step "clippy (all features, default features, no_std core; incompatible_msrv denied)"
+step clippy "(all features, default features, no_std core; incompatible_msrv denied)"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings -D clippy::incompatible_msrv
 cargo clippy --workspace --all-targets --locked -- -D warnings -D clippy::incompatible_msrv
 cargo clippy -p dlport-core --no-default-features --locked -- -D warnings -D clippy::incompatible_msrv
@@ -50,60 +115,38 @@ cargo clippy --manifest-path python/Cargo.toml --workspace --all-targets --locke
 cargo clippy --manifest-path python/Cargo.toml --workspace --all-targets --features bench --locked -- -D warnings -D clippy::incompatible_msrv
 cargo clippy --manifest-path python/Cargo.toml -p dlport-example-ext --all-targets --features dlpark --locked -- -D warnings
 
-step "MSRV: each crate's rust-version against its dependencies' and its edition (no old toolchain here)"
+step msrv "each crate's rust-version against its dependencies' and its edition (no old toolchain here)"
 bash scripts/msrv-check.sh
 
-step "docs"
+step docs "cargo doc, warnings denied"
 RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --all-features --locked
 
-step "no_std builds of dlport-core (bare and alloc) for thumbv7em-none-eabi and wasm32"
+fi
+
+if run rust; then
+step no_std "no_std builds of dlport-core (bare and alloc) for thumbv7em-none-eabi and wasm32"
 for target in thumbv7em-none-eabi wasm32-unknown-unknown; do
   cargo build -p dlport-core --no-default-features --target "$target" --locked
   cargo build -p dlport-core --target "$target" --locked
 done
 done_with target/thumbv7em-none-eabi
 
-step "wasm32 with simd128: dlport-core's SIMD copy kernels (clippy, and their tests under node)"
-simd128=(env RUSTFLAGS='-C target-feature=+simd128' CARGO_TARGET_DIR=target/wasm-simd128
-  CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner)
-"${simd128[@]}" cargo clippy -p dlport-core --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
-"${simd128[@]}" cargo test -p dlport-core --target wasm32-unknown-unknown --locked --lib copy::arch
-done_with target/wasm-simd128
-
-step "tests (all features)"
+step tests "all features"
 cargo test --workspace --all-features --locked
 
-step "tests (default features)"
+step tests-default "default features"
 cargo test --workspace --locked
 
-step "dlport-core's buffer counts in a 32-bit word, as on targets without 64-bit atomics"
+step word32 "dlport-core's buffer counts in a 32-bit word, as on targets without 64-bit atomics"
 env RUSTFLAGS='--cfg dlport_word32' CARGO_TARGET_DIR=target/word32 \
   cargo test -p dlport-core --all-features --locked --test dispatch --test ownership --test guarantees
 done_with target/word32
 
-step "crates that publish: scripts/release.sh crates --dry-run (cargo publish --dry-run in order, doc tests of the packaged copies)"
+step crates-dry-run "crates that publish: scripts/release.sh crates --dry-run (cargo publish --dry-run in order, doc tests of the packaged copies)"
 bash scripts/release.sh crates --dry-run
 done_with target/package-verify target/package-doc
 
-step "miri (core, the copy kernels included)"
-cargo +nightly miri test -p dlport-core --all-features --locked
-done_with target/miri
-
-step "C ABI: the C test programs against capi/include/dlport.h and libdlport.so.0"
-bash scripts/c-test.sh
-
-step "C ABI: install into a temporary prefix; the C and C++ examples through pkg-config and CMake"
-bash scripts/c-examples.sh
-
-step "C plugins: the OpenCL plugin on PoCL (Debian) and bad plugins, under ASan and UBSan; the Python OpenCL tests"
-bash scripts/plugin-test.sh
-
-step "the README's C commands as written (install-c.sh into ~/opt/dlport, outside the loader's path; app.c through pkg-config and CMake), in a fresh \$HOME from a copy of the repository"
-# Cold: a release build of dlport-capi in target/getting-started (6 minutes here, on 2 cores
-# under a load of about 12); warm: about 40 s (most of it the copy of the repository).
-bash scripts/getting-started.sh c
-
-step "portability: dlport-native and dlport-capi type-check for Windows, macOS and aarch64 Linux; dlport-core's copy tests and the tests of dlport-native and dlport-capi run on aarch64 Linux (QEMU)"
+step portability "dlport-native and dlport-capi type-check for Windows, macOS and aarch64 Linux; dlport-core's copy tests and the tests of dlport-native and dlport-capi run on aarch64 Linux (QEMU)"
 for target in x86_64-pc-windows-msvc aarch64-apple-darwin aarch64-unknown-linux-gnu; do
   RUSTFLAGS=-Dwarnings cargo check -q -p dlport-native -p dlport-capi --target "$target" --locked
   echo "[portability] dlport-native, dlport-capi: $target checks"
@@ -133,14 +176,64 @@ DLPORT_STRESS_N=16000 \
 echo "[portability] dlport-native, dlport-capi: their tests pass on aarch64 under qemu-aarch64 (sharing included; one skipped, above)"
 done_with target/x86_64-pc-windows-msvc target/aarch64-apple-darwin target/aarch64-unknown-linux-gnu
 
-step "real peers: the Python package dlport (maturin wheel in .venv, CPython 3.12) with NumPy, JAX and tvm-ffi; the C ABI's ctypes tests"
-bash scripts/python-env.sh
-bash scripts/python-build.sh
+step examples "the examples of dlport-core and dlport-native"
+cargo run -q -p dlport-core --example roundtrip --locked
+cargo run -q -p dlport-core --example dispatch --locked
+cargo run -q -p dlport-native --example pinned_to_host --locked
+
+fi
+
+if run miri; then
+step miri "(core, the copy kernels included)"
+cargo +nightly miri test -p dlport-core --all-features --locked
+done_with target/miri
+
+fi
+
+if run c; then
+step c-test "the C test programs against capi/include/dlport.h and libdlport.so.0"
+bash scripts/c-test.sh
+
+step c-examples "install into a temporary prefix; the C and C++ examples through pkg-config and CMake"
+bash scripts/c-examples.sh
+
+step getting-started-c "the README's C commands as written (install-c.sh into ~/opt/dlport, outside the loader's path; app.c through pkg-config and CMake), in a fresh \$HOME from a copy of the repository"
+# Cold: a release build of dlport-capi in target/getting-started (6 minutes here, on 2 cores
+# under a load of about 12); warm: about 40 s (most of it the copy of the repository).
+bash scripts/getting-started.sh c
+
+fi
+
+if run python; then
+step python "the Python package dlport (maturin wheel in .venv, CPython 3.12) with NumPy, JAX and tvm-ffi"
+python_package
 .venv/bin/python -m pytest -q -p no:cacheprovider python/tests
 # The example PyO3 extension on dlport-pyo3 (python/examples/extension), built with maturin into
 # .venv beside the package, with NumPy, JAX and tvm-ffi (seconds once dlport-pyo3 is built).
 bash scripts/python-extension-test.sh
 cargo test --manifest-path python/Cargo.toml -p dlport-pyo3 --doc --locked   # its API docs' examples
+# mypy --strict over python/examples/*.py and python/README.md's code blocks (about 15 s).
+bash scripts/python-typecheck.sh
+# The same tests on CPython 3.9, the wheel of the stable ABI's 3.9 floor (about 3 minutes: the
+# environment once, then a dev build sharing python/target).
+bash scripts/python39-test.sh
+step getting-started-py "the README's pip install ./python as written, in a fresh venv and \$HOME from a copy of the repository; python/README.md's first example"
+# Cold: pip fetches maturin and NumPy, and builds the source profile in target/getting-started
+# (10 minutes here, on 2 cores under a load of about 12); warm: about 5 (the fresh venv and
+# NumPy, the copy, and the rebuild of what changed).
+bash scripts/getting-started.sh python
+done_with target/getting-started
+
+step wheels-dry-run "the Python package's release: scripts/release.sh wheels --dry-run (the cp310-abi3 and cp39-abi3 wheels with LTO, and the sdist)"
+# Cold: the release profile with LTO in python/target, twice (4 to 10 minutes each on 2 cores);
+# warm: about 30 s.
+bash scripts/release.sh wheels --dry-run
+
+fi
+
+if run peers; then
+step torch "real PyTorch 2.15.0 in .venv-torch (in the cache: scripts/torch-env.sh)"
+python_package
 # Real PyTorch 2.15.0 in .venv-torch (about 6 GB the first time: 82 s here; seconds after).
 torch_start=$SECONDS
 if bash scripts/torch-env.sh; then
@@ -149,44 +242,45 @@ if bash scripts/torch-env.sh; then
 else
   rc=$?; [ "$rc" = 3 ] || exit "$rc"; echo "[torch] SKIPPED: PyPI unreachable (see above)"
 fi
-# mypy --strict over python/examples/*.py and python/README.md's code blocks (about 15 s).
-bash scripts/python-typecheck.sh
-# The same tests on CPython 3.9, the wheel of the stable ABI's 3.9 floor (about 3 minutes: the
-# environment once, then a dev build sharing python/target).
-bash scripts/python39-test.sh
+step peers "seed and value examples; the C ABI's ctypes tests with NumPy, JAX and tvm-ffi"
 .venv/bin/python python/examples/seed.py
 # What the NumPy bridge cannot carry (bfloat16/float8 to JAX, READ_ONLY, a malformed producer, the
 # exchange API): every claim an assert.
 .venv/bin/python python/examples/value.py
 (cd tests/python && ../../.venv/bin/python -m pytest -q -p no:cacheprovider)
 
-step "the README's pip install ./python as written, in a fresh venv and \$HOME from a copy of the repository; python/README.md's first example"
-# Cold: pip fetches maturin and NumPy, and builds the source profile in target/getting-started
-# (10 minutes here, on 2 cores under a load of about 12); warm: about 5 (the fresh venv and
-# NumPy, the copy, and the rebuild of what changed).
-bash scripts/getting-started.sh python
-done_with target/getting-started
-
-step "the Python package's release: scripts/release.sh wheels --dry-run (the cp310-abi3 and cp39-abi3 wheels with LTO, and the sdist)"
-# Cold: the release profile with LTO in python/target, twice (4 to 10 minutes each on 2 cores);
-# warm: about 30 s.
-bash scripts/release.sh wheels --dry-run
-
-step "Arrow: pyarrow reads the IPC streams dlport writes (fixed_shape_tensor) and dlport reads pyarrow's"
+step arrow "pyarrow reads the IPC streams dlport writes (fixed_shape_tensor) and dlport reads pyarrow's"
 bash scripts/arrow-test.sh
 
-step "browser: the WebGPU backend in headless Chromium (SwiftShader), through wasm-pack"
+fi
+
+if run plugins; then
+step plugins "the OpenCL plugin on PoCL (Debian) and bad plugins, under ASan and UBSan (LeakSanitizer with scripts/lsan.supp; a planted leak must be caught); the Python OpenCL tests"
+python_package
+bash scripts/plugin-test.sh
+fi
+
+if run wasm; then
+step simd128 "dlport-core's SIMD copy kernels (clippy, and their tests under node)"
+simd128=(env RUSTFLAGS='-C target-feature=+simd128' CARGO_TARGET_DIR=target/wasm-simd128
+  CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner)
+"${simd128[@]}" cargo clippy -p dlport-core --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
+"${simd128[@]}" cargo test -p dlport-core --target wasm32-unknown-unknown --locked --lib copy::arch
+done_with target/wasm-simd128
+
+step browser "the WebGPU backend in headless Chromium (SwiftShader), through wasm-pack"
 WASM_BINDGEN_TEST_TIMEOUT=300 wasm-pack test --headless --chrome --chromedriver /usr/bin/chromedriver wasm
 
-step "the npm package dlport: wasm-pack build (simd128 and scalar wasm, one glue), bundle sizes"
+step npm-build "the npm package dlport: wasm-pack build (simd128 and scalar wasm, one glue), bundle sizes"
 bash scripts/wasm-build.sh
 bash scripts/release.sh npm --dry-run
 
-step "the npm package under Node: both wasm builds' strided -> compact copies against a naive reference; the default init picks simd128, or scalar without SIMD"
+step npm-node "the npm package under Node: both wasm builds' strided -> compact copies against a naive reference; the default init picks simd128, or scalar without SIMD"
 # About a second. `node --test tests/` below runs it again with the browser tests.
 node --test www/tests/package.test.mjs
 
-step "the demo (TF.js -> dlport -> WGSL -> onnxruntime-web -> TF.js on one GPUDevice) and the npm package in a fresh Vite app (playwright-core, Debian chromium)"
+step demo "the demo (TF.js -> dlport -> WGSL -> onnxruntime-web -> TF.js on one GPUDevice) and the npm package in a fresh Vite app (playwright-core, Debian chromium)"
+python_package
 .venv/bin/python www/model/make_model.py --check
 # www-build.sh (www/dist) inside a check that the scripts keep a packed tarball and rebuild only
 # a stale package (about 2 minutes).
@@ -198,14 +292,18 @@ bash scripts/wasm-keep-check.sh
 # cases against a reference): about 1.5 minutes of the step on 2 loaded cores.
 (cd www && node --test tests/)
 
-step "hardening: the 8-thread stress test (1 M tensors, optimised build)"
+fi
+
+if run hardening; then
+step stress "the 8-thread stress test (1 M tensors, optimised build)"
 cargo test --release -p dlport-capi --test stress --locked
 
-step "hardening: valgrind and LeakSanitizer"
+step sanitize "valgrind and LeakSanitizer"
+python_package
 bash scripts/sanitize.sh
 done_with target/sanitize
 
-step "hardening: fuzz smoke run (${DLPORT_FUZZ_SECONDS:=30} s per target, on a copy of the corpus)"
+step fuzz "fuzz smoke run (${DLPORT_FUZZ_SECONDS:=30} s per target, on a copy of the corpus)"
 cargo +nightly fuzz build
 fuzz_tmp=$(mktemp -d)
 for t in validate c_abi roundtrip convert parse compact share_descriptor arrow_ipc; do
@@ -217,9 +315,4 @@ for t in validate c_abi roundtrip convert parse compact share_descriptor arrow_i
     | grep -E '^(stat::number_of_executed_units|Done)' | sed "s/^/$t: /"
 done
 
-step "examples"
-cargo run -q -p dlport-core --example roundtrip --locked
-cargo run -q -p dlport-core --example dispatch --locked
-cargo run -q -p dlport-native --example pinned_to_host --locked
-
-printf '\nall checks passed in %d:%02d\n' $((SECONDS / 60)) $((SECONDS % 60))
+fi
