@@ -12,7 +12,7 @@ want=$(sha256sum "$req" | cut -d' ' -f1)
 if ! [ -x .venv39/bin/python ] || ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   py=${DLPORT_PYTHON39:-}
   if [ -z "$py" ]; then
-    for cand in "$(command -v python3.9 || true)" "$HOME"/.pyenv/versions/3.9.*/bin/python3; do
+    for cand in "$(command -v python3.9 || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.9.*/bin/python3; do
       if [ -n "$cand" ] && [ -x "$cand" ] && "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 9))' 2>/dev/null; then
         py=$cand
         break

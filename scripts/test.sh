@@ -24,7 +24,7 @@ stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(all)
 for s in "${stages[@]}"; do
   [[ $s == all || " ${all_stages[*]} " == *" $s "* ]] \
-    || { echo "usage: $0 [all|${all_stages[*]// /|}]... (unknown stage: $s)" >&2; exit 2; }
+    || { echo "usage: $0 [all|$(IFS='|'; echo "${all_stages[*]}")]... (unknown stage: $s)" >&2; exit 2; }
 done
 # True when stage $1 was asked for (itself or through all).
 run() { [[ " ${stages[*]} " == *" all "* || " ${stages[*]} " == *" $1 "* ]]; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creates .venv-torch (CPython 3.12) with python/requirements-torch.txt (torch 2.15.0 from PyPI with
+# Creates .venv-torch (CPython 3.12; a symlink to the cache, below) with python/requirements-torch.txt (torch 2.15.0 from PyPI with
 # its dependencies, about 6 GB; NumPy; pytest) and installs the dlport wheel that
 # scripts/python-build.sh built into python/target/wheels. Idempotent: the environment is kept
 # while its stamp holds the pins' hash; the dlport wheel is reinstalled on every run (seconds).
@@ -8,16 +8,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 req=python/requirements-torch.txt
-venv=.venv-torch
-stamp=$venv/.requirements.sha256
 want=$(sha256sum "$req" | cut -d' ' -f1)
+# The environment lives in the cache, keyed by the pins' hash, outside the clone, so that a fresh
+# clone (as CI makes) reuses it; .venv-torch in the clone is a symlink to it. An environment of
+# other pins is removed (6 GB each), and so is an in-clone .venv-torch of an older checkout.
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/dlport
+venv=$cache/venv-torch-${want:0:16}
+stamp=$venv/.requirements.sha256
+mkdir -p "$cache"
+for old in "$cache"/venv-torch-*; do
+  [ "$old" = "$venv" ] || [ ! -e "$old" ] || { echo "[torch] removing $old (other pins)"; rm -rf "$old"; }
+done
+[ ! -e .venv-torch ] || [ -L .venv-torch ] || rm -rf .venv-torch
+ln -sfn "$venv" .venv-torch
 start=$SECONDS
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$venv/bin/python" ]; then
   echo "[torch] $venv up to date"
 else
   py=${DLPORT_PYTHON:-}
   if [ -z "$py" ]; then
-    for cand in "$(command -v python3.12 || true)" "$HOME"/.pyenv/versions/3.12.*/bin/python3; do
+    for cand in "$(command -v python3.12 || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3; do
       if [ -n "$cand" ] && [ -x "$cand" ] && "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then
         py=$cand
         break
