@@ -15,9 +15,7 @@
 
 use std::sync::OnceLock;
 
-use dlport_core::abi::{
-    DLManagedTensorVersioned, DeviceType, FLAG_IS_SUBBYTE_TYPE_PADDED, RawManaged,
-};
+use dlport_core::abi::{DLManagedTensorVersioned, FLAG_IS_SUBBYTE_TYPE_PADDED, RawManaged};
 use dlport_core::backend::{CPU_ALIGN, LayoutNeed, StreamRequest, ViewRequirements, compact_bytes};
 use dlport_core::{
     CopyPolicy, DataType, Device, Error, ExportOptions, ImportOptions, ManagedTensor, Registry,
@@ -175,7 +173,9 @@ impl Owned {
 /// The stream hand-off for CUDA memory: dlport's own device work is synchronous, and a foreign
 /// CUDA tensor was imported with `stream=None` (its producer's work ordered before the legacy
 /// default stream), so the consumer's stream waits on the legacy default stream.
+#[cfg(feature = "cuda")]
 fn hand_off(device: Device, request: StreamRequest) -> Result<(), Failure> {
+    use dlport_core::abi::DeviceType;
     if device.device_type != DeviceType::CUDA && device.device_type != DeviceType::CUDA_MANAGED {
         return Ok(());
     }
@@ -186,7 +186,14 @@ fn hand_off(device: Device, request: StreamRequest) -> Result<(), Failure> {
     }
 }
 
+/// Without the feature `cuda` there is no hand-off: the consumer's stream is not made to wait.
+#[cfg(not(feature = "cuda"))]
+fn hand_off(_device: Device, _request: StreamRequest) -> Result<(), Failure> {
+    Ok(())
+}
+
 /// CUDA's legacy default stream handle (`cudaStreamLegacy`).
+#[cfg(feature = "cuda")]
 const LEGACY_DEFAULT_STREAM: usize = 1;
 
 /// A row-major compact tensor with the same elements: the held tensor itself when it already is
