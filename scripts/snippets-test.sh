@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs every fenced code block of every README as a user pastes it (scripts/snippets.py says
+# how each kind of block runs): each README in a fresh $HOME with a fresh venv, from a copy of
+# the repository's files (a fresh clone, with this working tree's contents), with neither
+# LD_LIBRARY_PATH nor PKG_CONFIG_PATH set. So the READMEs and the tests cannot drift: the test
+# reads the READMEs. Prints one line per block (FILE:LINE LANG passed|failed|SKIPPED) and
+# `snippets: N passed, N failed, N skipped`; fails when a block fails.
+#
+# Builds are shared by every block and kept between runs: cargo's in target/snippets/target
+# (CARGO_TARGET_DIR; the copy's path stays the same, so a warm run rebuilds nothing that did not
+# change), pip's and npm's downloads in ${XDG_CACHE_HOME:-~/.cache}/dlport/snippets (npm prefers
+# its cache, so `npm create vite@latest` reuses the scaffold it fetched). Cold, on 2 cores: the
+# C library, the Python wheel and both wasm builds, about 15 minutes; warm: a few minutes.
+# Usage: scripts/snippets-test.sh [README ...]   (default: every README)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+state=$repo/target/snippets
+clone=$state/dlport
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/dlport/snippets
+mkdir -p "$cache/pip" "$cache/npm"
+
+# A clone: the files git tracks or would track (not ignored), as they are in the working tree,
+# so what is not yet committed is tested too; mtimes kept, so cargo's fingerprints of an
+# unchanged file stay fresh. A file removed while this runs (a fuzzer's corpus) is left out.
+rm -rf "$clone"
+mkdir -p "$clone"
+git ls-files -z --cached --others --exclude-standard \
+  | while IFS= read -r -d '' f; do [ -f "$f" ] && printf '%s\0' "$f"; done \
+  | tar --null -T - --ignore-failed-read --warning=no-failed-read -cf - | tar -xf - -C "$clone"
+echo "[snippets] clone: $(find "$clone" -type f | wc -l) files (tracked or trackable) copied into $clone"
+
+# cargo and rustup stay where they are installed; everything else of the user is new.
+export CARGO_HOME=${CARGO_HOME:-$HOME/.cargo} RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup}
+export CARGO_TARGET_DIR=$state/target PIP_CACHE_DIR=$cache/pip
+export npm_config_cache=$cache/npm npm_config_prefer_offline=true npm_config_update_notifier=false
+export npm_config_fund=false npm_config_audit=false PIP_DISABLE_PIP_VERSION_CHECK=1
+unset LD_LIBRARY_PATH PKG_CONFIG_PATH VIRTUAL_ENV PYTHONPATH
+exec python3 scripts/snippets.py --clone "$clone" --state "$state" "$@"
