@@ -6,10 +6,14 @@
  *   BAD_INIT_FAILS     dlport_plugin_init returns 5
  *   BAD_FAILING        a working view, but copy_to_host fails (status -3, with a message)
  *   BAD_NULL_VIEW      view_create returns 0 (success) with a NULL view
+ *   BAD_LEAKY          works, but view_create leaks 4096 bytes per view: the planted leak that
+ *                      scripts/plugin-test.sh requires LeakSanitizer to report with
+ *                      scripts/lsan.supp in force
  * The "device" (kDLExtDev) is host memory. bad_plugin_counts() says what dlport called.
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dlport.h"
@@ -36,6 +40,12 @@ static int view_create(void *state, const DLTensor *t, void **view_out) {
   *view_out = NULL;
 #else
   *view_out = t->data;
+#endif
+#ifdef BAD_LEAKY
+  /* Allocated here and forgotten: no pointer to it survives the call. */
+  char *lost = malloc(4096);
+  if (lost != NULL) memset(lost, 0x5a, 4096);
+  lost = NULL;
 #endif
   return 0;
 }

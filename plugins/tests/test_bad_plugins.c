@@ -4,6 +4,10 @@
  * Built and run with ASan and UBSan by scripts/plugin-test.sh.
  *   test_bad_plugins DIR   (DIR holds libbad_*.so)
  * Prints "bad plugins: N passed, 0 failed".
+ *   test_bad_plugins DIR leaky
+ * Plants two leaks on purpose and exits 0; LeakSanitizer must report both at exit (the test of
+ * scripts/lsan.supp): libbad_leaky.so's view_create leaks a block, and a tensor that
+ * dlport_alloc made is never freed (an allocation in libdlport's own code).
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -53,7 +57,26 @@ static void *ext_tensor(float *data) {
   return m;
 }
 
+/* The planted leaks (see the header): returns 0 when both were made. */
+static int plant_leaks(const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/libbad_leaky.so", dir);
+  if (dlport_load_plugin(path, NULL) != DLPORT_OK) return 1;
+  static float data[4] = {1, 2, 3, 4};
+  DlportTensor *t = NULL;
+  if (dlport_import(ext_tensor(data), 1, NULL, &t) != DLPORT_OK) return 1;
+  dlport_tensor_free(t); /* the plugin's view is destroyed; its 4096 bytes stay lost */
+  int64_t shape[1] = {1024};
+  DlportTensor *lost = NULL;
+  if (dlport_alloc(NULL, kDLCPU, 0, kDLFloat, 32, 1, shape, 1, &lost) != DLPORT_OK) return 1;
+  lost = NULL; /* never dlport_tensor_free'd */
+  printf("planted leaks: made\n");
+  fflush(stdout); /* LeakSanitizer ends the process at exit before stdio flushes */
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[2], "leaky") == 0) return plant_leaks(argv[1]);
   if (argc != 2) return 2;
   char path[4096];
 #define PATH(name) (snprintf(path, sizeof path, "%s/libbad_%s.so", argv[1], name), path)
