@@ -52,14 +52,17 @@ check_lsan() { # $1: report directory; $2: "clean" or "leaky"
 RUSTFLAGS="-C force-frame-pointers=yes" CARGO_PROFILE_DEV_DEBUG=true CARGO_TARGET_DIR=target/sanitize \
   cargo build -q -p dlport-capi --locked
 export DLPORT_LIB="$PWD/target/sanitize/debug/libdlport.so"
+# The vendor runtimes' own leaks are suppressed by library name (scripts/lsan.supp says why); the
+# negative controls below run with the same suppressions, so they show that dlport's still count.
+supp="suppressions=$PWD/scripts/lsan.supp"
 echo "[sanitize] NumPy/JAX peer tests under LeakSanitizer"
 rep=$(mktemp -d)
-(cd tests/python && PYTHONMALLOC=malloc LSAN_OPTIONS="exitcode=0:log_path=$rep/report:malloc_context_size=40" LD_PRELOAD="$lsan" \
+(cd tests/python && PYTHONMALLOC=malloc LSAN_OPTIONS="$supp:exitcode=0:log_path=$rep/report:malloc_context_size=40" LD_PRELOAD="$lsan" \
   ../../.venv/bin/python -m pytest -q -p no:cacheprovider)
 check_lsan "$rep" clean
 echo "[sanitize] negative control: a dlport tensor leaked on purpose is reported"
 neg=$(mktemp -d)
-(cd tests/python && PYTHONMALLOC=malloc LSAN_OPTIONS="exitcode=0:log_path=$neg/report:malloc_context_size=40" LD_PRELOAD="$lsan" \
+(cd tests/python && PYTHONMALLOC=malloc LSAN_OPTIONS="$supp:exitcode=0:log_path=$neg/report:malloc_context_size=40" LD_PRELOAD="$lsan" \
   ../../.venv/bin/python -c '
 import ctypes, dlport_ctypes as dl
 h = ctypes.c_void_p()
@@ -91,7 +94,7 @@ PY
 }
 echo "[sanitize] the Python package's tests under LeakSanitizer"
 pyrep=$(mktemp -d)
-pylsan="exitcode=0:malloc_context_size=40:fast_unwind_on_malloc=0"
+pylsan="$supp:exitcode=0:malloc_context_size=40:fast_unwind_on_malloc=0"
 (cd python/tests && PYTHONMALLOC=malloc LSAN_OPTIONS="$pylsan:log_path=$pyrep/report" LD_PRELOAD="$lsan" \
   ../../.venv/bin/python -m pytest -q -p no:cacheprovider test_numpy.py test_errors.py test_threads.py test_tvm_ffi.py test_package.py)
 check_package_lsan "$pyrep" clean
