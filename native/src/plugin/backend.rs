@@ -15,6 +15,7 @@ use dlport_core::{DataType, Device, Error, ManagedTensor, Tensor, TensorRef};
 use super::error::{intern, message_of, plugin_error};
 use super::interface::{DLPORT_PLUGIN_INTERFACE_VERSION, DlportPlugin};
 use super::load::{self, Library};
+use super::owners::{self, Owner};
 
 /// A C plugin as a dlport backend. Register it in any `Registry` (`Arc<PluginBackend>` is a
 /// `BackendRef`), or in the process-wide plugin table with `dlport_register_backend`.
@@ -121,11 +122,9 @@ impl PluginBackend {
         let raw = unsafe { std::slice::from_raw_parts(cb.device_types, cb.num_device_types) };
         let mut types = Vec::with_capacity(raw.len());
         for &t in raw {
-            if t <= 0 || t == DeviceType::CPU.0 {
-                return Err(named(format!(
-                    "device_types has {t}: a plugin serves device types other than kDLCPU (1), \
-                     as positive DLPack codes"
-                )));
+            // The one rule of which types a plugin may take (rule.rs), for every door.
+            if let Some(why) = super::rule::refusal(t) {
+                return Err(named(why));
             }
             if !types.contains(&DeviceType(t)) {
                 types.push(DeviceType(t));
@@ -319,16 +318,17 @@ impl PluginBackend {
         Ok(out)
     }
 
-    /// Maps the plugin's device id back to the producer's (`export_device_id`; none: the same).
-    pub(super) fn export_id(&self, local_id: i32) -> i32 {
+    /// Maps the plugin's device id back to the producer's (`export_device_id`; none: the
+    /// same). A failing translation is an error: an export never carries the plugin's own id.
+    pub(super) fn export_id(&self, local_id: i32) -> Result<i32, Error> {
         let Some(f) = self.cb.export_device_id else {
-            return local_id;
+            return Ok(local_id);
         };
         let mut out = local_id;
         // SAFETY: plugin contract; `out` is writable.
         let status = unsafe { f(self.cb.state, local_id, &mut out) };
-        // The trait's export has no error path: a failing translation keeps the plugin's id.
-        if status == 0 { out } else { local_id }
+        self.check("export_device_id", status)?;
+        Ok(out)
     }
 }
 
@@ -349,8 +349,11 @@ impl Backend for PluginBackend {
         self.translate_id(producer_id)
     }
 
+    /// The trait's form has no error path: a failing translation gives the plugin's id here.
+    /// dlport's own exports of plugin tensors (`acquire_external`, `release_ownership` below)
+    /// use the checked form and fail instead.
     fn export_device_id(&self, local_id: i32) -> i32 {
-        self.export_id(local_id)
+        self.export_id(local_id).unwrap_or(local_id)
     }
 
     fn view_external(&self, tensor: ManagedTensor, memory: Device) -> Result<Tensor, Error> {
@@ -366,11 +369,32 @@ impl Backend for PluginBackend {
         self.export_reference(tensor, versioned, as_device)
     }
 
+    fn release_ownership(
+        &self,
+        tensor: &Tensor,
+        versioned: bool,
+        as_device: Device,
+    ) -> Result<ManagedTensor, Error> {
+        let dev = Device::new(as_device.device_type, self.export_id(as_device.device_id)?);
+        dlport_core::backend::release_ownership(tensor, versioned, dev)
+    }
+
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         self.allocate_compact(device, dtype, shape)
     }
 
+    /// A copy of a plugin tensor goes to the plugin that made it (recorded with its buffer),
+    /// even when this plugin serves the same device type; foreign memory and host sources are
+    /// this plugin's to copy.
     fn copy(&self, src: &TensorRef<'_>, target: Device) -> Result<Option<Tensor>, Error> {
+        let from = src.device();
+        if self.serves(from) {
+            match owners::owner_of(src.data()) {
+                Owner::One(maker) => return maker.copy_host(src, target),
+                Owner::Several(names) => return Err(owners::ambiguous(&names, from)),
+                Owner::Foreign => {}
+            }
+        }
         self.copy_host(src, target)
     }
 }

@@ -5,11 +5,12 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use dlport_core::abi::DeviceType;
 use dlport_core::backend::Backend;
-use dlport_core::error::{BackendError, DispatchError};
+use dlport_core::error::{BackendError, BackendNames, DispatchError};
 use dlport_core::{DataType, Device, Error, ManagedTensor, Tensor, TensorRef};
 
 use super::backend::PluginBackend;
 use super::error::plugin_error;
+use super::owners::{self, Owner};
 
 /// The name of [`PluginHost`] in the default registry.
 pub const PLUGIN_HOST_NAME: &str = "plugins";
@@ -32,13 +33,23 @@ fn serving(t: DeviceType) -> Option<Arc<PluginBackend>> {
         .cloned()
 }
 
-fn named(name: &str) -> Option<Arc<PluginBackend>> {
+fn is_registered(plugin: &Arc<PluginBackend>) -> bool {
     TABLE
         .read()
         .unwrap_or_else(PoisonError::into_inner)
         .iter()
-        .find(|p| p.name() == name)
-        .cloned()
+        .any(|p| Arc::ptr_eq(p, plugin))
+}
+
+/// The error for an operation on a plugin tensor whose plugin is no longer registered
+/// (`DLPORT_ERR_NO_BACKEND`): no backend serves that tensor any more.
+fn no_backend(device: Device) -> Error {
+    let names: Vec<&'static str> = plugins().iter().map(|p| p.name()).collect();
+    Error::Dispatch(DispatchError::NoBackend {
+        device_type: device.device_type,
+        device_id: device.device_id,
+        registered: BackendNames::new(names),
+    })
 }
 
 /// Adds a plugin to the process-wide table. Its name must differ from every plugin's and from
@@ -78,9 +89,14 @@ pub fn unregister_global(name: &str) -> Result<Arc<PluginBackend>, Error> {
 /// A backend serving, at any moment, the device types of the plugins in the process-wide
 /// table. It declares no device types of its own: the registry reaches it through
 /// `can_access` (true for memory a registered plugin serves) after the backends that serve a
-/// type, so a plugin takes device types no built-in backend serves. Each call goes to the
-/// plugin serving the device (the latest registered), or for exports to the plugin that made
-/// the tensor.
+/// type; which types a plugin may take is the rule of `rule.rs`.
+///
+/// Which plugin a call goes to, one rule: an operation on an existing plugin tensor (its
+/// export, a copy of it) goes to the plugin that made it (recorded with its buffer,
+/// `owners.rs`), or fails with `DispatchError::NoBackend` (`DLPORT_ERR_NO_BACKEND`) once that
+/// plugin is unregistered, whatever other plugin serves the same device type. Only what no
+/// plugin made yet (an import, an allocation, a copy of a producer's foreign tensor) goes to
+/// the latest registered plugin serving the device type.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct PluginHost;
 
@@ -100,8 +116,25 @@ impl PluginHost {
         })
     }
 
-    fn for_tensor(tensor: &Tensor) -> Option<Arc<PluginBackend>> {
-        named(tensor.backend()).or_else(|| serving(tensor.device().device_type))
+    /// The registered plugin that made the buffer at `handle` on `device`: `Ok(None)` for
+    /// foreign memory (no plugin made it), an error once its plugin is unregistered or when
+    /// several plugins hold buffers at that handle value.
+    fn owner(
+        handle: *mut std::ffi::c_void,
+        device: Device,
+    ) -> Result<Option<Arc<PluginBackend>>, Error> {
+        match owners::owner_of(handle) {
+            Owner::Foreign => Ok(None),
+            Owner::One(p) if is_registered(&p) => Ok(Some(p)),
+            Owner::One(_) => Err(no_backend(device)),
+            Owner::Several(names) => Err(owners::ambiguous(&names, device)),
+        }
+    }
+
+    /// The plugin that made `tensor`, while it is registered.
+    fn for_tensor(tensor: &Tensor) -> Result<Arc<PluginBackend>, Error> {
+        let device = tensor.buffer().device();
+        Self::owner(tensor.buffer().ptr(), device)?.ok_or_else(|| no_backend(device))
     }
 }
 
@@ -128,12 +161,7 @@ impl Backend for PluginHost {
         versioned: bool,
         as_device: Device,
     ) -> Result<ManagedTensor, Error> {
-        match Self::for_tensor(tensor) {
-            Some(p) => p.acquire_external(tensor, versioned, as_device),
-            // Its plugin was unregistered: the tensor still holds it, and dlport's own counted
-            // reference keeps the memory alive.
-            None => dlport_core::backend::acquire_external(tensor, versioned, as_device),
-        }
+        Self::for_tensor(tensor)?.acquire_external(tensor, versioned, as_device)
     }
 
     fn release_ownership(
@@ -142,10 +170,7 @@ impl Backend for PluginHost {
         versioned: bool,
         as_device: Device,
     ) -> Result<ManagedTensor, Error> {
-        match Self::for_tensor(tensor) {
-            Some(p) => p.release_ownership(tensor, versioned, as_device),
-            None => dlport_core::backend::release_ownership(tensor, versioned, as_device),
-        }
+        Self::for_tensor(tensor)?.release_ownership(tensor, versioned, as_device)
     }
 
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
@@ -153,6 +178,12 @@ impl Backend for PluginHost {
     }
 
     fn copy(&self, src: &TensorRef<'_>, target: Device) -> Result<Option<Tensor>, Error> {
+        let from = src.device();
+        if !from.is_host_accessible() {
+            if let Some(p) = Self::owner(src.data(), from)? {
+                return p.copy_host(src, target);
+            }
+        }
         if let Some(p) = serving(target.device_type) {
             if let Some(t) = p.copy(src, target)? {
                 return Ok(Some(t));

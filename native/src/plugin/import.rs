@@ -11,10 +11,13 @@ use dlport_core::{Device, Error, ManagedTensor, Tensor};
 
 use super::backend::PluginBackend;
 use super::described::{Described, byte_len_of};
+use super::owners::Record;
 
 /// An imported tensor viewed by the plugin: the plugin's view handle is destroyed, then the
 /// producer's tensor released, once, when dropped.
 struct View {
+    /// Its entry in the table of owners (`owners.rs`), removed when the view drops.
+    _owner: Record,
     view: *mut c_void,
     managed: Option<ManagedTensor>,
     data: *mut c_void,
@@ -95,14 +98,16 @@ impl PluginBackend {
                 return Err(self.lied("view_create", "a NULL view"));
             }
         }
+        let plugin = self.arc();
         let storage = View {
+            _owner: Record::new(data, &plugin),
             view: handle,
             access: tensor.access(),
             managed: Some(tensor),
             data,
             len,
             memory,
-            plugin: self.arc(),
+            plugin,
         };
         // On error the storage drops: view_destroy, then the producer's deleter, once each.
         Tensor::new(

@@ -1,5 +1,11 @@
 //! Allocation and host copies: plugin memory owned by an [`Allocation`] (deallocated once,
 //! when dropped), and copies between the host and a plugin's device.
+//!
+//! Device ids: a plugin tensor carries one numbering per field, as every dlport tensor does:
+//! its buffer's device is in the producers' numbering (the device a caller named), the
+//! tensor's device in the plugin's. A caller's id is translated once, on the way in
+//! (`translate_device_id`: allocation, a copy to the plugin, an import), and once on the way
+//! out (`export_device_id`, in `export.rs`); a failing translation fails the operation.
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -11,12 +17,19 @@ use dlport_core::{DataType, Device, Error, Tensor, TensorRef};
 
 use super::backend::PluginBackend;
 use super::described::Described;
+use super::owners::Record;
 
 /// A plugin allocation: deallocated once, when dropped.
 struct Allocation {
+    /// Removed from the table of owners first (declared first: dropped after `Drop::drop`,
+    /// before `plugin`).
+    _owner: Record,
     handle: *mut c_void,
     bytes: usize,
-    device: Device,
+    /// The device in the plugin's numbering (what `allocate` and `deallocate` are given).
+    local: Device,
+    /// The device in the producers' numbering (the buffer's device).
+    memory: Device,
     plugin: Arc<PluginBackend>,
 }
 
@@ -30,8 +43,8 @@ impl Drop for Allocation {
             unsafe {
                 deallocate(
                     self.plugin.cb.state,
-                    self.device.device_type.0,
-                    self.device.device_id,
+                    self.local.device_type.0,
+                    self.local.device_id,
                     self.handle,
                 )
             };
@@ -49,19 +62,21 @@ unsafe impl TensorStorage for Allocation {
         self.bytes
     }
     fn device(&self) -> Device {
-        self.device
+        self.memory
     }
 }
 
 impl PluginBackend {
-    /// Allocates `bytes` on `device` (the plugin's numbering): the handle, owned.
-    fn allocate_raw(&self, device: Device, bytes: usize) -> Result<Allocation, Error> {
+    /// Allocates `bytes` on `memory` (the producers' numbering, translated here once): the
+    /// handle, owned.
+    fn allocate_raw(&self, memory: Device, bytes: usize) -> Result<Allocation, Error> {
         let Some(allocate) = self.cb.allocate else {
             return Err(Error::Backend(BackendError::unsupported(
                 self.name,
                 "allocation (the plugin has no allocate callback)",
             )));
         };
+        let device = Device::new(memory.device_type, self.translate_id(memory.device_id)?);
         let mut handle: *mut c_void = std::ptr::null_mut();
         // SAFETY: plugin contract; `handle` is writable.
         let status = unsafe {
@@ -77,15 +92,19 @@ impl PluginBackend {
         if handle.is_null() {
             return Err(self.lied("allocate", "a NULL handle"));
         }
+        let plugin = self.arc();
         Ok(Allocation {
+            _owner: Record::new(handle, &plugin),
             handle,
             bytes,
-            device,
-            plugin: self.arc(),
+            local: device,
+            memory,
+            plugin,
         })
     }
 
-    /// A compact tensor of `dtype` and `shape`, allocated on `device` by the plugin.
+    /// A compact tensor of `dtype` and `shape`, allocated on `device` (the producers'
+    /// numbering) by the plugin.
     pub(super) fn allocate_compact(
         &self,
         device: Device,
@@ -94,6 +113,7 @@ impl PluginBackend {
     ) -> Result<Tensor, Error> {
         let bytes = compact_bytes(dtype, shape)?;
         let alloc = self.allocate_raw(device, bytes)?;
+        let local = alloc.local;
         Tensor::new(
             Buffer::new(Box::new(alloc)),
             self.name,
@@ -103,6 +123,7 @@ impl PluginBackend {
             0,
             0,
         )
+        .map(|t| t.with_device(local))
     }
 
     /// Copies `src` between the plugin's device and the host, either way, through
@@ -118,6 +139,15 @@ impl PluginBackend {
             let Some(to_host) = self.cb.copy_to_host else {
                 return Ok(None);
             };
+            if src.is_subbyte_padded() {
+                // The DLTensor a plugin is given has no flags: it would read padded elements
+                // as packed ones.
+                return Err(Error::Backend(BackendError::unsupported(
+                    self.name,
+                    "a copy to the host of a sub-byte tensor with IS_SUBBYTE_TYPE_PADDED (a \
+                     plugin's copy_to_host is not told of the padding); export it packed",
+                )));
+            }
             let local = self.translate_id(from.device_id)?;
             let bytes = compact_bytes(src.dtype(), src.shape())?;
             let host = AlignedBuffer::zeroed(bytes, CPU_ALIGN)?;
@@ -149,12 +179,13 @@ impl PluginBackend {
             let (Some(from_host), Some(_)) = (self.cb.copy_from_host, self.cb.allocate) else {
                 return Ok(None);
             };
-            let local = Device::new(target.device_type, self.translate_id(target.device_id)?);
             let bytes = compact_bytes(src.dtype(), src.shape())?;
-            // A compact row-major source is read in place; any other layout is compacted on
-            // the host first (the plugin receives compact bytes).
+            // A compact row-major, packed source is read in place; any other layout, and
+            // padded sub-byte elements (IS_SUBBYTE_TYPE_PADDED), are compacted and packed on
+            // the host first, as every host copy does (the plugin receives packed bytes).
             let staged;
-            let host: *const c_void = if src.contiguity().is_row_major() && bytes > 0 {
+            let in_place = src.contiguity().is_row_major() && !src.is_subbyte_padded() && bytes > 0;
+            let host: *const c_void = if in_place {
                 src.data()
                     .cast::<u8>()
                     .wrapping_add(src.byte_offset() as usize)
@@ -166,7 +197,8 @@ impl PluginBackend {
                 staged = copy;
                 staged.as_ptr().cast_const().cast()
             };
-            let alloc = self.allocate_raw(local, bytes)?;
+            let alloc = self.allocate_raw(target, bytes)?;
+            let local = alloc.local;
             let described = Described::compact(alloc.handle, local, src.dtype(), src.shape());
             // SAFETY: plugin contract; `host` is readable for `bytes` bytes (a host-accessible
             // validated view, or the staging copy, both alive here).
@@ -190,7 +222,7 @@ impl PluginBackend {
                 0,
                 0,
             )?;
-            return Ok(Some(t.with_device(target)));
+            return Ok(Some(t.with_device(local)));
         }
         Ok(None)
     }

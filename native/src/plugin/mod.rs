@@ -27,6 +27,8 @@ mod import;
 mod interface;
 mod load;
 mod memory;
+mod owners;
+pub mod rule;
 
 pub use backend::PluginBackend;
 pub use host::{
