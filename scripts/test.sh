@@ -100,6 +100,7 @@ cargo fmt --manifest-path python/Cargo.toml --all --check
 step rooms "the module graphs of dlport-core, dlport-native, dlport-wasm and dlport-capi have no cycle; no source file over 500 lines without a reason in DESIGN.md"
 for crate in core native wasm capi; do python3 scripts/module-graph-check.py "$crate/src"; done
 bash scripts/file-size-check.sh
+python3 scripts/adapter-versions-check.py   # core/README.md's adapter table against the Cargo.toml files
 
 step header "capi/include/dlport.h is what cbindgen generates from the Rust source"
 bash scripts/header.sh --check

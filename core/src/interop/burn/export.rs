@@ -138,6 +138,11 @@ impl ExportBuilder<BurnStorage> {
     }
 }
 
+/// For burn 0.22 (`burn-std = "0.22.1"`: >= 0.22.1, < 0.23). A `TensorData` of another burn-std
+/// version is another type to the compiler, which then says the trait bound `ManagedTensor:
+/// TryFrom<TensorData>` is not satisfied (expected `burn_std::…::TensorData`, found
+/// `TensorData`): `cargo tree -i burn-std` shows the two versions; take the range above (the
+/// adapter table of the crate's README names every adapter's range).
 impl TryFrom<TensorData> for ManagedTensor {
     type Error = Error;
 

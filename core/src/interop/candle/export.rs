@@ -169,6 +169,11 @@ impl ExportBuilder<CandleStorage> {
     }
 }
 
+/// For candle-core 0.11 (`candle-core = "0.11.1"`: >= 0.11.1, < 0.12). A `Tensor` of another
+/// candle-core version is another type to the compiler, which then says the trait bound
+/// `ManagedTensor: TryFrom<Tensor>` is not satisfied (expected `candle_core::…::Tensor`, found
+/// `Tensor`): `cargo tree -i candle-core` shows the two versions; take the range above (the adapter
+/// table of the crate's README names every adapter's range).
 impl TryFrom<Tensor> for ManagedTensor {
     type Error = Error;
 

@@ -35,6 +35,11 @@ impl<T: Element> ExportBuilder<Vec<T>> {
     }
 }
 
+/// For image 0.25 (`image = "0.25.8"`: >= 0.25.8, < 0.26). An `ImageBuffer` of another image
+/// version is another type to the compiler, which then says the trait bound `ManagedTensor:
+/// TryFrom<ImageBuffer<…>>` is not satisfied (expected `image::…::ImageBuffer`, found
+/// `ImageBuffer`): `cargo tree -i image` shows the two versions; take the range above (the adapter
+/// table of the crate's README names every adapter's range).
 impl<P> TryFrom<ImageBuffer<P, Vec<P::Subpixel>>> for ManagedTensor
 where
     P: Pixel,

@@ -162,6 +162,11 @@ where
     }
 }
 
+/// For ndarray 0.17 (`ndarray = "0.17.2"`: >= 0.17.2, < 0.18). An `ArrayBase` of another ndarray
+/// version is another type to the compiler, which then says the trait bound `ManagedTensor:
+/// TryFrom<ArrayBase<…>>` is not satisfied (expected `ndarray::…::ArrayBase`, found `ArrayBase`):
+/// `cargo tree -i ndarray` shows the two versions; take the range above (the adapter table of the
+/// crate's README names every adapter's range).
 impl<S, D> TryFrom<ArrayBase<S, D>> for ManagedTensor
 where
     S: OwnedData,
