@@ -23,6 +23,8 @@ pub mod cuda;
 pub mod interop;
 mod names;
 pub mod pinned;
+#[cfg(feature = "pjrt")]
+pub mod pjrt;
 pub mod plugin;
 pub mod share;
 

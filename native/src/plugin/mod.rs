@@ -31,6 +31,8 @@ mod owners;
 pub mod rule;
 
 pub use backend::PluginBackend;
+/// The error texts the PJRT backend shares with C plugins.
+pub(crate) use error::{intern, plugin_error};
 pub use host::{
     BackendInfo, PLUGIN_HOST_NAME, PluginHost, add_to_default, backends, load_into_default,
     plugins, register_global, unregister_global,

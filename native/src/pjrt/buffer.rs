@@ -1,0 +1,384 @@
+//! [`PjrtBuffer`]: a PJRT buffer dlport owns (destroyed once, when the last holder is gone),
+//! what the plugin says about it (type, dims, layout, size, device), and its export to DLPack
+//! as an external reference.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use dlport_core::backend::{Access, TensorStorage};
+use dlport_core::{DataType, Device, Error, ExportBuilder, ManagedTensor};
+
+use super::client::PjrtClient;
+use super::result::Api;
+use super::{sys, types};
+
+/// The owner of one `PJRT_Buffer`: destroyed once, when dropped.
+pub(super) struct Owned {
+    pub(super) raw: *mut sys::PJRT_Buffer,
+    pub(super) client: PjrtClient,
+}
+
+// SAFETY: PJRT buffers may be used and destroyed from any thread (PJRT C API).
+unsafe impl Send for Owned {}
+// SAFETY: as above; the pointer is only passed to the plugin.
+unsafe impl Sync for Owned {}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        let mut a = sys::Buffer_Destroy_Args::new();
+        a.buffer = self.raw;
+        // SAFETY: the last holder is gone: the buffer is destroyed once, here (a view's
+        // on-delete callback runs in it). An error cannot be reported from a drop.
+        let _ = unsafe { self.client.api().call(sys::BUFFER_DESTROY, &mut a) };
+    }
+}
+
+/// A PJRT buffer. Clones share it; the last one gone destroys it (`PJRT_Buffer_Destroy`),
+/// after every export of it has been released.
+#[derive(Clone)]
+pub struct PjrtBuffer {
+    pub(super) owned: Arc<Owned>,
+}
+
+impl core::fmt::Debug for PjrtBuffer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PjrtBuffer")
+            .field("raw", &self.owned.raw)
+            .finish()
+    }
+}
+
+/// What the plugin says about a buffer, checked: its DLPack type, shape, strides in elements
+/// and the bytes they span.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufferInfo {
+    /// The element type.
+    pub dtype: DataType,
+    /// The dims.
+    pub shape: Vec<i64>,
+    /// The strides in elements, from the plugin's layout.
+    pub strides: Vec<i64>,
+    /// The bytes the layout spans.
+    pub span: u64,
+    /// The dlport device.
+    pub device: Device,
+}
+
+impl PjrtBuffer {
+    /// Takes ownership of a buffer the plugin returned from `function`; NULL is the plugin's
+    /// lie.
+    pub(super) fn adopt(
+        client: &PjrtClient,
+        raw: *mut sys::PJRT_Buffer,
+        function: &'static str,
+    ) -> Result<Self, Error> {
+        if raw.is_null() {
+            return Err(client.api().error(function, -1, "returned a NULL buffer"));
+        }
+        Ok(Self {
+            owned: Arc::new(Owned {
+                raw,
+                client: client.clone(),
+            }),
+        })
+    }
+
+    fn api(&self) -> &Api {
+        self.owned.client.api()
+    }
+
+    /// The raw `PJRT_Buffer*` (for calls dlport does not wrap); it lives while `self` does.
+    pub fn as_raw(&self) -> *mut c_void {
+        self.owned.raw.cast()
+    }
+
+    /// The client.
+    pub fn client(&self) -> &PjrtClient {
+        &self.owned.client
+    }
+
+    /// Waits until the buffer's data is ready (`PJRT_Buffer_ReadyEvent`, `PJRT_Event_Await`).
+    pub fn await_ready(&self) -> Result<(), Error> {
+        let api = self.api();
+        let mut r = sys::Buffer_ReadyEvent_Args::new();
+        r.buffer = self.owned.raw;
+        // SAFETY: the args of PJRT_Buffer_ReadyEvent; the buffer lives.
+        unsafe { api.call(sys::BUFFER_READY_EVENT, &mut r) }?;
+        if r.event.is_null() {
+            return Err(api.error(sys::BUFFER_READY_EVENT.name, -1, "returned a NULL event"));
+        }
+        // SAFETY: a live event we own.
+        unsafe { await_event(api, r.event) }
+    }
+
+    /// The buffer's type, dims, layout (asked of the plugin, never assumed), its size checked
+    /// against the layout's span, and its device.
+    pub fn info(&self) -> Result<BufferInfo, Error> {
+        let api = self.api();
+        let raw = self.owned.raw;
+        let mut t = sys::Buffer_ElementType_Args::new();
+        t.buffer = raw;
+        // SAFETY: the args of PJRT_Buffer_ElementType.
+        unsafe { api.call(sys::BUFFER_ELEMENT_TYPE, &mut t) }?;
+        let dtype = types::to_dlpack(t.kind)
+            .map_err(|e| api.error(sys::BUFFER_ELEMENT_TYPE.name, -1, &e))?;
+        let mut d = sys::Buffer_Dimensions_Args::new();
+        d.buffer = raw;
+        // SAFETY: the args of PJRT_Buffer_Dimensions.
+        unsafe { api.call(sys::BUFFER_DIMENSIONS, &mut d) }?;
+        if d.num_dims > 64 || (d.dims.is_null() && d.num_dims > 0) {
+            return Err(api.error(
+                sys::BUFFER_DIMENSIONS.name,
+                -1,
+                &format!("returned num_dims {} with dims {:?}", d.num_dims, d.dims),
+            ));
+        }
+        let shape: Vec<i64> = if d.num_dims == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: `num_dims` values, valid while the buffer lives (header).
+            unsafe { std::slice::from_raw_parts(d.dims, d.num_dims) }.to_vec()
+        };
+        if let Some(bad) = shape.iter().find(|&&x| x < 0) {
+            return Err(api.error(
+                sys::BUFFER_DIMENSIONS.name,
+                -1,
+                &format!("returned a dim {bad}"),
+            ));
+        }
+        let strides = self.strides(api, &shape, dtype)?;
+        let numel = shape.iter().try_fold(1u64, |n, &x| n.checked_mul(x as u64));
+        let span = numel
+            .and_then(|n| dtype.bytes_for(n, false))
+            .ok_or_else(|| {
+                api.error(
+                    sys::BUFFER_DIMENSIONS.name,
+                    -1,
+                    "the shape's size overflows",
+                )
+            })?;
+        let mut s = sys::Buffer_OnDeviceSizeInBytes_Args::new();
+        s.buffer = raw;
+        // SAFETY: the args of PJRT_Buffer_OnDeviceSizeInBytes.
+        unsafe { api.call(sys::BUFFER_ON_DEVICE_SIZE, &mut s) }?;
+        if (s.on_device_size_in_bytes as u64) < span {
+            return Err(api.error(
+                sys::BUFFER_ON_DEVICE_SIZE.name,
+                -1,
+                &format!(
+                    "the buffer has {} bytes, smaller than its shape {shape:?} of {dtype} \
+                     ({span} bytes)",
+                    s.on_device_size_in_bytes
+                ),
+            ));
+        }
+        let mut v = sys::Buffer_Device_Args::new();
+        v.buffer = raw;
+        // SAFETY: the args of PJRT_Buffer_Device.
+        unsafe { api.call(sys::BUFFER_DEVICE, &mut v) }?;
+        let client = &self.owned.client;
+        let id = client.index_of(v.device).ok_or_else(|| {
+            api.error(
+                sys::BUFFER_DEVICE.name,
+                -1,
+                "returned a device that is not addressable",
+            )
+        })?;
+        Ok(BufferInfo {
+            dtype,
+            shape,
+            strides,
+            span,
+            device: Device::new(client.device_type(), id),
+        })
+    }
+
+    /// The strides in elements, from `PJRT_Buffer_GetMemoryLayout`: a tiled layout without
+    /// tiles (its minor-to-major order) or byte strides that divide into elements.
+    fn strides(&self, api: &Api, shape: &[i64], dtype: DataType) -> Result<Vec<i64>, Error> {
+        let f = sys::BUFFER_GET_MEMORY_LAYOUT.name;
+        let mut l = sys::Buffer_GetMemoryLayout_Args::new();
+        l.buffer = self.owned.raw;
+        // SAFETY: the args of PJRT_Buffer_GetMemoryLayout.
+        unsafe { api.call(sys::BUFFER_GET_MEMORY_LAYOUT, &mut l) }?;
+        let n = shape.len();
+        let lie = |what: String| api.error(f, -1, &what);
+        match l.layout.kind {
+            sys::LAYOUT_TILED => {
+                // SAFETY: the plugin wrote the tiled member (kind says so).
+                let t = unsafe { l.layout.u.tiled };
+                if t.num_tiles != 0 {
+                    return Err(lie(format!(
+                        "a tiled layout with {} tiles: not a strided layout DLPack can \
+                         describe",
+                        t.num_tiles
+                    )));
+                }
+                if t.minor_to_major_size != n || (n > 0 && t.minor_to_major.is_null()) {
+                    return Err(lie(format!(
+                        "minor_to_major has {} entries for {n} dims",
+                        t.minor_to_major_size
+                    )));
+                }
+                let order = if n == 0 {
+                    &[][..]
+                } else {
+                    // SAFETY: `minor_to_major_size` values, valid while the buffer lives.
+                    unsafe { std::slice::from_raw_parts(t.minor_to_major, n) }
+                };
+                let mut strides = vec![0i64; n];
+                let mut seen = vec![false; n];
+                let mut step = 1i64;
+                for &axis in order {
+                    let a = usize::try_from(axis).ok().filter(|&a| a < n && !seen[a]);
+                    let Some(a) = a else {
+                        return Err(lie(format!(
+                            "minor_to_major {order:?} is not a permutation"
+                        )));
+                    };
+                    seen[a] = true;
+                    strides[a] = step;
+                    step = step.saturating_mul(shape[a].max(1));
+                }
+                Ok(strides)
+            }
+            sys::LAYOUT_STRIDES => {
+                // SAFETY: the plugin wrote the strides member (kind says so).
+                let s = unsafe { l.layout.u.strides };
+                let size = dtype.size_bytes() as i64;
+                if s.num_byte_strides != n
+                    || (n > 0 && s.byte_strides.is_null())
+                    || dtype.is_sub_byte()
+                {
+                    return Err(lie(format!(
+                        "{} byte strides for {n} dims of {dtype}",
+                        s.num_byte_strides
+                    )));
+                }
+                let bytes = if n == 0 {
+                    &[][..]
+                } else {
+                    // SAFETY: `num_byte_strides` values, valid while the buffer lives.
+                    unsafe { std::slice::from_raw_parts(s.byte_strides, n) }
+                };
+                if bytes.iter().any(|b| b % size != 0 || *b < 0) {
+                    return Err(lie(format!(
+                        "byte strides {bytes:?} are not non-negative multiples of {dtype}'s {size} bytes"
+                    )));
+                }
+                Ok(bytes.iter().map(|b| b / size).collect())
+            }
+            k => Err(lie(format!(
+                "layout type {k} is neither tiled (0) nor strides (1)"
+            ))),
+        }
+    }
+
+    /// Exports the buffer to a DLPack consumer without a copy: waits until it is ready, asks
+    /// the plugin its layout, takes an external reference and the device pointer. The export
+    /// holds the buffer: its deleter drops the reference
+    /// (`PJRT_Buffer_DecreaseExternalReferenceCount`) once, then its share of the buffer (the
+    /// last share destroys it). `versioned` picks the DLPack 1.x form, else the legacy one.
+    pub fn to_dlpack(&self, versioned: bool) -> Result<ManagedTensor, Error> {
+        self.await_ready()?;
+        let info = self.info()?;
+        let api = self.api();
+        for slot in [
+            sys::BUFFER_DECREASE_EXTERNAL_REF,
+            sys::BUFFER_OPAQUE_POINTER,
+        ] {
+            api.function(slot)?;
+        }
+        let mut a = sys::Buffer_ExternalReference_Args::new();
+        a.buffer = self.owned.raw;
+        // SAFETY: the args of PJRT_Buffer_IncreaseExternalReferenceCount.
+        unsafe { api.call(sys::BUFFER_INCREASE_EXTERNAL_REF, &mut a) }?;
+        // From here the reference is held by `held`: any error drops it once.
+        let mut held = Exported {
+            buffer: self.clone(),
+            data: std::ptr::null_mut(),
+            len: info.span as usize,
+            device: info.device,
+        };
+        let mut p = sys::Buffer_OpaqueDeviceMemoryDataPointer_Args::new();
+        p.buffer = self.owned.raw;
+        // SAFETY: the args of PJRT_Buffer_OpaqueDeviceMemoryDataPointer; the external
+        // reference keeps the pointer valid (header).
+        unsafe { api.call(sys::BUFFER_OPAQUE_POINTER, &mut p) }?;
+        if p.device_memory_ptr.is_null() && info.span > 0 {
+            return Err(api.error(
+                sys::BUFFER_OPAQUE_POINTER.name,
+                -1,
+                "returned a NULL device pointer for a non-empty buffer",
+            ));
+        }
+        held.data = p.device_memory_ptr;
+        let builder = ExportBuilder::new(held, info.dtype, &info.shape).strides(&info.strides);
+        if versioned {
+            builder.build()
+        } else {
+            builder.build_legacy()
+        }
+    }
+}
+
+/// Awaits and destroys an event (its error, if any, is the call's).
+///
+/// # Safety
+/// `event` is a live event of this plugin, owned by the caller and not used afterwards.
+pub(super) unsafe fn await_event(api: &Api, event: *mut sys::PJRT_Event) -> Result<(), Error> {
+    let mut w = sys::Event_Await_Args::new();
+    w.event = event;
+    // SAFETY: the args of PJRT_Event_Await.
+    let awaited = unsafe { api.call(sys::EVENT_AWAIT, &mut w) };
+    let mut d = sys::Event_Destroy_Args::new();
+    d.event = event;
+    // SAFETY: the event is destroyed once, here.
+    let destroyed = unsafe { api.call(sys::EVENT_DESTROY, &mut d) };
+    awaited.and(destroyed)
+}
+
+/// An export: the buffer's external reference and a share of the buffer, released in that
+/// order, once each, when the consumer's deleter drops it.
+struct Exported {
+    buffer: PjrtBuffer,
+    data: *mut c_void,
+    len: usize,
+    device: Device,
+}
+
+// SAFETY: the pointer is the buffer's device memory, only handed to the consumer; PJRT calls
+// may come from any thread.
+unsafe impl Send for Exported {}
+
+impl Drop for Exported {
+    fn drop(&mut self) {
+        let mut a = sys::Buffer_ExternalReference_Args::new();
+        a.buffer = self.buffer.owned.raw;
+        // SAFETY: the reference taken at export, given back once, here, before the share of
+        // the buffer goes (a field, dropped after this). An error cannot be reported here.
+        let _ = unsafe {
+            self.buffer
+                .api()
+                .call(sys::BUFFER_DECREASE_EXTERNAL_REF, &mut a)
+        };
+    }
+}
+
+// SAFETY: `data` is the buffer's memory for `len` bytes (the plugin's size, checked against
+// the layout's span), valid while the external reference is held, which is as long as this
+// value lives. Other holders of the buffer (executions) may write it: the access is shared.
+unsafe impl TensorStorage for Exported {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.data
+    }
+    fn byte_len(&self) -> usize {
+        self.len
+    }
+    fn device(&self) -> Device {
+        self.device
+    }
+    fn access(&self) -> Access {
+        Access::Shared
+    }
+}

@@ -1,0 +1,423 @@
+//! Loading a PJRT plugin ([`PjrtPlugin`]) and creating its client ([`PjrtClient`]), whose
+//! addressable devices are dlport devices ([`PjrtDevice`]).
+
+use std::ffi::{CString, c_char, c_void};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use dlport_core::abi::DeviceType;
+use dlport_core::{Device, Error};
+
+use super::result::Api;
+use super::sys;
+use super::types::device_type_of;
+use crate::plugin::{intern, plugin_error};
+
+/// A loaded PJRT plugin: its checked function table. Plugins stay loaded for the life of the
+/// process (XLA's plugins are not built to be unloaded: their threads and static destructors
+/// outlive `dlclose`), and each is initialized once.
+#[derive(Debug)]
+pub struct PjrtPlugin {
+    pub(super) api: Api,
+}
+
+/// The plugins loaded by path, and the `PJRT_Plugin_Initialize` functions already called.
+static LOADED: Mutex<Vec<(&'static str, Arc<PjrtPlugin>)>> = Mutex::new(Vec::new());
+static INITIALIZED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+impl PjrtPlugin {
+    /// Loads the PJRT plugin at `path` (`dlopen`, `GetPjrtApi`), checks its table (major
+    /// version, `struct_size`) and initializes it. Loading the same path again returns the
+    /// same plugin.
+    ///
+    /// Loading a library runs its code: only load plugins you trust. Their answers are still
+    /// checked.
+    pub fn load(path: &str) -> Result<Arc<Self>, Error> {
+        let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, p)) = loaded.iter().find(|(p, _)| *p == path) {
+            return Ok(p.clone());
+        }
+        let origin = intern(path);
+        let table = open(origin)?;
+        // SAFETY: GetPjrtApi's table lives as long as the library, which is never closed.
+        let plugin = unsafe { Self::from_table(table, origin) }?;
+        loaded.push((origin, plugin.clone()));
+        Ok(plugin)
+    }
+
+    /// A plugin from a function table already in hand (a plugin linked into the program, or a
+    /// table a test builds), checked and initialized as [`load`](Self::load) does. `origin`
+    /// names it in errors.
+    ///
+    /// # Safety
+    /// `table` is NULL or a `PJRT_Api` readable for its `struct_size` bytes, valid for the
+    /// rest of the process, whose non-NULL functions follow the PJRT C API.
+    pub unsafe fn from_table(table: *const c_void, origin: &str) -> Result<Arc<Self>, Error> {
+        let origin = intern(origin);
+        // SAFETY: the caller's contract.
+        let api = unsafe { Api::new(table, origin, origin) }?;
+        let init = api.function(sys::PLUGIN_INITIALIZE)? as usize;
+        let mut done = INITIALIZED.lock().unwrap_or_else(PoisonError::into_inner);
+        if !done.contains(&init) {
+            let mut a = sys::Plugin_Initialize_Args::new();
+            // SAFETY: the args of PJRT_Plugin_Initialize.
+            unsafe { api.call(sys::PLUGIN_INITIALIZE, &mut a) }?;
+            done.push(init);
+        }
+        Ok(Arc::new(Self { api }))
+    }
+
+    /// The plugin's PJRT API version, `(major, minor)`.
+    pub fn api_version(&self) -> (i32, i32) {
+        (sys::API_MAJOR, self.api.minor)
+    }
+
+    /// Where it was loaded from.
+    pub fn origin(&self) -> &'static str {
+        self.api.origin
+    }
+
+    /// What the plugin lacks of what dlport uses, one line per function: the functions its
+    /// table is too short for or leaves NULL, and what each disables.
+    pub fn missing(&self) -> Vec<String> {
+        super::OPTIONAL
+            .iter()
+            .filter(|(slot, _)| !self.api.has(*slot))
+            .map(|(slot, what)| format!("{} is missing: {what} is unavailable", slot.name))
+            .collect()
+    }
+}
+
+/// `dlopen`s `path` and calls its `GetPjrtApi`.
+fn open(path: &'static str) -> Result<*const c_void, Error> {
+    let fail = |what: String| plugin_error(path, path, "dlopen", -1, &what);
+    #[cfg(unix)]
+    {
+        let c_path = CString::new(path).map_err(|_| fail("the path has a NUL byte".into()))?;
+        // SAFETY: a NUL-terminated path; loading runs the library's initialisers (the caller
+        // trusts the plugin).
+        let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        if handle.is_null() {
+            // SAFETY: dlerror's string is copied at once.
+            let why = unsafe { libc::dlerror() };
+            let why = if why.is_null() {
+                "no message from dlerror".into()
+            } else {
+                // SAFETY: a NUL-terminated string from dlerror.
+                unsafe { std::ffi::CStr::from_ptr(why) }
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            return Err(fail(format!("cannot load {path}: {why}")));
+        }
+        // SAFETY: a live handle and a NUL-terminated name.
+        let sym = unsafe { libc::dlsym(handle, c"GetPjrtApi".as_ptr()) };
+        if sym.is_null() {
+            return Err(fail(format!(
+                "{path} has no symbol GetPjrtApi: it is not a PJRT plugin"
+            )));
+        }
+        // SAFETY: the PJRT plugin contract gives the symbol this type.
+        let get: unsafe extern "C" fn() -> *const c_void = unsafe { std::mem::transmute(sym) };
+        // SAFETY: as above; it takes nothing and returns the table.
+        Ok(unsafe { get() })
+    }
+    #[cfg(not(unix))]
+    {
+        Err(fail(
+            "loading PJRT plugins is supported on Unix only".into(),
+        ))
+    }
+}
+
+/// A value of a client create option (`PJRT_NamedValue`).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum OptionValue {
+    /// A string.
+    Str(String),
+    /// A 64-bit integer.
+    Int(i64),
+    /// A boolean.
+    Bool(bool),
+}
+
+/// How to create a client: the plugin's create options, and the DLPack device type of a
+/// platform whose name dlport does not know.
+#[derive(Clone, Debug, Default)]
+pub struct ClientOptions {
+    /// `(name, value)` pairs passed to `PJRT_Client_Create`.
+    pub options: Vec<(String, OptionValue)>,
+    /// The device type for the platform (overrides the name's mapping).
+    pub device_type: Option<DeviceType>,
+}
+
+/// One addressable device of a client.
+#[derive(Clone, Debug)]
+pub struct PjrtDevice {
+    pub(super) raw: *mut sys::PJRT_Device,
+    /// The dlport device: the client's device type, the index among addressable devices.
+    pub device: Device,
+    /// The plugin's own id (`PJRT_DeviceDescription_Id`).
+    pub id: i32,
+    /// The plugin's kind (`PJRT_DeviceDescription_Kind`), or empty.
+    pub kind: String,
+}
+
+pub(super) struct ClientInner {
+    pub(super) api: Api,
+    pub(super) raw: *mut sys::PJRT_Client,
+    pub(super) devices: Vec<PjrtDevice>,
+    pub(super) device_type: DeviceType,
+    pub(super) plugin: Arc<PjrtPlugin>,
+}
+
+// SAFETY: PJRT clients, devices and buffers may be used from any thread (the PJRT C API is
+// thread-safe); the pointers are only passed back to the plugin.
+unsafe impl Send for ClientInner {}
+// SAFETY: as above.
+unsafe impl Sync for ClientInner {}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        let mut a = sys::Client_Destroy_Args::new();
+        a.client = self.raw;
+        // SAFETY: the last holder is gone (buffers and executables hold the client), so the
+        // client is destroyed once, here. An error cannot be reported from a drop.
+        let _ = unsafe { self.api.call(sys::CLIENT_DESTROY, &mut a) };
+    }
+}
+
+/// A PJRT client: the plugin's devices as dlport devices. Cloning shares it; it is destroyed
+/// when the last clone, buffer and executable are gone.
+#[derive(Clone)]
+pub struct PjrtClient {
+    pub(super) inner: Arc<ClientInner>,
+}
+
+impl core::fmt::Debug for PjrtClient {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PjrtClient")
+            .field("platform", &self.inner.api.name)
+            .field("device_type", &self.inner.device_type)
+            .field("devices", &self.inner.devices.len())
+            .finish()
+    }
+}
+
+/// A string the plugin returns as (pointer, size), copied; NULL is the plugin's lie.
+fn copy_str(api: &Api, f: &'static str, p: *const c_char, n: usize) -> Result<String, Error> {
+    if p.is_null() {
+        return Err(api.error(f, -1, "the plugin returned a NULL string"));
+    }
+    // SAFETY: the plugin's string, readable for `n` bytes while its owner lives (header).
+    let b = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n.min(4096)) };
+    Ok(String::from_utf8_lossy(b).into_owned())
+}
+
+impl PjrtClient {
+    /// Creates a client of `plugin` (`PJRT_Client_Create` with `options`), reads its platform
+    /// name and its addressable devices.
+    pub fn create(plugin: &Arc<PjrtPlugin>, options: &ClientOptions) -> Result<Self, Error> {
+        let api = plugin.api;
+        let names: Vec<CString> = options
+            .options
+            .iter()
+            .map(|(n, _)| CString::new(n.as_str()).unwrap_or_default())
+            .collect();
+        let strs: Vec<&str> = options
+            .options
+            .iter()
+            .map(|(_, v)| {
+                if let OptionValue::Str(s) = v {
+                    s.as_str()
+                } else {
+                    ""
+                }
+            })
+            .collect();
+        let values: Vec<NamedValue> = options
+            .options
+            .iter()
+            .zip(&names)
+            .zip(&strs)
+            .map(|(((_, v), n), s)| NamedValue::of(n, v, s))
+            .collect();
+        let mut a = sys::Client_Create_Args::new();
+        a.create_options = values.as_ptr().cast();
+        a.num_options = values.len();
+        // SAFETY: the args of PJRT_Client_Create; the options live during the call.
+        unsafe { api.call(sys::CLIENT_CREATE, &mut a) }?;
+        if a.client.is_null() {
+            return Err(api.error(sys::CLIENT_CREATE.name, -1, "returned a NULL client"));
+        }
+        let mut inner = ClientInner {
+            api,
+            raw: a.client,
+            devices: Vec::new(),
+            device_type: DeviceType::CPU,
+            plugin: plugin.clone(),
+        };
+        // From here on a failure destroys the client (ClientInner's drop).
+        let mut p = sys::Client_PlatformName_Args::new();
+        p.client = inner.raw;
+        // SAFETY: the args of PJRT_Client_PlatformName.
+        unsafe { api.call(sys::CLIENT_PLATFORM_NAME, &mut p) }?;
+        let platform = copy_str(
+            &api,
+            sys::CLIENT_PLATFORM_NAME.name,
+            p.platform_name,
+            p.platform_name_size,
+        )?;
+        inner.api = api.named(intern(&platform));
+        let api = inner.api;
+        inner.device_type = match options.device_type.or_else(|| device_type_of(&platform)) {
+            Some(t) => t,
+            None => {
+                return Err(api.error(
+                    sys::CLIENT_PLATFORM_NAME.name,
+                    -1,
+                    &format!(
+                        "platform \"{platform}\" has no DLPack device type dlport knows: name \
+                         one in ClientOptions::device_type"
+                    ),
+                ));
+            }
+        };
+        let mut d = sys::Client_AddressableDevices_Args::new();
+        d.client = inner.raw;
+        // SAFETY: the args of PJRT_Client_AddressableDevices.
+        unsafe { api.call(sys::CLIENT_ADDRESSABLE_DEVICES, &mut d) }?;
+        if d.addressable_devices.is_null() && d.num_addressable_devices > 0 {
+            return Err(api.error(
+                sys::CLIENT_ADDRESSABLE_DEVICES.name,
+                -1,
+                "returned a NULL device list with a non-zero count",
+            ));
+        }
+        for i in 0..d.num_addressable_devices.min(1 << 16) {
+            // SAFETY: the list holds `num_addressable_devices` devices while the client lives.
+            let raw = unsafe { *d.addressable_devices.add(i) };
+            let (id, kind) = describe(&api, raw)?;
+            inner.devices.push(PjrtDevice {
+                raw,
+                device: Device::new(inner.device_type, i as i32),
+                id,
+                kind,
+            });
+        }
+        Ok(Self {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The platform name (`cpu`, `cuda`, `xpu`, …).
+    pub fn platform(&self) -> &'static str {
+        self.inner.api.name
+    }
+
+    /// The DLPack device type of the platform.
+    pub fn device_type(&self) -> DeviceType {
+        self.inner.device_type
+    }
+
+    /// The addressable devices, in the plugin's order (dlport's device id is the index).
+    pub fn devices(&self) -> &[PjrtDevice] {
+        &self.inner.devices
+    }
+
+    /// The plugin.
+    pub fn plugin(&self) -> &Arc<PjrtPlugin> {
+        &self.inner.plugin
+    }
+
+    /// The device with dlport id `id`, or an error naming the id and the count.
+    pub(super) fn device(&self, id: i32) -> Result<&PjrtDevice, Error> {
+        usize::try_from(id)
+            .ok()
+            .and_then(|i| self.inner.devices.get(i))
+            .ok_or_else(|| {
+                self.inner.api.error(
+                    "device",
+                    -1,
+                    &format!(
+                        "device_id {id} is not an addressable device (the client has {})",
+                        self.inner.devices.len()
+                    ),
+                )
+            })
+    }
+
+    /// The dlport id of a plugin device pointer.
+    pub(super) fn index_of(&self, raw: *mut sys::PJRT_Device) -> Option<i32> {
+        self.inner
+            .devices
+            .iter()
+            .position(|d| d.raw == raw)
+            .map(|i| i as i32)
+    }
+
+    pub(super) fn api(&self) -> &Api {
+        &self.inner.api
+    }
+}
+
+/// A device's id and kind, through its description.
+fn describe(api: &Api, raw: *mut sys::PJRT_Device) -> Result<(i32, String), Error> {
+    let mut g = sys::Device_GetDescription_Args::new();
+    g.device = raw;
+    // SAFETY: the args of PJRT_Device_GetDescription.
+    unsafe { api.call(sys::DEVICE_GET_DESCRIPTION, &mut g) }?;
+    if g.device_description.is_null() {
+        return Err(api.error(sys::DEVICE_GET_DESCRIPTION.name, -1, "returned NULL"));
+    }
+    let mut i = sys::DeviceDescription_Id_Args::new();
+    i.device_description = g.device_description;
+    // SAFETY: the args of PJRT_DeviceDescription_Id.
+    unsafe { api.call(sys::DEVICE_DESCRIPTION_ID, &mut i) }?;
+    let mut k = sys::DeviceDescription_Kind_Args::new();
+    k.device_description = g.device_description;
+    // The kind is informative: a plugin without it still works.
+    // SAFETY: the args of PJRT_DeviceDescription_Kind.
+    let kind = match unsafe { api.call(sys::DEVICE_DESCRIPTION_KIND, &mut k) } {
+        Ok(()) => copy_str(
+            api,
+            sys::DEVICE_DESCRIPTION_KIND.name,
+            k.device_kind,
+            k.device_kind_size,
+        )?,
+        Err(_) => String::new(),
+    };
+    Ok((i.id, kind))
+}
+
+/// `PJRT_NamedValue`.
+#[repr(C)]
+struct NamedValue {
+    head: sys::Head,
+    name: *const c_char,
+    name_size: usize,
+    kind: i32,
+    value: u64,
+    value_size: usize,
+}
+
+impl NamedValue {
+    fn of(name: &CString, v: &OptionValue, s: &str) -> Self {
+        let (kind, value, value_size) = match v {
+            OptionValue::Str(_) => (0, s.as_ptr() as u64, s.len()),
+            OptionValue::Int(i) => (1, *i as u64, 1),
+            OptionValue::Bool(b) => (4, u64::from(*b), 1),
+        };
+        Self {
+            head: sys::Head {
+                struct_size: std::mem::size_of::<Self>(),
+                extension_start: std::ptr::null_mut(),
+            },
+            name: name.as_ptr(),
+            name_size: name.as_bytes().len(),
+            kind,
+            value,
+            value_size,
+        }
+    }
+}

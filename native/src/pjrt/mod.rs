@@ -1,0 +1,47 @@
+//! PJRT plugins as DLPack devices: any plugin that speaks PJRT's C API (`pjrt_c_api.h`, API
+//! 0.x) — XLA's CPU plugin, `jax-cuda12-pjrt`, `jax-rocm7-pjrt`, `jax-oneapi-pjrt`, … — gets
+//! DLPack both ways with no code from its vendor (feature `pjrt`).
+//!
+//! One room per layer, as cudarc keeps them:
+//! - `sys`: the ABI: the args structs dlport uses and the function table's slots, read only
+//!   where the table's `struct_size` covers them;
+//! - `result`: each call as a `Result`, a `PJRT_Error` becoming an error that names the plugin,
+//!   the function, its message and code;
+//! - the safe layer: [`PjrtPlugin`] (load, check, initialize), [`PjrtClient`] (its devices as
+//!   dlport devices), [`PjrtBuffer`] (export as an external reference,
+//!   [`PjrtBuffer::to_dlpack`]), [`PjrtClient::import`] (a view with an on-delete callback,
+//!   or a copy), [`PjrtExecutable`] (StableHLO compiled and run on those buffers).
+//!
+//! The plugin is trusted code, but its answers are checked: a table too short for a function,
+//! a NULL function, a NULL result where one is promised, a buffer smaller than its shape, a
+//! layout DLPack cannot describe: each is an error naming the plugin and the function.
+
+mod buffer;
+mod client;
+mod execute;
+mod import;
+mod result;
+pub mod sys;
+mod types;
+
+pub use buffer::{BufferInfo, PjrtBuffer};
+pub use client::{ClientOptions, OptionValue, PjrtClient, PjrtDevice, PjrtPlugin};
+pub use execute::PjrtExecutable;
+pub use import::VIEW_ALIGN;
+pub use types::device_type_of;
+
+use sys::Slot;
+
+/// The functions dlport uses beyond client creation, and what each one's absence disables.
+pub const OPTIONAL: &[(Slot, &str)] = &[
+    (sys::CLIENT_CREATE_VIEW, "import without a copy (views)"),
+    (sys::CLIENT_BUFFER_FROM_HOST_BUFFER, "import by copy"),
+    (sys::BUFFER_INCREASE_EXTERNAL_REF, "export"),
+    (sys::BUFFER_DECREASE_EXTERNAL_REF, "export"),
+    (sys::BUFFER_OPAQUE_POINTER, "export"),
+    (sys::BUFFER_GET_MEMORY_LAYOUT, "export (the layout)"),
+    (sys::BUFFER_ON_DEVICE_SIZE, "export (the size check)"),
+    (sys::BUFFER_READY_EVENT, "export (readiness)"),
+    (sys::CLIENT_COMPILE, "compilation"),
+    (sys::LOADED_EXECUTABLE_EXECUTE, "execution"),
+];

@@ -1,0 +1,307 @@
+//! The PJRT C API's ABI, as the XLA CPU plugin's `pjrt_c_api.h` (API 0.81) lays it out: the
+//! subset dlport calls, declared here once. Nothing in this room calls a function; it names
+//! the table's slots and reads them only where the plugin's `struct_size` covers them.
+//!
+//! Every args struct starts with `struct_size` (set to the size declared here, the header's
+//! `PJRT_STRUCT_SIZE`: every struct here ends at its last field) and `extension_start`.
+#![allow(non_camel_case_types, missing_docs)]
+
+use std::ffi::{c_char, c_int, c_void};
+
+/// The major version of the API this room declares; another major is refused.
+pub const API_MAJOR: c_int = 0;
+/// The minor version of the header the declarations come from.
+pub const API_MINOR: c_int = 81;
+
+macro_rules! opaque {
+    ($($name:ident),*) => {$(
+        #[repr(C)]
+        pub struct $name {
+            _private: [u8; 0],
+        }
+    )*};
+}
+opaque!(
+    PJRT_Error,
+    PJRT_Client,
+    PJRT_Device,
+    PJRT_DeviceDescription,
+    PJRT_Buffer,
+    PJRT_Event,
+    PJRT_LoadedExecutable,
+    PJRT_Executable,
+    PJRT_Memory
+);
+
+/// The head of every args struct.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Head {
+    pub struct_size: usize,
+    pub extension_start: *mut c_void,
+}
+
+/// Declares an args struct that starts with [`Head`], and its `new()` (the head set, every
+/// other field zero: NULL pointers, zero counts).
+macro_rules! args {
+    ($($name:ident { $($field:ident: $ty:ty),* $(,)? })*) => {$(
+        #[repr(C)]
+        pub struct $name {
+            pub head: Head,
+            $(pub $field: $ty,)*
+        }
+        #[allow(clippy::new_without_default)]
+        impl $name {
+            /// The args with `struct_size` set and every other field zeroed.
+            pub fn new() -> Self {
+                // SAFETY: every field is an integer, a raw pointer or an Option of a function
+                // pointer, for which all zeroes is a valid value (0 / NULL / None).
+                let mut a: Self = unsafe { std::mem::zeroed() };
+                a.head.struct_size = std::mem::size_of::<Self>();
+                a
+            }
+        }
+    )*};
+}
+
+pub type OnDelete = Option<unsafe extern "C" fn(device_buffer_ptr: *mut c_void, arg: *mut c_void)>;
+
+/// `PJRT_Buffer_MemoryLayout_Tiled`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct LayoutTiled {
+    pub head: Head,
+    pub minor_to_major: *const i64,
+    pub minor_to_major_size: usize,
+    pub tile_dims: *const i64,
+    pub tile_dim_sizes: *const usize,
+    pub num_tiles: usize,
+}
+
+/// `PJRT_Buffer_MemoryLayout_Strides`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct LayoutStrides {
+    pub head: Head,
+    pub byte_strides: *const i64,
+    pub num_byte_strides: usize,
+}
+
+/// The union in `PJRT_Buffer_MemoryLayout`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union LayoutUnion {
+    pub tiled: LayoutTiled,
+    pub strides: LayoutStrides,
+}
+
+/// `PJRT_Buffer_MemoryLayout_Type_Tiled`.
+pub const LAYOUT_TILED: c_int = 0;
+/// `PJRT_Buffer_MemoryLayout_Type_Strides`.
+pub const LAYOUT_STRIDES: c_int = 1;
+
+/// `PJRT_Buffer_MemoryLayout`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct MemoryLayout {
+    pub head: Head,
+    pub u: LayoutUnion,
+    pub kind: c_int,
+}
+
+/// `PJRT_Program`.
+#[repr(C)]
+pub struct Program {
+    pub head: Head,
+    pub code: *mut c_char,
+    pub code_size: usize,
+    pub format: *const c_char,
+    pub format_size: usize,
+}
+
+/// `PJRT_ExecuteOptions`.
+#[repr(C)]
+pub struct ExecuteOptions {
+    pub head: Head,
+    pub send_callbacks: *mut c_void,
+    pub recv_callbacks: *mut c_void,
+    pub num_send_ops: usize,
+    pub num_recv_ops: usize,
+    pub launch_id: c_int,
+    pub non_donatable_input_indices: *const i64,
+    pub num_non_donatable_input_indices: usize,
+    pub context: *mut c_void,
+    pub call_location: *const c_char,
+    pub num_tasks: usize,
+    pub task_ids: *mut c_int,
+    pub incarnation_ids: *mut i64,
+}
+
+/// `PJRT_HostBufferSemantics_kImmutableOnlyDuringCall`: the plugin copies during the call.
+pub const HOST_COPY_DURING_CALL: c_int = 0;
+
+args! {
+    Error_Destroy_Args { error: *mut PJRT_Error }
+    Error_Message_Args { error: *const PJRT_Error, message: *const c_char, message_size: usize }
+    Error_GetCode_Args { error: *const PJRT_Error, code: c_int }
+    Plugin_Initialize_Args {}
+    Event_Destroy_Args { event: *mut PJRT_Event }
+    Event_Await_Args { event: *mut PJRT_Event }
+    Client_Create_Args {
+        create_options: *const c_void, num_options: usize,
+        kv_get_callback: *mut c_void, kv_get_user_arg: *mut c_void,
+        kv_put_callback: *mut c_void, kv_put_user_arg: *mut c_void,
+        client: *mut PJRT_Client,
+        kv_try_get_callback: *mut c_void, kv_try_get_user_arg: *mut c_void,
+    }
+    Client_Destroy_Args { client: *mut PJRT_Client }
+    Client_PlatformName_Args {
+        client: *mut PJRT_Client, platform_name: *const c_char, platform_name_size: usize,
+    }
+    Client_AddressableDevices_Args {
+        client: *mut PJRT_Client, addressable_devices: *const *mut PJRT_Device,
+        num_addressable_devices: usize,
+    }
+    Client_Compile_Args {
+        client: *mut PJRT_Client, program: *const Program,
+        compile_options: *const c_char, compile_options_size: usize,
+        executable: *mut PJRT_LoadedExecutable,
+    }
+    Client_BufferFromHostBuffer_Args {
+        client: *mut PJRT_Client, data: *const c_void, kind: c_int,
+        dims: *const i64, num_dims: usize,
+        byte_strides: *const i64, num_byte_strides: usize,
+        host_buffer_semantics: c_int,
+        device: *mut PJRT_Device, memory: *mut PJRT_Memory,
+        device_layout: *mut MemoryLayout,
+        done_with_host_buffer: *mut PJRT_Event,
+        buffer: *mut PJRT_Buffer,
+    }
+    Client_CreateViewOfDeviceBuffer_Args {
+        client: *mut PJRT_Client, device_buffer_ptr: *mut c_void,
+        dims: *const i64, num_dims: usize, element_type: c_int,
+        layout: *mut MemoryLayout, device: *mut PJRT_Device,
+        on_delete_callback: OnDelete, on_delete_callback_arg: *mut c_void,
+        stream: isize, buffer: *mut PJRT_Buffer, memory: *mut PJRT_Memory,
+    }
+    Device_GetDescription_Args {
+        device: *mut PJRT_Device, device_description: *mut PJRT_DeviceDescription,
+    }
+    DeviceDescription_Id_Args { device_description: *mut PJRT_DeviceDescription, id: c_int }
+    DeviceDescription_Kind_Args {
+        device_description: *mut PJRT_DeviceDescription,
+        device_kind: *const c_char, device_kind_size: usize,
+    }
+    LoadedExecutable_Destroy_Args { executable: *mut PJRT_LoadedExecutable }
+    LoadedExecutable_GetExecutable_Args {
+        loaded_executable: *mut PJRT_LoadedExecutable, executable: *mut PJRT_Executable,
+    }
+    Executable_Destroy_Args { executable: *mut PJRT_Executable }
+    Executable_NumOutputs_Args { executable: *mut PJRT_Executable, num_outputs: usize }
+    LoadedExecutable_Execute_Args {
+        executable: *mut PJRT_LoadedExecutable, options: *mut ExecuteOptions,
+        argument_lists: *const *const *mut PJRT_Buffer, num_devices: usize, num_args: usize,
+        output_lists: *const *mut *mut PJRT_Buffer,
+        device_complete_events: *mut *mut PJRT_Event,
+        execute_device: *mut PJRT_Device,
+    }
+    Buffer_Destroy_Args { buffer: *mut PJRT_Buffer }
+    Buffer_ElementType_Args { buffer: *mut PJRT_Buffer, kind: c_int }
+    Buffer_Dimensions_Args { buffer: *mut PJRT_Buffer, dims: *const i64, num_dims: usize }
+    Buffer_GetMemoryLayout_Args { buffer: *mut PJRT_Buffer, layout: MemoryLayout }
+    Buffer_OnDeviceSizeInBytes_Args { buffer: *mut PJRT_Buffer, on_device_size_in_bytes: usize }
+    Buffer_Device_Args { buffer: *mut PJRT_Buffer, device: *mut PJRT_Device }
+    Buffer_ReadyEvent_Args { buffer: *mut PJRT_Buffer, event: *mut PJRT_Event }
+    Buffer_ExternalReference_Args { buffer: *mut PJRT_Buffer }
+    Buffer_OpaqueDeviceMemoryDataPointer_Args {
+        buffer: *mut PJRT_Buffer, device_memory_ptr: *mut c_void,
+    }
+}
+
+/// The head of `PJRT_Api`: its size, extensions and version; the function pointers follow.
+#[repr(C)]
+pub struct ApiHead {
+    pub struct_size: usize,
+    pub extension_start: *mut c_void,
+    pub version_struct_size: usize,
+    pub version_extension_start: *mut c_void,
+    pub major: c_int,
+    pub minor: c_int,
+}
+
+/// A slot of the function table: the function's name and its place (0-based) after the head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    /// The function's name in the header, for errors.
+    pub name: &'static str,
+    /// Its index among the function pointers.
+    pub index: usize,
+}
+
+impl Slot {
+    /// The byte just past this slot's pointer: a table reaches it when `struct_size` is at
+    /// least this (`offsetof(PJRT_Api, fn) + sizeof(fn)`).
+    pub const fn end(self) -> usize {
+        std::mem::size_of::<ApiHead>() + (self.index + 1) * std::mem::size_of::<usize>()
+    }
+}
+
+macro_rules! slots {
+    ($($konst:ident = $index:literal $name:ident;)*) => {
+        $(pub const $konst: Slot = Slot { name: stringify!($name), index: $index };)*
+    };
+}
+// The table's order in the header (index = position among the function pointers).
+slots! {
+    ERROR_DESTROY = 0 PJRT_Error_Destroy;
+    ERROR_MESSAGE = 1 PJRT_Error_Message;
+    ERROR_GET_CODE = 2 PJRT_Error_GetCode;
+    PLUGIN_INITIALIZE = 3 PJRT_Plugin_Initialize;
+    EVENT_DESTROY = 5 PJRT_Event_Destroy;
+    EVENT_AWAIT = 8 PJRT_Event_Await;
+    CLIENT_CREATE = 10 PJRT_Client_Create;
+    CLIENT_DESTROY = 11 PJRT_Client_Destroy;
+    CLIENT_PLATFORM_NAME = 12 PJRT_Client_PlatformName;
+    CLIENT_ADDRESSABLE_DEVICES = 16 PJRT_Client_AddressableDevices;
+    CLIENT_COMPILE = 20 PJRT_Client_Compile;
+    CLIENT_BUFFER_FROM_HOST_BUFFER = 22 PJRT_Client_BufferFromHostBuffer;
+    DEVICE_DESCRIPTION_ID = 23 PJRT_DeviceDescription_Id;
+    DEVICE_DESCRIPTION_KIND = 26 PJRT_DeviceDescription_Kind;
+    DEVICE_GET_DESCRIPTION = 29 PJRT_Device_GetDescription;
+    EXECUTABLE_DESTROY = 40 PJRT_Executable_Destroy;
+    EXECUTABLE_NUM_OUTPUTS = 44 PJRT_Executable_NumOutputs;
+    LOADED_EXECUTABLE_DESTROY = 50 PJRT_LoadedExecutable_Destroy;
+    LOADED_EXECUTABLE_GET_EXECUTABLE = 51 PJRT_LoadedExecutable_GetExecutable;
+    LOADED_EXECUTABLE_EXECUTE = 55 PJRT_LoadedExecutable_Execute;
+    BUFFER_DESTROY = 58 PJRT_Buffer_Destroy;
+    BUFFER_ELEMENT_TYPE = 59 PJRT_Buffer_ElementType;
+    BUFFER_DIMENSIONS = 60 PJRT_Buffer_Dimensions;
+    BUFFER_GET_MEMORY_LAYOUT = 63 PJRT_Buffer_GetMemoryLayout;
+    BUFFER_ON_DEVICE_SIZE = 64 PJRT_Buffer_OnDeviceSizeInBytes;
+    BUFFER_DEVICE = 65 PJRT_Buffer_Device;
+    BUFFER_READY_EVENT = 72 PJRT_Buffer_ReadyEvent;
+    BUFFER_INCREASE_EXTERNAL_REF = 74 PJRT_Buffer_IncreaseExternalReferenceCount;
+    BUFFER_DECREASE_EXTERNAL_REF = 75 PJRT_Buffer_DecreaseExternalReferenceCount;
+    BUFFER_OPAQUE_POINTER = 76 PJRT_Buffer_OpaqueDeviceMemoryDataPointer;
+    CLIENT_CREATE_VIEW = 93 PJRT_Client_CreateViewOfDeviceBuffer;
+}
+
+/// The size of the whole 0.81 table: the head and its 118 function pointers.
+pub const API_SIZE_0_81: usize =
+    std::mem::size_of::<ApiHead>() + 118 * std::mem::size_of::<usize>();
+
+/// The signature every table function has but the two error helpers: one args pointer in, an
+/// error (NULL for success) out.
+pub type Fn = unsafe extern "C" fn(args: *mut c_void) -> *mut PJRT_Error;
+/// `PJRT_Error_Destroy` and `PJRT_Error_Message`: no error out.
+pub type VoidFn = unsafe extern "C" fn(args: *mut c_void);
+
+const _: () = {
+    assert!(std::mem::size_of::<ApiHead>() == 40);
+    assert!(API_SIZE_0_81 == 984);
+    assert!(CLIENT_CREATE_VIEW.end() == 40 + 94 * 8);
+    assert!(std::mem::size_of::<MemoryLayout>() == 16 + 56 + 8);
+    assert!(std::mem::size_of::<Client_CreateViewOfDeviceBuffer_Args>() == 112);
+    assert!(std::mem::size_of::<Client_BufferFromHostBuffer_Args>() == 120);
+    assert!(std::mem::size_of::<ExecuteOptions>() == 112);
+};

@@ -1,0 +1,98 @@
+//! The explicit maps between PJRT and DLPack: element types both ways (every other type is
+//! refused by name), and the DLPack device type a platform name stands for.
+
+use dlport_core::DataType;
+use dlport_core::abi::{DeviceType, TypeCode};
+
+/// `(PJRT_Buffer_Type value, its name, the DLPack type)`, for every type both sides have.
+const TYPES: &[(i32, &str, DataType)] = &[
+    (1, "PRED", DataType::BOOL),
+    (2, "S8", DataType::INT8),
+    (3, "S16", DataType::INT16),
+    (4, "S32", DataType::INT32),
+    (5, "S64", DataType::INT64),
+    (6, "U8", DataType::UINT8),
+    (7, "U16", DataType::UINT16),
+    (8, "U32", DataType::UINT32),
+    (9, "U64", DataType::UINT64),
+    (10, "F16", DataType::FLOAT16),
+    (11, "F32", DataType::FLOAT32),
+    (12, "F64", DataType::FLOAT64),
+    (13, "BF16", DataType::BFLOAT16),
+    (14, "C64", DataType::COMPLEX64),
+    (15, "C128", DataType::COMPLEX128),
+    (16, "F8E5M2", DataType::FLOAT8_E5M2),
+    (17, "F8E4M3FN", DataType::FLOAT8_E4M3FN),
+    (18, "F8E4M3B11FNUZ", DataType::FLOAT8_E4M3B11FNUZ),
+    (19, "F8E5M2FNUZ", DataType::FLOAT8_E5M2FNUZ),
+    (20, "F8E4M3FNUZ", DataType::FLOAT8_E4M3FNUZ),
+    (21, "S4", DataType::new(TypeCode::INT, 4, 1)),
+    (22, "U4", DataType::new(TypeCode::UINT, 4, 1)),
+    (24, "S2", DataType::new(TypeCode::INT, 2, 1)),
+    (25, "U2", DataType::new(TypeCode::UINT, 2, 1)),
+    (26, "F8E4M3", DataType::FLOAT8_E4M3),
+    (27, "F8E3M4", DataType::FLOAT8_E3M4),
+    (28, "F8E8M0FNU", DataType::FLOAT8_E8M0FNU),
+    (29, "F4E2M1FN", DataType::FLOAT4_E2M1FN),
+];
+
+/// The names of PJRT types without a DLPack counterpart (refused by name).
+const UNMAPPED: &[(i32, &str)] = &[(0, "INVALID"), (23, "TOKEN")];
+
+/// The DLPack type of a PJRT element type, or the PJRT type's name when DLPack has none.
+pub fn to_dlpack(pjrt: i32) -> Result<DataType, String> {
+    if let Some(&(_, _, d)) = TYPES.iter().find(|t| t.0 == pjrt) {
+        return Ok(d);
+    }
+    Err(match UNMAPPED.iter().find(|t| t.0 == pjrt) {
+        Some((_, name)) => format!("PJRT_Buffer_Type_{name} ({pjrt}) has no DLPack type"),
+        None => format!("PJRT_Buffer_Type {pjrt} is not one dlport knows (pjrt_c_api.h 0.81)"),
+    })
+}
+
+/// The PJRT element type of a DLPack type, or why it has none.
+pub fn to_pjrt(dtype: DataType) -> Result<i32, String> {
+    TYPES
+        .iter()
+        .find(|t| t.2 == dtype)
+        .map(|t| t.0)
+        .ok_or_else(|| format!("dtype {dtype} has no PJRT_Buffer_Type"))
+}
+
+/// The DLPack device type a PJRT platform name stands for, or `None` for a name dlport does
+/// not know (the caller then names the device type).
+pub fn device_type_of(platform: &str) -> Option<DeviceType> {
+    Some(match platform.to_ascii_lowercase().as_str() {
+        "cpu" | "host" | "interpreter" => DeviceType::CPU,
+        "cuda" | "gpu" | "nvidia" => DeviceType::CUDA,
+        "rocm" | "amd" | "hip" => DeviceType::ROCM,
+        "xpu" | "oneapi" | "sycl" | "intel" => DeviceType::ONEAPI,
+        "metal" | "mps" => DeviceType::METAL,
+        "vulkan" => DeviceType::VULKAN,
+        "opencl" => DeviceType::OPENCL,
+        "tpu" => DeviceType::TPU,
+        "hexagon" => DeviceType::HEXAGON,
+        "maia" => DeviceType::MAIA,
+        "neuron" | "trn" | "trainium" => DeviceType::TRN,
+        "ascend" | "npu" => DeviceType::ASCEND,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_ways_and_refusals() {
+        for &(p, _, d) in TYPES {
+            assert_eq!(to_dlpack(p), Ok(d));
+            assert_eq!(to_pjrt(d), Ok(p));
+        }
+        assert!(to_dlpack(23).unwrap_err().contains("TOKEN"));
+        assert!(to_dlpack(99).unwrap_err().contains("99"));
+        assert!(to_pjrt(DataType::FLOAT6_E2M3FN).is_err());
+        assert_eq!(device_type_of("XPU"), Some(DeviceType::ONEAPI));
+        assert_eq!(device_type_of("tt"), None);
+    }
+}

@@ -1,0 +1,205 @@
+//! The PJRT backend against the real XLA CPU plugin (`DLPORT_PJRT_PLUGIN`; each test skips
+//! visibly without it): devices, import as a view and by copy, export as an external
+//! reference, StableHLO executed on an imported view, the refusals, each release counted.
+
+mod pjrt_common;
+
+use dlport_core::abi::DeviceType;
+use dlport_core::error::{CopyReason, DispatchError};
+use dlport_core::{CopyPolicy, DataType, Device, Error};
+use pjrt_common::{AFFINE, Spec, client, count, tensor};
+
+#[test]
+fn devices_follow_the_addressable_devices() {
+    let Some((plugin, client)) = client("devices") else {
+        return;
+    };
+    assert_eq!(plugin.api_version().0, 0);
+    assert!(plugin.api_version().1 >= 81, "{:?}", plugin.api_version());
+    assert!(plugin.missing().is_empty(), "{:?}", plugin.missing());
+    assert_eq!(client.platform(), "cpu");
+    assert_eq!(client.device_type(), DeviceType::CPU);
+    assert!(!client.devices().is_empty());
+    for (i, d) in client.devices().iter().enumerate() {
+        assert_eq!(d.device, Device::new(DeviceType::CPU, i as i32));
+    }
+}
+
+#[test]
+fn stablehlo_runs_on_an_imported_view_and_exports_without_a_copy() {
+    let Some((_plugin, client)) = client("stablehlo") else {
+        return;
+    };
+    let x = [0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0];
+    let (t, address, released) = tensor(&x, &Spec::f32(&[2, 3]));
+    let input = client.import(t, CopyPolicy::Never, None).expect("a view");
+    // The view is the producer's memory: its export shows the same address.
+    let back = input.to_dlpack(true).expect("export the view");
+    assert_eq!(back.view().data() as usize, address);
+    assert_eq!(back.view().to_vec::<f32>().unwrap(), x);
+    let exe = client.compile_mlir(AFFINE).expect("compile");
+    assert_eq!(exe.num_outputs(), 1);
+    let out = exe.execute(&[&input]).expect("execute");
+    assert_eq!(count(&released), 0, "released while viewed");
+    let result = out[0].to_dlpack(true).expect("export the result");
+    let ptr = result.view().data() as usize;
+    assert_ne!(ptr, address, "the result is the plugin's memory");
+    let got = result.view().to_vec::<f32>().unwrap();
+    let want: Vec<f32> = x.iter().map(|v| 2.0 * v + 1.0).collect();
+    assert_eq!(got, want);
+    // The result's export is the buffer itself: its pointer is the plugin's data pointer.
+    let again = out[0].to_dlpack(false).expect("a legacy export");
+    assert_eq!(again.view().data() as usize, ptr);
+    drop((exe, input));
+    assert_eq!(
+        count(&released),
+        0,
+        "released while an export holds the view"
+    );
+    drop(back);
+    assert_eq!(count(&released), 1);
+    drop(out);
+    assert_eq!(
+        result.view().to_vec::<f32>().unwrap(),
+        want,
+        "the export holds the result"
+    );
+    drop((result, again));
+    assert_eq!(count(&released), 1);
+}
+
+#[test]
+fn the_view_is_released_once_when_its_last_holder_goes() {
+    let Some((_plugin, client)) = client("release") else {
+        return;
+    };
+    let (t, _, released) = tensor(&[1.0; 6], &Spec::f32(&[2, 3]));
+    let b = client.import(t, CopyPolicy::IfNeeded, None).unwrap();
+    let b2 = b.clone();
+    drop(b);
+    assert_eq!(count(&released), 0);
+    let m = b2.to_dlpack(true).unwrap();
+    drop(b2);
+    assert_eq!(count(&released), 0, "the export holds the buffer");
+    std::thread::spawn(move || drop(m)).join().unwrap();
+    assert_eq!(count(&released), 1);
+}
+
+#[test]
+fn column_major_is_copied_into_row_major() {
+    let Some((_plugin, client)) = client("layout") else {
+        return;
+    };
+    // [[0, 1, 2], [3, 4, 5]] stored column by column. XLA's CPU plugin would take a view of
+    // it, but its programs read a view row-major: dlport copies it (the plugin honours byte
+    // strides), and refuses under copy=Never.
+    let mem = [0.0f32, 3.0, 1.0, 4.0, 2.0, 5.0];
+    let mut spec = Spec::f32(&[2, 3]);
+    spec.strides = Some(vec![1, 2]);
+    let (t, _, released) = tensor(&mem, &spec);
+    let e = client.import(t, CopyPolicy::Never, None).unwrap_err();
+    assert!(
+        matches!(copy_required(&e), Some(CopyReason::Layout { .. })),
+        "{e}"
+    );
+    assert_eq!(count(&released), 1);
+    let (t, address, released) = tensor(&mem, &spec);
+    let b = client
+        .import(t, CopyPolicy::IfNeeded, None)
+        .expect("a copy");
+    assert_eq!(count(&released), 1);
+    assert_eq!(b.info().unwrap().strides, vec![3, 1]);
+    assert_ne!(b.to_dlpack(true).unwrap().view().data() as usize, address);
+    let out = client.compile_mlir(AFFINE).unwrap().execute(&[&b]).unwrap();
+    let got = out[0]
+        .to_dlpack(true)
+        .unwrap()
+        .view()
+        .to_vec::<f32>()
+        .unwrap();
+    assert_eq!(got, vec![1.0, 3.0, 5.0, 7.0, 9.0, 11.0]);
+}
+
+fn copy_required(e: &Error) -> Option<CopyReason> {
+    match e {
+        Error::Dispatch(DispatchError::CopyRequired { reason }) => Some(*reason),
+        _ => None,
+    }
+}
+
+#[test]
+fn what_pjrt_cannot_view_is_refused_or_copied() {
+    let Some((_plugin, client)) = client("refusals") else {
+        return;
+    };
+    let x = [0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0];
+    let mut read_only = Spec::f32(&[2, 3]);
+    read_only.read_only = true;
+    let mut strided = Spec::f32(&[2, 3]);
+    strided.strides = Some(vec![6, 2]);
+    let mut misaligned = Spec::f32(&[2, 3]);
+    misaligned.offset = 4;
+    let strided_mem: Vec<f32> = (0..12)
+        .map(|k| if k % 2 == 0 { x[k / 2] } else { -1.0 })
+        .collect();
+    for (what, spec, mem) in [
+        ("read-only", read_only, x.to_vec()),
+        ("strided", strided, strided_mem),
+        ("misaligned", misaligned, x.to_vec()),
+    ] {
+        let (t, address, released) = tensor(&mem, &spec);
+        let e = client.import(t, CopyPolicy::Never, None).expect_err(what);
+        let reason = copy_required(&e).unwrap_or_else(|| panic!("{what}: {e}"));
+        match (what, reason) {
+            ("read-only", CopyReason::Flag { .. })
+            | ("strided", CopyReason::Layout { .. })
+            | ("misaligned", CopyReason::Alignment { .. }) => {}
+            _ => panic!("{what}: {reason:?}"),
+        }
+        assert_eq!(count(&released), 1, "{what}: released once on refusal");
+        // Where a copy is allowed, the plugin copies during the call and the tensor goes.
+        let (t, _, released) = tensor(&mem, &spec);
+        let b = client.import(t, CopyPolicy::IfNeeded, None).expect(what);
+        assert_eq!(
+            count(&released),
+            1,
+            "{what}: released on return from a copy"
+        );
+        let m = b.to_dlpack(true).unwrap();
+        assert_ne!(m.view().data() as usize, address, "{what}");
+        assert_eq!(m.view().to_vec::<f32>().unwrap(), x, "{what}");
+    }
+    // A dtype PJRT lacks: refused by name, whatever the policy.
+    let mut f6 = Spec::f32(&[8]);
+    f6.dtype = DataType::FLOAT6_E2M3FN;
+    let (t, _, released) = tensor(&[0.0; 2], &f6);
+    let e = client.import(t, CopyPolicy::IfNeeded, None).unwrap_err();
+    assert!(e.to_string().contains("dtype"), "{e}");
+    assert_eq!(count(&released), 1);
+    // Memory of a device the platform does not serve: never viewed, never copied.
+    let mut cuda = Spec::f32(&[2, 3]);
+    cuda.device = Device::cuda(0);
+    let (t, _, released) = tensor(&x, &cuda);
+    let e = client.import(t, CopyPolicy::Never, None).unwrap_err();
+    assert!(
+        matches!(copy_required(&e), Some(CopyReason::Device { .. })),
+        "{e}"
+    );
+    assert_eq!(count(&released), 1);
+    let (t, _, released) = tensor(&x, &cuda);
+    let e = client.import(t, CopyPolicy::IfNeeded, None).unwrap_err();
+    assert!(e.to_string().contains("host"), "{e}");
+    assert_eq!(count(&released), 1);
+    // A device id the client does not have.
+    let (t, _, released) = tensor(&x, &Spec::f32(&[2, 3]));
+    let e = client
+        .import(t, CopyPolicy::IfNeeded, Some(99))
+        .unwrap_err();
+    assert!(e.to_string().contains("99"), "{e}");
+    assert_eq!(count(&released), 1);
+    // copy=Always copies viewable memory too.
+    let (t, address, released) = tensor(&x, &Spec::f32(&[2, 3]));
+    let b = client.import(t, CopyPolicy::Always, None).unwrap();
+    assert_eq!(count(&released), 1);
+    assert_ne!(b.to_dlpack(true).unwrap().view().data() as usize, address);
+}
