@@ -21,10 +21,8 @@ want() {
 
 log() { printf '[install] %s\n' "$*"; }
 
-# Every `cargo install` (here and in scripts/install-wasm-tools.sh) builds in one target
-# directory in the cache, so that the crates the tools have in common (same version, same
-# features) compile once, and a second clone or a rerun after a version bump reuses them.
-export CARGO_TARGET_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/dlport/cargo-install-target"
+# `cargo install` through scripts/cargo-tool-install.sh: one shared build directory in the cache,
+# opt-level 1.
 
 # Cross targets: the no_std builds of dlport-core (thumbv7em, wasm32) and the type checks of
 # dlport-native and dlport-capi for Windows, macOS and aarch64 Linux (plus dlport-core's aarch64
@@ -63,7 +61,7 @@ elif cargo fuzz --version 2>/dev/null | grep -q "0.13.2"; then
   log "cargo-fuzz 0.13.2: present"
 else
   log "cargo-fuzz 0.13.2: installing (cargo install, a few minutes)"
-  cargo install cargo-fuzz --version 0.13.2 --locked
+  bash "$here/cargo-tool-install.sh" cargo-fuzz --version 0.13.2 --locked
 fi
 # valgrind and LeakSanitizer's runtime for the sanitizer checks.
 if ! want hardening; then
@@ -113,7 +111,7 @@ elif cbindgen --version 2>/dev/null | grep -qx "cbindgen 0.29.4"; then
   log "cbindgen 0.29.4: present"
 else
   log "cbindgen 0.29.4: installing (cargo install, a few minutes)"
-  cargo install cbindgen --version 0.29.4 --locked
+  bash "$here/cargo-tool-install.sh" cbindgen --version 0.29.4 --locked
 fi
 if ! want c rust; then
   :

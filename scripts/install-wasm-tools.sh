@@ -8,9 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf '[install] %s\n' "$*"; }
-# The `cargo install`s build in the target directory in the cache that scripts/install-deps.sh's
-# use too (the crates the tools share compile once).
-export CARGO_TARGET_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/dlport/cargo-install-target"
+# `cargo install` through scripts/cargo-tool-install.sh: one shared build directory in the cache,
+# opt-level 1.
 
 if rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   log "target wasm32-unknown-unknown: present"
@@ -22,13 +21,13 @@ if wasm-bindgen --version 2>/dev/null | grep -q "^wasm-bindgen 0.2.130$"; then
   log "wasm-bindgen-cli 0.2.130: present"
 else
   log "wasm-bindgen-cli 0.2.130: installing (cargo install: it compiles about 160 crates, several minutes on 2 cores; once per machine)"
-  cargo install wasm-bindgen-cli --version 0.2.130 --force
+  bash scripts/cargo-tool-install.sh wasm-bindgen-cli --version 0.2.130 --force
 fi
 if wasm-pack --version 2>/dev/null | grep -q "0.15.1"; then
   log "wasm-pack 0.15.1: present"
 else
   log "wasm-pack 0.15.1: installing (cargo install: it compiles about 185 crates, 5 to 6 minutes on 2 cores, more on a busy machine; once per machine)"
-  cargo install wasm-pack --version 0.15.1 --locked
+  bash scripts/cargo-tool-install.sh wasm-pack --version 0.15.1 --locked
 fi
 if [[ -f wasm/tools/node_modules/.package-lock.json && ! wasm/tools/package-lock.json -nt wasm/tools/node_modules/.package-lock.json ]] \
   && wasm/tools/node_modules/.bin/wasm-opt --version >/dev/null 2>&1; then
