@@ -11,8 +11,9 @@ use crate::adapter::Failure;
 /// Loading runs the library's code: load only plugins you trust.
 #[pyfunction]
 pub fn load_plugin(py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
-    let path = path.to_string_lossy().into_owned();
-    // Plugins initialise devices (seconds, sometimes): without the GIL.
+    // The path's bytes exactly as the OS names the file (`os.fsencode`'s): no lossy
+    // conversion, which would open another file name. Plugins initialise devices (seconds,
+    // sometimes): without the GIL.
     let name = py.detach(|| {
         crate::adapter::registry();
         // SAFETY: the caller trusts the library (documented: loading runs its code).

@@ -50,19 +50,30 @@ pub unsafe extern "C" fn dlport_alloc(
         let device =
             Device::new(DeviceType(device_type), device_id).check(DeviceField::Requested)?;
         let r = registry();
-        let b = if backend.is_null() {
-            r.resolve(device)?
+        let b: dlport_core::backend::BackendRef = if backend.is_null() {
+            r.resolve(device)?.clone()
         } else {
             // SAFETY: NUL-terminated (contract).
             let name = unsafe { CStr::from_ptr(backend) }
                 .to_str()
                 .map_err(|_| arg("backend is not UTF-8"))?;
-            r.get(name).ok_or_else(|| {
-                arg(format!(
-                    "backend \"{name}\" is not registered; registered: {}",
-                    r.names().collect::<Vec<_>>().join(", ")
-                ))
-            })?
+            // The names dlport_backends lists: the registry's backends, then the plugins of
+            // its plugin table.
+            let plugin = dlport_native::plugin::plugins()
+                .into_iter()
+                .find(|p| dlport_core::backend::Backend::name(p.as_ref()) == name);
+            match (r.get(name), plugin) {
+                (Some(b), _) => b.clone(),
+                (None, Some(p)) => p,
+                (None, None) => {
+                    let listed = dlport_native::plugin::backends();
+                    let names: Vec<&str> = listed.iter().map(|b| b.name).collect();
+                    return Err(arg(format!(
+                        "backend \"{name}\" is not registered; registered: {}",
+                        names.join(", ")
+                    )));
+                }
+            }
         };
         let dtype = DataType::new(dlport_core::abi::TypeCode(code), bits, lanes);
         let bytes = dlport_core::backend::compact_bytes(dtype, shape)?;

@@ -37,15 +37,48 @@ fn str_arg<'a>(s: *const c_char, name: &str) -> Result<&'a str, Failure> {
         .map_err(|_| arg(format!("{name} is not UTF-8")))
 }
 
+/// A path argument's bytes, exactly (Unix: any bytes; elsewhere UTF-8).
+fn path_arg(s: *const c_char) -> Result<std::path::PathBuf, Failure> {
+    if s.is_null() {
+        return Err(arg("path is NULL: pass a NUL-terminated string"));
+    }
+    // SAFETY: NUL-terminated (caller contract), read during the call only.
+    let bytes = unsafe { CStr::from_ptr(s) }.to_bytes();
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        Ok(std::ffi::OsStr::from_bytes(bytes).into())
+    }
+    #[cfg(not(unix))]
+    {
+        std::str::from_utf8(bytes)
+            .map(Into::into)
+            .map_err(|_| arg("path is not UTF-8"))
+    }
+}
+
 /// Registers a C plugin (a device backend: see `DlportPlugin` and every callback's contract
 /// above) in the process-wide registry, beside dlport's own backends: imports, exports,
-/// copies and allocations on the device types it serves go to its callbacks. A plugin takes
-/// device types that no built-in backend serves (the built-in CPU, pinned and CUDA backends
-/// keep theirs); among plugins the latest registered serving a type wins.
+/// copies and allocations on the device types it serves go to its callbacks.
+///
+/// Which device types a plugin may take (one rule, checked at registration by every door, in
+/// every build and on every machine): never a host-class type (kDLCPU, kDLCUDAHost,
+/// kDLROCMHost, kDLTPUHost, kDLCUDAManaged: its handles would be read as host memory), never
+/// a type a built-in backend serves (kDLCUDA, kDLCUDAHost, kDLCUDAManaged), whether or not
+/// the CUDA feature is built or a driver is present; any other positive DLPack code
+/// (kDLOpenCL, kDLROCM, kDLOneAPI, kDLExtDev, codes DLPack does not name). A plugin's
+/// handle is never presented as host memory.
+///
+/// Which plugin a call goes to (one rule): a new tensor (an import, an allocation, a copy of
+/// a producer's tensor) goes to the latest registered plugin serving the device type; every
+/// operation on an existing plugin tensor (an export, a wait, a copy of it) goes to the plugin
+/// that made it, never to another plugin serving the same type, or fails with
+/// `DLPORT_ERR_NO_BACKEND` once that plugin is unregistered.
 ///
 /// Errors (`DLPORT_ERR_BACKEND`, naming the plugin and what is wrong): a NULL `plugin`, a
 /// `struct_size` below this version's, another `interface_version`, a bad name or device-type
-/// list, half of a callback pair; `DLPORT_ERR_DUPLICATE_BACKEND` for a name in use.
+/// list (naming the field and the value), half of a callback pair;
+/// `DLPORT_ERR_DUPLICATE_BACKEND` for a name in use.
 ///
 /// Ownership: dlport copies `*plugin`, its name and its device types; the caller may free them
 /// when the call returns. `plugin->state` stays the plugin's; on success dlport calls
@@ -68,6 +101,9 @@ pub unsafe extern "C" fn dlport_register_backend(plugin: *const DlportPlugin) ->
 /// `dlport_plugin_init` (see `DlportPluginInit`) and registers the plugin as
 /// `dlport_register_backend` does, and gives its name in `*name_out` (when not NULL).
 ///
+/// The path's bytes go to `dlopen` exactly as given (any encoding); an empty path is refused
+/// (`DLPORT_ERR_BACKEND`: `dlopen("")` would return the program itself).
+///
 /// Errors name the path and what failed: `dlopen` (with `dlerror()`'s text), a missing
 /// `dlport_plugin_init` symbol, a non-zero status from it, then the checks of
 /// `dlport_register_backend`. On every error the library is closed again and nothing is
@@ -87,9 +123,9 @@ pub unsafe extern "C" fn dlport_load_plugin(
     name_out: *mut *mut c_char,
 ) -> c_int {
     entry(|| {
-        let path = str_arg(path, "path")?;
+        let path = path_arg(path)?;
         // SAFETY: the caller trusts the library (contract).
-        let name = unsafe { dlport_native::plugin::load_into_default(path) }?;
+        let name = unsafe { dlport_native::plugin::load_into_default(&path) }?;
         if let Some(out) = std::ptr::NonNull::new(name_out) {
             c_string(name.to_owned(), out)?;
         }

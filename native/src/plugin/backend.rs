@@ -172,17 +172,21 @@ impl PluginBackend {
     }
 
     /// Loads a plugin library from `path` (`dlopen`, local symbols), calls its
-    /// `dlport_plugin_init` and checks the struct it fills in. Errors name the path, and the
+    /// `dlport_plugin_init` and checks the struct it fills in. The path's bytes are given to
+    /// `dlopen` exactly as they are (any bytes but NUL on Unix; an empty path is refused, since
+    /// `dlopen("")` is the program itself). Errors name the path, and the
     /// missing symbol or the failing init. On error the library is closed again.
     ///
     /// # Safety
     /// Loading a library runs its initialisers, and the plugin's callbacks are trusted to
     /// follow the plugin contract (`dlport.h`): only load plugins you trust.
-    pub unsafe fn load(path: &str) -> Result<Arc<Self>, Error> {
+    pub unsafe fn load(path: impl AsRef<std::path::Path>) -> Result<Arc<Self>, Error> {
+        let path = path.as_ref();
         // SAFETY: forwarded contract: the caller trusts the library and its init.
         let (plugin, library) = unsafe { load::open(path) }?;
+        let origin = path.display().to_string();
         // SAFETY: a struct of the full size, filled in by the plugin's init (contract).
-        unsafe { Self::from_raw(&plugin, path, Some(library)) }
+        unsafe { Self::from_raw(&plugin, &origin, Some(library)) }
     }
 
     fn read_name(name: *const c_char) -> Result<String, String> {

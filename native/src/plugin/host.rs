@@ -224,7 +224,7 @@ pub fn add_to_default(plugin: Arc<PluginBackend>, keep_state: bool) -> Result<()
 ///
 /// # Safety
 /// As for [`PluginBackend::load`]: the library's code runs, and its callbacks are trusted.
-pub unsafe fn load_into_default(path: &str) -> Result<&'static str, Error> {
+pub unsafe fn load_into_default(path: impl AsRef<std::path::Path>) -> Result<&'static str, Error> {
     // SAFETY: forwarded contract.
     let p = unsafe { PluginBackend::load(path) }?;
     let name = p.name();

@@ -151,6 +151,14 @@ pub type DlportPluginDestroy = Option<unsafe extern "C" fn(state: *mut c_void)>;
 /// caller's struct may be freed when the call returns. `state` is the plugin's and is passed
 /// to every callback; dlport never reads it.
 ///
+/// Dispatch: a new tensor (an import, an allocation, a copy of a producer's tensor) goes to the
+/// latest registered plugin serving its device type; every later operation on a plugin's
+/// tensor (its export, `wait`, `acquire`, `copy_to_host`) goes to the plugin that made it,
+/// whatever other plugin serves the same type, or fails with `DLPORT_ERR_NO_BACKEND` once
+/// that plugin is unregistered. Device ids: a caller's id is translated once on the way in
+/// (`translate_device_id`) and once on the way out (`export_device_id`); every callback is
+/// given the plugin's numbering, and a failing translation fails the operation.
+///
 /// What dlport cannot check (a plugin's promise): that handles are the plugin's, that
 /// copies move the right bytes, that `destroy` frees what the plugin holds, and that the
 /// plugin does not free memory behind a handle dlport still holds.
@@ -164,7 +172,12 @@ pub struct DlportPlugin {
     /// The backend's name, NUL-terminated: 1 to 63 bytes of ASCII letters, digits, `_` and `-`,
     /// unique among the registered backends ("opencl", "xpu").
     pub name: *const c_char,
-    /// The DLPack device types served (`kDLOpenCL` = 4, `kDLOneAPI` = 14, ...).
+    /// The DLPack device types served (`kDLOpenCL` = 4, `kDLOneAPI` = 14, ...). Refused at
+    /// registration, naming the field and the value, in every build and on every machine:
+    /// host-class types (kDLCPU, kDLCUDAHost, kDLROCMHost, kDLTPUHost, kDLCUDAManaged: a
+    /// plugin's handles are never presented as host memory) and the types dlport's built-in
+    /// backends serve (kDLCUDA, kDLCUDAHost, kDLCUDAManaged), whether or not a driver is
+    /// present.
     pub device_types: *const i32,
     /// How many `device_types` there are.
     pub num_device_types: usize,

@@ -57,15 +57,27 @@ fn dlerror() -> String {
 /// # Safety
 /// Loading a library runs its initialisers, and the plugin's init is trusted to follow the
 /// plugin contract (`dlport.h`): only open plugins you trust.
-pub(super) unsafe fn open(path: &str) -> Result<(DlportPlugin, Library), Error> {
-    let origin = path;
+pub(super) unsafe fn open(path: &std::path::Path) -> Result<(DlportPlugin, Library), Error> {
+    let shown = path.display().to_string();
     let fail = |operation: &'static str, code: i32, what: String| {
-        plugin_error(path, origin, operation, code, &what)
+        plugin_error(&shown, &shown, operation, code, &what)
     };
+    if path.as_os_str().is_empty() {
+        return Err(fail(
+            "dlopen",
+            -1,
+            "the path is empty (dlopen(\"\") would return the program itself, not a plugin): \
+             give the plugin library's path"
+                .into(),
+        ));
+    }
     #[cfg(unix)]
     {
-        let c_path = std::ffi::CString::new(path)
+        use std::os::unix::ffi::OsStrExt;
+        // The path's bytes exactly, whatever their encoding; `shown` is for messages only.
+        let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
             .map_err(|_| fail("dlopen", -1, "the path has a NUL byte".into()))?;
+        let path = &shown;
         // SAFETY: a NUL-terminated path; loading runs the library's initialisers
         // (the caller trusts the plugin).
         let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };

@@ -111,6 +111,13 @@ impl PluginBackend {
         dtype: DataType,
         shape: &[i64],
     ) -> Result<Tensor, Error> {
+        if !self.serves(device) {
+            return Err(Error::Backend(BackendError::unsupported(
+                self.name,
+                "allocation on a device type the plugin does not serve (dlport_backends lists \
+                 the device types of each plugin)",
+            )));
+        }
         let bytes = compact_bytes(dtype, shape)?;
         let alloc = self.allocate_raw(device, bytes)?;
         let local = alloc.local;
