@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Publishes one registry's share of a release (README, "Releasing"):
 #   crates  dlport-core, dlport-native, dlport-wasm to crates.io, in dependency order, with one
-#           `cargo publish` (cargo publishes a workspace's packages in order). --dry-run:
+#           `cargo publish` (cargo publishes a workspace's packages in order); then dlport-pyo3
+#           (python/'s workspace), which depends on the first two. --dry-run:
 #           scripts/package-check.sh (the same `cargo publish --dry-run`, then the doc tests of
 #           the packaged copies). dlport-capi is not published (`publish = false`): the C
 #           library ships from the repository through scripts/install-c.sh.
@@ -45,9 +46,17 @@ case "$what" in
     if [ "$dry" = yes ]; then
       log "crates $version: cargo publish --dry-run in order, doc tests of the packaged copies (builds the three crates from their .crate files: several minutes on 2 cores)"
       bash scripts/package-check.sh
+      # dlport-pyo3 lives in python/'s workspace, so it is published after the others (it
+      # depends on dlport-core and dlport-native from crates.io): here, its file list.
+      files=$(cargo package --list --allow-dirty --locked --manifest-path python/pyo3/Cargo.toml)
+      for need in README.md LICENSE-MIT LICENSE-APACHE Cargo.toml src/lib.rs; do
+        grep -qx "$need" <<<"$files" || { log "dlport-pyo3's package lacks $need"; exit 1; }
+      done
+      log "dlport-pyo3 $version: $(wc -l <<<"$files") files, README and both licences (published after the others)"
     else
-      log "crates $version: cargo publish dlport-core, dlport-native, dlport-wasm (in that order)"
+      log "crates $version: cargo publish dlport-core, dlport-native, dlport-wasm (in that order), then dlport-pyo3"
       cargo publish --locked --package=dlport-core --package=dlport-native --package=dlport-wasm
+      cargo publish --locked --manifest-path python/pyo3/Cargo.toml
     fi
     ;;
   npm)

@@ -34,6 +34,11 @@ echo "[snippets] clone: $(find "$clone" -type f | wc -l) files (tracked or track
 export CARGO_HOME=${CARGO_HOME:-$HOME/.cargo} RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup}
 export CARGO_TARGET_DIR=$state/target PIP_CACHE_DIR=$cache/pip
 export npm_config_cache=$cache/npm npm_config_prefer_offline=true npm_config_update_notifier=false
-export npm_config_fund=false npm_config_audit=false PIP_DISABLE_PIP_VERSION_CHECK=1
+# npm_config_yes: the "Ok to proceed? (y)" a user answers before `npm create` fetches create-vite.
+export npm_config_yes=true npm_config_fund=false npm_config_audit=false PIP_DISABLE_PIP_VERSION_CHECK=1
 unset LD_LIBRARY_PATH PKG_CONFIG_PATH VIRTUAL_ENV PYTHONPATH
-exec python3 scripts/snippets.py --clone "$clone" --state "$state" "$@"
+# The sessions' $HOMEs: outside the repository (a cargo project there would be taken for a
+# member of dlport's workspace), removed at the end.
+homes=$(mktemp -d "${TMPDIR:-/tmp}/dlport-snippets.XXXXXX")
+trap 'rm -rf "$homes"' EXIT
+python3 scripts/snippets.py --clone "$clone" --state "$state" --homes "$homes" "$@"

@@ -21,14 +21,18 @@ the working directory. How each block runs:
                it printed (stdout). `...` matches anything (also across lines);
                `<!-- snippet: vary REGEX -->` lines replace REGEX's matches on both sides first.
   any block    after `<!-- file: PATH -->` is saved as PATH (relative to the session's working
-               directory, `~/` to its $HOME), for the blocks after it to build or run.
+               directory, `~/` to its $HOME), for the blocks after it to build or run; in a
+               saved Cargo.toml, `git = "https://github.com/dlport/dlport"` becomes a path to
+               the clone (the machines that run the tests cannot reach GitHub).
 
 `<!-- snippet: skip (why) -->` before a block prints it SKIPPED with the reason. A block that is
 none of the above (a ```c block without a file marker, a text block that is not an output) fails,
 saying to mark it. One line per block: `FILE:LINE LANG passed|failed|SKIPPED (why)`, then
 `snippets: N passed, N failed, N skipped`; a failure shows the end of what the block printed.
 
-Usage: snippets.py --clone DIR --state DIR [README ...]   (default: every README)
+Usage: snippets.py --clone DIR --state DIR --homes DIR [README ...]   (default: every README)
+  --homes: where the sessions' $HOMEs go: outside the repository, so that a cargo project made
+  there is not taken for a member of dlport's workspace.
 """
 
 import argparse
@@ -123,8 +127,8 @@ def matches(expected, actual, vary):
 class Session:
     """One README's shell: a fresh $HOME and venv, the clone as its first working directory."""
 
-    def __init__(self, state, clone, name):
-        self.home = os.path.join(state, "home", name)
+    def __init__(self, homes, clone, name):
+        self.home = os.path.join(homes, name)
         shutil.rmtree(self.home, ignore_errors=True)
         os.makedirs(self.home)
         self.tmp = os.path.join(self.home, ".snippets")
@@ -193,8 +197,8 @@ def tail(text, n=40):
 
 
 class Runner:
-    def __init__(self, clone, state):
-        self.clone, self.state = clone, state
+    def __init__(self, clone, state, homes):
+        self.clone, self.state, self.homes = clone, state, homes
         self.counts = {"passed": 0, "failed": 0, "skipped": 0}
         self.rust = []  # (block, dependencies) of every README, built together at the end
 
@@ -210,7 +214,7 @@ class Runner:
         blocks = parse(self.clone, path)
         if not blocks:
             return
-        session = Session(self.state, self.clone, path.replace("/", "_").replace(".", "_"))
+        session = Session(self.homes, self.clone, path.replace("/", "_").replace(".", "_"))
         deps, last_out = {}, None
         for b in blocks:
             if b.skip:
@@ -219,8 +223,13 @@ class Runner:
             if b.file:
                 dest = session.path(b.file)
                 os.makedirs(os.path.dirname(dest), exist_ok=True)
+                code = b.code
+                if os.path.basename(dest) == "Cargo.toml":
+                    code = re.sub(r'^([\w-]+)(\s*=\s*\{\s*)git\s*=\s*"https://github.com/dlport/dlport"',
+                                  lambda m: f'{m[1]}{m[2]}path = "{os.path.join(self.clone, CRATES[m[1]])}"',
+                                  code, flags=re.M)
                 with open(dest, "w", encoding="utf-8") as f:
-                    f.write(b.code)
+                    f.write(code)
                 self.report(b, "passed", f"saved as {dest.replace(session.home, '~')}")
                 continue
             if b.lang in ("sh", "bash", "shell", "console"):
@@ -338,9 +347,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--clone", required=True)
     ap.add_argument("--state", required=True)
+    ap.add_argument("--homes", required=True)
     ap.add_argument("readmes", nargs="*")
     args = ap.parse_args()
-    runner = Runner(args.clone, args.state)
+    runner = Runner(args.clone, args.state, args.homes)
     for path in args.readmes or READMES:
         if os.path.exists(os.path.join(args.clone, path)):
             runner.readme(path)
