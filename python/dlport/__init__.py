@@ -11,6 +11,11 @@ a producer offers it (PyTorch's excepted: its table disagrees with its ``__dlpac
 offered by ``dlport.Tensor``. ``dlport.explain(x)`` says what a producer offers and what dlport
 would do with it; ``dlport.testing`` has emulated producers for your own tests.
 
+``dlport.Tensor`` pickles (protocol 5: the bytes out of band, so Ray and Dask move them
+without a copy, and the receiver's tensor is a view of the buffer the engine hands back;
+``copy.copy`` is a view, ``copy.deepcopy`` a copy); ``dlport.pickling(device_copy=True)`` allows
+a copy of device memory to the host for a block.
+
 ``dlport.share(x)`` shares a tensor with another process on the same machine (Linux): a
 ``dlport.Shared`` (descriptor bytes plus file descriptors) that travels over a Unix socket
 (``Shared.send`` / ``Shared.recv``) and opens there without a copy (``Shared.open``,
@@ -29,6 +34,7 @@ from ._errors import (
     DLPackValueError,
 )
 from ._explain import explain
+from ._pickle import pickling
 from ._native import (
     Shared,
     Tensor,
@@ -51,6 +57,7 @@ __all__ = [
     "Shared",
     "Tensor",
     "explain",
+    "pickling",
     "from_dlpack",
     "open_shared",
     "share",

@@ -1,8 +1,9 @@
 import os
 import socket
 import sys
-from typing import Any, Dict, List, Literal, Optional, Tuple, Union
+from typing import Any, Dict, List, Literal, Optional, SupportsIndex, Tuple, Union
 
+from ._pickle import pickling as pickling
 from ._errors import (
     DLPackBufferError as DLPackBufferError,
     DLPackError as DLPackError,
@@ -38,6 +39,9 @@ class Tensor:
     def memory(self) -> str:
         """Where the memory really is (``cuda_host:0`` for pinned memory shown as ``cpu``)."""
     @property
+    def origin(self) -> Optional[str]:
+        """For an unpickled tensor: where the sender's memory was (``cuda_host:0``, ...)."""
+    @property
     def readonly(self) -> bool:
         """READ_ONLY: consumers must not write (exports carry the flag)."""
     @property
@@ -61,6 +65,16 @@ class Tensor:
             """The buffer protocol (host memory): ``memoryview(t)``, ``numpy.asarray(t)``."""
         def __release_buffer__(self, buffer: memoryview, /) -> None: ...
 
+    def __reduce_ex__(self, protocol: SupportsIndex, /) -> Tuple[Any, Tuple[Any, ...]]:
+        """Pickling: protocol 5 sends the bytes out of band (no copy); a strided tensor is made
+        compact once; device memory needs ``dlport.pickling(device_copy=True)``."""
+    @staticmethod
+    def _rebuild(buffer: Any, dtype: str, shape: Tuple[int, ...], strides: Optional[Tuple[int, ...]],
+                 flags: int, memory: str, /) -> "Tensor": ...
+    def __copy__(self) -> "Tensor":
+        """A view: another ``dlport.Tensor`` over the same memory."""
+    def __deepcopy__(self, memo: Any, /) -> "Tensor":
+        """A copy of the elements in new memory on the same device."""
     def compact(self, *, align: Optional[int] = None) -> "Tensor":
         """A row-major compact tensor with the same elements, aligned to ``align`` bytes
         (default 64 in host memory); no copy if it already is one."""

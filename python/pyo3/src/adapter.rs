@@ -328,6 +328,129 @@ impl Held {
     }
 }
 
+/// A copy of a held tensor on its own memory, with its own buffer (`copy.deepcopy`): the
+/// backend's copy, as `__dlpack__(copy=True)` makes; writable, and marked copied.
+pub fn deep_copy(t: &Held) -> Result<Held, Failure> {
+    let own = t.0.device();
+    let exported = registry().to_dlpack(
+        &t.0,
+        &ExportOptions {
+            dl_device: Some(own),
+            copy: CopyPolicy::Always,
+            ..ExportOptions::versioned()
+        },
+    )?;
+    let options = ImportOptions {
+        device: Some(own),
+        ..ImportOptions::default()
+    };
+    Ok(Held(registry().from_dlpack(exported, &options)?))
+}
+
+/// A row-major compact copy in host memory (`cpu`) of a tensor in device memory, for pickling
+/// under `dlport.pickling(device_copy=True)`: the backend's copy to the host.
+pub fn host_copy(t: &Held) -> Result<Held, Failure> {
+    let cpu = Device::cpu();
+    let exported = registry().to_dlpack(
+        &t.0,
+        &ExportOptions {
+            dl_device: Some(cpu),
+            copy: CopyPolicy::IfNeeded,
+            ..ExportOptions::versioned()
+        },
+    )?;
+    let options = ImportOptions {
+        device: Some(cpu),
+        copy: CopyPolicy::IfNeeded,
+        requirements: Some(ViewRequirements {
+            layout: LayoutNeed::RowMajor,
+            alignment: 1,
+        }),
+        ..ImportOptions::default()
+    };
+    Ok(Held(registry().from_dlpack(exported, &options)?))
+}
+
+/// Bytes that [`Held::host_bytes`] lends: a held tensor's memory as storage for a `uint8` view
+/// (it holds a reference to the tensor, so the memory lives as long as the view).
+struct HostBytes {
+    held: Tensor,
+    address: usize,
+    len: usize,
+}
+
+// SAFETY: `address` is the first element of `held`, a row-major compact tensor in
+// host-accessible memory whose elements reach `len` bytes (checked by `host_bytes`); the
+// tensor is held, so the bytes stay valid and do not move; other handles of the tensor may read
+// and write them (Shared), or nobody writes them (ReadOnly, when the tensor is READ_ONLY).
+unsafe impl dlport_core::backend::TensorStorage for HostBytes {
+    fn data_ptr(&mut self) -> *mut core::ffi::c_void {
+        self.address as *mut core::ffi::c_void
+    }
+    fn byte_len(&self) -> usize {
+        self.len
+    }
+    fn access(&self) -> dlport_core::backend::Access {
+        if self.held.is_read_only() {
+            dlport_core::backend::Access::ReadOnly
+        } else {
+            dlport_core::backend::Access::Shared
+        }
+    }
+}
+
+impl Held {
+    /// Bytes the elements of a row-major compact tensor reach (0 for an empty one), and the
+    /// first element's address; `None` if the tensor is not compact row-major in host memory.
+    pub fn host_span(&self) -> Option<(usize, usize)> {
+        let layout = self.0.layout();
+        let len = if layout.numel == 0 {
+            0
+        } else {
+            usize::try_from(layout.span.hi).ok()?
+        };
+        let compact = self.is_row_major() && layout.span.lo == 0;
+        compact.then_some(())?;
+        Some((self.host_address().unwrap_or(0), len))
+    }
+
+    /// The bytes of a row-major compact tensor in host memory as a 1-D `uint8` tensor over the
+    /// same memory (READ_ONLY when this one is): the buffer a pickle sends.
+    pub fn host_bytes(&self) -> Result<Held, Failure> {
+        let (address, len) = self.host_span().filter(|&(a, _)| a != 0).ok_or_else(|| {
+            Failure::new(
+                Kind::Buffer,
+                "only a non-empty row-major compact tensor in host memory lends its bytes",
+            )
+        })?;
+        let storage = HostBytes {
+            held: self.0.clone(),
+            address,
+            len,
+        };
+        let managed =
+            dlport_core::ExportBuilder::new(storage, DataType::UINT8, &[len as i64]).build()?;
+        Ok(Held(
+            registry().from_dlpack(managed, &ImportOptions::default())?,
+        ))
+    }
+}
+
+/// A pickled tensor rebuilt over `storage` (the buffer the pickle's engine handed back), under
+/// the allocation limit in force: `crate::reduce::rebuild`'s checks, then a view on the
+/// registry. Returns the tensor and the device the sender's memory was on.
+pub fn rebuild<S: dlport_core::backend::TensorStorage>(
+    storage: S,
+    fields: &crate::reduce::Reduced<'_>,
+) -> Result<(Held, Device), Failure> {
+    let (managed, origin) = crate::reduce::rebuild(storage, fields, registry().alloc_limit(None))?;
+    let view_only = ImportOptions {
+        copy: CopyPolicy::Never,
+        ..ImportOptions::default()
+    };
+    Ok((Held(registry().from_dlpack(managed, &view_only)?), origin))
+}
+
 /// Takes ownership of a managed tensor, validates it and releases it (the benchmark's
 /// validation-only import).
 ///

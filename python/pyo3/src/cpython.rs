@@ -55,6 +55,19 @@ pub struct PyBuffer {
     pub internal: *mut c_void,
 }
 
+// `PyObject_GetBuffer` and `PyBuffer_Release`: exported by every CPython 3 (named in the
+// limited headers from 3.11, where pyo3's abi3 bindings take them from).
+unsafe extern "C" {
+    /// `PyObject_GetBuffer`: fills `view` from `obj`'s buffer protocol; -1 with an exception
+    /// set on failure.
+    pub fn PyObject_GetBuffer(obj: *mut ffi::PyObject, view: *mut PyBuffer, flags: c_int) -> c_int;
+    /// `PyBuffer_Release`: releases a view `PyObject_GetBuffer` filled, once.
+    pub fn PyBuffer_Release(view: *mut PyBuffer);
+}
+
+/// `PyBUF_SIMPLE`: a C-contiguous block of bytes, no format, shape or strides.
+pub const PY_BUF_SIMPLE: c_int = 0;
+
 /// `getbufferproc`.
 pub type GetBuffer = unsafe extern "C" fn(*mut ffi::PyObject, *mut PyBuffer, c_int) -> c_int;
 /// `releasebufferproc`.

@@ -43,6 +43,8 @@ pub mod errors;
 pub mod exchange;
 #[doc(hidden)]
 pub mod import;
+mod pickle;
+mod reduce;
 #[doc(hidden)]
 pub mod tensor;
 

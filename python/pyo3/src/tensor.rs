@@ -20,6 +20,8 @@ pub struct PyTensor {
     held: Held,
     /// What `__dlpack_device__`, `device` and exports say (see [`Held::presented`]).
     device: Device,
+    /// For a tensor unpickled by `_rebuild`: where the sender's memory was.
+    origin: Option<Device>,
 }
 
 impl PyTensor {
@@ -27,7 +29,24 @@ impl PyTensor {
     #[inline]
     pub fn new(held: Held, requested: Option<Device>) -> Self {
         let device = held.presented(requested);
-        Self { held, device }
+        Self {
+            held,
+            device,
+            origin: None,
+        }
+    }
+
+    /// The same tensor, saying where the memory came from (an unpickled tensor: the sender's).
+    pub fn with_origin(self, origin: Device) -> Self {
+        Self {
+            origin: Some(origin),
+            ..self
+        }
+    }
+
+    /// Where the memory came from, for an unpickled tensor (the sender's memory).
+    pub fn origin(&self) -> Option<Device> {
+        self.origin
     }
 
     /// The tensor.
@@ -76,6 +95,19 @@ impl PyTensor {
 
 #[pymethods]
 impl PyTensor {
+    /// `dlport.Tensor(...)` is refused with what to call instead.
+    #[new]
+    #[pyo3(signature = (*_args, **_kwargs))]
+    fn py_new(
+        _args: &Bound<'_, PyTuple>,
+        _kwargs: Option<&Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<Self> {
+        Err(crate::errors::type_error(
+            "dlport.Tensor is not made by its constructor: take a tensor from any DLPack \
+             producer with dlport.from_dlpack(x) (NumPy, JAX, PyTorch, CuPy, a capsule)",
+        ))
+    }
+
     /// The DLPack 1.3 C exchange API: a capsule named "dlpack_exchange_api" holding a pointer
     /// to dlport's static `DLPackExchangeAPI`.
     #[classattr]
@@ -117,6 +149,14 @@ impl PyTensor {
     #[getter]
     fn memory(&self) -> String {
         self.held.memory().to_string()
+    }
+
+    /// For a tensor unpickled from another process: where the sender's memory was (`cpu`,
+    /// `cuda_host:0` for pinned memory that travelled as host bytes, `cuda:0` copied to the
+    /// host under `dlport.pickling(device_copy=True)`); `None` otherwise.
+    #[getter(origin)]
+    fn origin_name(&self) -> Option<String> {
+        self.origin.map(|d| d.to_string())
     }
 
     /// READ_ONLY: consumers must not write (exports carry the flag; legacy ones are copies).
@@ -198,6 +238,47 @@ impl PyTensor {
         Ok(Self::new(compacted, Some(self.device)))
     }
 
+    /// Pickling (protocol 5: the bytes out of band, no copy; protocols 0 to 4: a copy in
+    /// band). A strided tensor is made compact once, on the way out; device memory is refused
+    /// unless `dlport.pickling(device_copy=True)` allows a copy to the host. See `_rebuild`.
+    fn __reduce_ex__<'py>(slf: &Bound<'py, Self>, protocol: i64) -> PyResult<Bound<'py, PyTuple>> {
+        crate::pickle::reduce_ex(slf, protocol)
+    }
+
+    /// The other end of `__reduce_ex__`: a view of `buffer` (the buffer the engine hands back),
+    /// holding it until the last view goes; READ_ONLY when the buffer is read-only or `flags`
+    /// says so. Every field is checked before the view exists; a forged pickle is a
+    /// `DLPackValueError` naming the field.
+    #[staticmethod]
+    fn _rebuild(
+        buffer: &Bound<'_, PyAny>,
+        dtype: &Bound<'_, PyAny>,
+        shape: &Bound<'_, PyAny>,
+        strides: &Bound<'_, PyAny>,
+        flags: &Bound<'_, PyAny>,
+        memory: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        let fields = crate::pickle::Fields::extract(dtype, shape, strides, flags, memory)?;
+        crate::pickle::rebuild(buffer, &fields)
+    }
+
+    /// `copy.copy(t)`: another `dlport.Tensor` over the same memory (a view, as slicing gives).
+    fn __copy__(&self) -> Self {
+        self.clone()
+    }
+
+    /// `copy.deepcopy(t)`: a copy of the elements in new memory on the same device (writable,
+    /// `copied` True).
+    fn __deepcopy__(&self, py: Python<'_>, _memo: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let held = &self.held;
+        let copy = py.detach(|| adapter::deep_copy(held))?;
+        Ok(Self {
+            held: copy,
+            device: self.device,
+            origin: self.origin,
+        })
+    }
+
     fn __repr__(&self) -> String {
         let h = &self.held;
         let mut s = format!(
@@ -214,6 +295,9 @@ impl PyTensor {
         }
         if h.is_read_only() {
             s += ", readonly=True";
+        }
+        if let Some(origin) = self.origin {
+            s += &format!(", origin={origin}");
         }
         s + ")"
     }
