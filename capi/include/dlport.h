@@ -338,8 +338,8 @@ typedef struct {
   // Required alignment of the first element in bytes (0 or 1: none; a power of two up to
   // 2^30). A copy made for the import is aligned to it too.
   uint32_t alignment;
-  // The most bytes a copy made for this import may allocate (0: the process default, see
-  // `dlport_set_alloc_limit`).
+  // The most bytes a copy made for this import may allocate (0: none of its own). It lowers
+  // the process limit (`dlport_set_alloc_limit`), never raises it.
   uint64_t max_alloc_bytes;
 } DlportImportOptions;
 
@@ -613,11 +613,13 @@ const char *dlport_last_error(void);
 // `s` is NULL or a string from a dlport function, not freed before.
 void dlport_string_free(char *s);
 
-// Sets the most bytes any copy or allocation made by this ABI may take. 0 restores the
-// default: the machine's memory as the native registry measures it (the smallest of physical
-// memory, the cgroup's memory.max and RLIMIT_AS / RLIMIT_DATA). Above the limit a call fails
-// with `DLPORT_ERR_ALLOCATION_LIMIT`, naming the size and the limit, before anything is
-// allocated.
+// Sets the process's allocation limit: the most bytes any copy or allocation dlport makes may
+// take, in this ABI and in every other door of the process (it is dlport-core's limit,
+// `dlport_core::set_alloc_limit`). 0 restores the default: the machine's memory as the native
+// registry measures it (the smallest of physical memory, the cgroup's memory.max and
+// RLIMIT_AS / RLIMIT_DATA). A call's `max_alloc_bytes` can lower it, never raise it. Above the
+// limit a call fails with `DLPORT_ERR_ALLOCATION_LIMIT`, naming the size and the limit, before
+// anything is allocated.
 //
 // Ownership: nothing is transferred.
 void dlport_set_alloc_limit(uint64_t bytes);

@@ -111,7 +111,7 @@ pub unsafe extern "C" fn dlport_share(
         let options = native_share::ShareOptions {
             copy: copy_arg(copy)?,
             read_only: read_only != 0,
-            max_alloc: crate::ffi::alloc_limit(0),
+            max_alloc: None,
         };
         let shared = sys::share(m, &options)?;
         // SAFETY: writable (contract).

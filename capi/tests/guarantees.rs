@@ -239,6 +239,23 @@ fn one_broadcast_byte_cannot_allocate_gigabytes() {
     // The process default, for compact (which has no options).
     dlport_set_alloc_limit(1 << 20);
     assert_eq!(dlport_alloc_limit(), 1 << 20);
+    // It is core's limit, which every door reads …
+    assert_eq!(
+        dlport_core::Registry::process_default().alloc_limit(None),
+        1 << 20
+    );
+    // … and a call cannot raise it.
+    let err = import(
+        one(),
+        &DlportImportOptions {
+            copy: 2,
+            max_alloc_bytes: 1 << 40,
+            ..options()
+        },
+    )
+    .unwrap_err();
+    assert_eq!(err.0, 37, "{}", err.1);
+    assert!(err.1.contains("limit of 1048576 bytes"), "{}", err.1);
     let (p, v) = raw(one());
     let mut out = std::ptr::null_mut();
     let started = std::time::Instant::now();

@@ -1,25 +1,64 @@
 //! The allocation limit: the most bytes a copy that dlport makes may allocate, checked before
-//! anything is allocated. One process-wide default here ([`set_alloc_limit`], the one entry
-//! users call); a [`Registry`](crate::Registry) and a single call may set a lower one, and
-//! backends check their own allocations with [`check_alloc`].
+//! anything is allocated. One rule, decided here: the limit in force is **the lowest** of a
+//! call's `max_alloc`, its [`Registry`](crate::Registry)'s and the process's, so a call or a
+//! registry can lower the limit, never raise it. The process limit is the one users set
+//! ([`set_alloc_limit`]; `dlport_set_alloc_limit` in C, `dlport.set_alloc_limit` in Python);
+//! a backend crate gives the platform's default ([`set_default_alloc_limit`], which
+//! `dlport_native::install()` calls with the machine's memory), which a limit the user set
+//! outranks whenever it was set; backends check their own allocations with [`check_alloc`].
+
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{DispatchError, Error};
 
-/// The process-wide default allocation limit in bytes (`isize::MAX` unless [`set_alloc_limit`]
-/// lowered it).
-pub(crate) fn alloc_limit() -> u64 {
-    ALLOC_LIMIT.load(core::sync::atomic::Ordering::Relaxed) as u64
+/// No limit was set: the value `USER` holds until [`set_alloc_limit`] sets one. No clamped
+/// limit reaches it (they stop at `isize::MAX`).
+const UNSET: usize = usize::MAX;
+
+/// The limit the user set ([`set_alloc_limit`]), or [`UNSET`].
+static USER: AtomicUsize = AtomicUsize::new(UNSET);
+
+/// The platform's default ([`set_default_alloc_limit`]): `isize::MAX` until a backend crate
+/// gives one.
+static DEFAULT: AtomicUsize = AtomicUsize::new(isize::MAX as usize);
+
+/// Bytes as a limit: clamped to `isize::MAX`, the most any allocation can take.
+fn clamp(bytes: u64) -> usize {
+    usize::try_from(bytes)
+        .unwrap_or(usize::MAX)
+        .min(isize::MAX as usize)
 }
 
-/// Sets the process-wide default allocation limit in bytes (clamped to `isize::MAX`, the
+/// The process-wide allocation limit in bytes: the one the user set, else the platform's
+/// default (`isize::MAX` unless a backend crate gave one).
+pub(crate) fn alloc_limit() -> u64 {
+    // Two loads and two stores, no swap: targets without compare-and-swap build this crate too.
+    match USER.load(Ordering::Relaxed) {
+        UNSET => DEFAULT.load(Ordering::Relaxed) as u64,
+        set => set as u64,
+    }
+}
+
+/// The limit in force for a call: the lowest of the call's (`per_call`), the registry's
+/// (`registry`) and the process's. A call or a registry can lower the limit, never raise it.
+pub(crate) fn in_force(per_call: Option<u64>, registry: Option<u64>) -> u64 {
+    [per_call, registry]
+        .into_iter()
+        .flatten()
+        .fold(alloc_limit(), u64::min)
+}
+
+/// Sets the process-wide allocation limit in bytes (clamped to `isize::MAX`; 0 restores the
 /// default) and returns the limit it replaces.
 ///
-/// Every allocation dlport makes for a copy is checked against the limit in force (a per-call
-/// `max_alloc` of [`ImportOptions`](crate::ImportOptions) or
-/// [`ExportOptions`](crate::ExportOptions), else the [`Registry`](crate::Registry)'s
-/// ([`Registry::set_alloc_limit`](crate::Registry::set_alloc_limit)), else this one) before
-/// anything is allocated: a 1-byte tensor broadcast to `[2^40]` is refused with
-/// [`DispatchError::AllocationLimit`], not allocated.
+/// Every allocation dlport makes for a copy is checked, before anything is allocated, against
+/// the limit in force: the lowest of this one, the [`Registry`](crate::Registry)'s
+/// ([`Registry::set_alloc_limit`](crate::Registry::set_alloc_limit)) and the call's `max_alloc`
+/// ([`ImportOptions`](crate::ImportOptions), [`ExportOptions`](crate::ExportOptions)): a 1-byte
+/// tensor broadcast to `[2^40]` is refused with [`DispatchError::AllocationLimit`], not
+/// allocated. The default is the platform's: the machine's memory once
+/// `dlport_native::install()` ran, `isize::MAX` otherwise. A limit set here holds whatever the
+/// order: `install()` after it keeps it.
 ///
 /// # Examples
 ///
@@ -30,31 +69,36 @@ pub(crate) fn alloc_limit() -> u64 {
 /// // (The limit is process-wide: this example runs as a program of its own.)
 /// // One byte, broadcast to 2048 elements: a row-major copy would take 2 KiB.
 /// let t = ExportBuilder::from_vec(vec![7u8], &[2048]).strides(&[0]).build()?;
-/// let before = set_alloc_limit(1024);
+/// set_alloc_limit(1024);
 /// let err = t.view().to_vec::<u8>().unwrap_err();
 /// assert!(matches!(err, Error::Dispatch(DispatchError::AllocationLimit { limit: 1024, .. })));
-/// set_alloc_limit(before);
+/// set_alloc_limit(0); // the default again
 /// assert_eq!(t.view().to_vec::<u8>()?.len(), 2048);
 /// # Ok::<(), dlport_core::Error>(())
 /// ```
 pub fn set_alloc_limit(bytes: u64) -> u64 {
-    let clamped = usize::try_from(bytes)
-        .unwrap_or(usize::MAX)
-        .min(isize::MAX as usize);
-    // A load and a store, not a swap: targets without compare-and-swap build this crate too.
     let before = alloc_limit();
-    ALLOC_LIMIT.store(clamped, core::sync::atomic::Ordering::Relaxed);
+    USER.store(
+        if bytes == 0 { UNSET } else { clamp(bytes) },
+        Ordering::Relaxed,
+    );
     before
 }
 
-static ALLOC_LIMIT: core::sync::atomic::AtomicUsize =
-    core::sync::atomic::AtomicUsize::new(isize::MAX as usize);
+/// Sets the platform's default allocation limit in bytes (clamped to `isize::MAX`): the
+/// process limit while the user set none with [`set_alloc_limit`]. For backend crates that
+/// know the machine (`dlport_native::install()` gives the machine's memory); a limit the user
+/// set, before or after, outranks it.
+pub fn set_default_alloc_limit(bytes: u64) {
+    DEFAULT.store(clamp(bytes), Ordering::Relaxed);
+}
 
-/// Checks a copy of `bytes` against `limit`, or the process-wide limit
-/// ([`set_alloc_limit`](crate::set_alloc_limit)) when `limit` is `None`, before anything is
+/// Checks a copy of `bytes` against the limit in force: the lowest of `limit` (a call's or a
+/// registry's, e.g. [`Registry::alloc_limit`](crate::Registry::alloc_limit)) and the
+/// process-wide one ([`set_alloc_limit`](crate::set_alloc_limit)), before anything is
 /// allocated: [`DispatchError::AllocationLimit`] when it is over.
 pub fn check_alloc(bytes: u128, limit: Option<u64>) -> Result<(), Error> {
-    let limit = limit.unwrap_or_else(alloc_limit);
+    let limit = in_force(limit, None);
     if bytes > u128::from(limit) {
         return Err(Error::Dispatch(DispatchError::AllocationLimit {
             bytes: bytes.into(),

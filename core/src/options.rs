@@ -107,6 +107,8 @@ pub struct ImportOptions {
     /// [`DispatchError::InvalidOption`](crate::error::DispatchError::InvalidOption) elsewhere).
     pub requirements: Option<ViewRequirements>,
     /// The most bytes a copy made for this call may allocate (`None`: the registry's limit).
+    /// It lowers the limit in force, never raises it: the lowest of this, the registry's and
+    /// the process's ([`set_alloc_limit`](crate::set_alloc_limit)) holds.
     pub max_alloc: Option<u64>,
 }
 
@@ -140,6 +142,8 @@ pub struct ExportOptions {
     /// The copy policy.
     pub copy: CopyPolicy,
     /// The most bytes a copy made for this call may allocate (`None`: the registry's limit).
+    /// It lowers the limit in force, never raises it: the lowest of this, the registry's and
+    /// the process's ([`set_alloc_limit`](crate::set_alloc_limit)) holds.
     pub max_alloc: Option<u64>,
 }
 
@@ -191,8 +195,26 @@ pub struct Decision {
     pub copies: bool,
 }
 
-/// The largest alignment an import may ask for (1 GiB).
+/// The largest alignment an import may ask for (1 GiB): the one range of every door (Rust, C,
+/// Python), checked by [`check_alignment`].
 pub const MAX_ALIGNMENT: usize = 1 << 30;
+
+/// An alignment an import or a compaction may ask for: a power of two from 1 to
+/// [`MAX_ALIGNMENT`] bytes, else
+/// [`DispatchError::InvalidOption`](crate::error::DispatchError::InvalidOption) naming the value
+/// ([`OptionRule::Alignment`](crate::error::OptionRule::Alignment)). The one check of every
+/// door: the registry's imports, the C ABI's options and Python's `align=` call it.
+pub fn check_alignment(alignment: u64) -> Result<usize, crate::Error> {
+    match usize::try_from(alignment) {
+        Ok(a) if a.is_power_of_two() && a <= MAX_ALIGNMENT => Ok(a),
+        _ => Err(crate::Error::Dispatch(
+            crate::error::DispatchError::InvalidOption {
+                rule: crate::error::OptionRule::Alignment,
+                value: alignment,
+            },
+        )),
+    }
+}
 
 /// What a backend needs before it can view foreign memory without a copy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -336,6 +336,22 @@ fn a_broadcast_byte_cannot_allocate_past_the_limit() {
             limit: 1 << 20
         })
     );
+    // A call cannot raise it: the lowest of call, registry and process holds.
+    assert_eq!(reg.alloc_limit(Some(1 << 40)), 1 << 20);
+    assert_eq!(
+        reg.from_dlpack(
+            one(),
+            &ImportOptions {
+                max_alloc: Some(1 << 40),
+                ..always
+            }
+        )
+        .unwrap_err(),
+        Error::Dispatch(DispatchError::AllocationLimit {
+            bytes: (1u128 << 32).into(),
+            limit: 1 << 20
+        })
+    );
     // Under the limit, the copy is made.
     let small = ExportBuilder::from_vec(vec![7u8], &[1000])
         .strides(&[0])

@@ -11,6 +11,9 @@ use dlport_core::{
 #[test]
 fn install_is_once_idempotent_and_shared_with_the_c_abi() {
     assert!(Registry::get_default().is_none());
+    // A process limit set before install() holds after it (the machine's memory is only the
+    // default), and no call can raise it.
+    dlport_core::set_alloc_limit(1 << 20);
     // Eight threads race to install: all get the same registry, with the native backends.
     let got: Vec<usize> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..8)
@@ -31,7 +34,36 @@ fn install_is_once_idempotent_and_shared_with_the_c_abi() {
         got[0]
     );
 
-    // The native registry's allocation limit is the machine's memory.
+    assert_eq!(
+        r.alloc_limit(None),
+        1 << 20,
+        "the limit set before install()"
+    );
+    assert_eq!(
+        r.alloc_limit(Some(1 << 30)),
+        1 << 20,
+        "a call cannot raise it"
+    );
+    assert_eq!(r.alloc_limit(Some(1 << 10)), 1 << 10, "a call can lower it");
+    let big = ExportBuilder::from_vec(vec![1u8], &[1 << 21])
+        .strides(&[0])
+        .build()
+        .unwrap();
+    let always = ImportOptions {
+        copy: dlport_core::CopyPolicy::Always,
+        max_alloc: Some(1 << 30),
+        ..ImportOptions::default()
+    };
+    let err = from_dlpack(big, &always).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Dispatch(DispatchError::AllocationLimit { limit, .. }) if limit == 1 << 20
+        ),
+        "{err}"
+    );
+    // Restored to the default, the limit is the machine's memory, which install() gave.
+    dlport_core::set_alloc_limit(0);
     if let Some(memory) = dlport_native::machine_memory() {
         assert_eq!(r.alloc_limit(None), memory);
     }

@@ -24,6 +24,9 @@ a copy of device memory to the host for a block.
 Failures raise ``dlport.DLPackError`` subclasses that are also ``BufferError``, ``ValueError``,
 ``TypeError`` or ``MemoryError``, with ``code`` (never 0). ``python -m dlport`` prints the
 version, the backends found and the build.
+
+``dlport.set_alloc_limit(bytes)`` caps every copy dlport makes in the process (0: the machine's
+memory, the default); a call's ``max_alloc=`` can lower it, never raise it.
 """
 
 from ._errors import (
@@ -40,10 +43,12 @@ from ._native import (
     Tensor,
     __dlpack_version__,
     __version__,
+    alloc_limit,
     backends,
     from_dlpack,
     load_plugin,
     open_shared,
+    set_alloc_limit,
     share,
     unload_plugin,
 )
@@ -64,6 +69,8 @@ __all__ = [
     "load_plugin",
     "unload_plugin",
     "backends",
+    "set_alloc_limit",
+    "alloc_limit",
     "__version__",
     "__dlpack_version__",
 ]

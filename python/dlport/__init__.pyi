@@ -89,6 +89,7 @@ def from_dlpack(
     copy: Optional[bool] = None,
     layout: Optional[Layout] = None,
     align: Optional[int] = None,
+    max_alloc: Optional[int] = None,
 ) -> Tensor:
     """Imports any DLPack producer (or a bare DLPack capsule) as a ``dlport.Tensor``: a view,
     or one copy where ``device``, ``layout`` or ``align`` need one and ``copy`` allows it."""
@@ -139,3 +140,11 @@ def share(x: Any, /, *, copy: Optional[bool] = None, read_only: bool = False) ->
 
 def open_shared(descriptor: bytes, fds: List[int]) -> Tensor:
     """Opens a shared tensor without a copy; ``fds`` are borrowed (duplicated inside)."""
+
+def set_alloc_limit(bytes: int, /) -> int:
+    """Sets the process's allocation limit in bytes (0: the default, the machine's memory) for
+    every door, and returns the limit it replaces. A call's ``max_alloc`` lowers it, never
+    raises it."""
+
+def alloc_limit() -> int:
+    """The allocation limit in force for a call that gives no ``max_alloc``, in bytes."""

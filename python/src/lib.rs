@@ -10,12 +10,14 @@
 //! - [`about`]: `_about()`, the build and the backends found, for `python -m dlport`;
 //! - [`share`]: tensors shared with another process (`share`, `Shared`, `open_shared`);
 //! - [`plugin`]: C plugins (`load_plugin`, `unload_plugin`, `backends`);
+//! - [`limit`]: the process's allocation limit (`set_alloc_limit`, `alloc_limit`);
 //! - `bench` (cargo feature `bench`, off in the wheel): timing loops for `bench/python`.
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod about;
 #[cfg(feature = "bench")]
 mod bench;
+mod limit;
 mod plugin;
 mod share;
 
@@ -36,6 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(about::_about, m)?)?;
     m.add_function(wrap_pyfunction!(import::_route, m)?)?;
     plugin::add(m)?;
+    limit::add(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(
         "__dlpack_version__",

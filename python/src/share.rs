@@ -114,7 +114,7 @@ mod imp {
         if let Ok(t) = x.cast::<PyTensor>() {
             return Ok(t.clone().unbind());
         }
-        Ok(import::from_dlpack(x, None, None, None, None)?.unbind())
+        Ok(import::from_dlpack(x, None, None, None, None, None)?.unbind())
     }
 
     pub(super) fn share(

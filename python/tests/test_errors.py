@@ -85,7 +85,7 @@ def test_from_dlpack_takes_its_arguments_as_the_array_api_says():
     import inspect
 
     assert str(inspect.signature(dlport.from_dlpack)) == (
-        "(x, /, *, device=None, copy=None, layout=None, align=None)"
+        "(x, /, *, device=None, copy=None, layout=None, align=None, max_alloc=None)"
     )
     assert dlport.from_dlpack.__doc__.startswith("Imports `x`")
     a = np.arange(3.0)

@@ -101,7 +101,7 @@ def test_the_layout_option_refuses_a_needed_copy_under_copy_false_and_checks_its
         dlport.from_dlpack(v, layout="C")
     with pytest.raises(TypeError, match="layout must be"):
         dlport.from_dlpack(v, layout=1)
-    for bad in (3, 0, -64, 8192):
+    for bad in (3, 0, -64, 1 << 31):
         with pytest.raises(ValueError, match=rf"align = {bad} is out of range: it must be a power of two"):
             dlport.from_dlpack(v, align=bad)
     with pytest.raises(TypeError, match="align must be"):

@@ -3,7 +3,6 @@
 
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use dlport_core::abi::DeviceType;
 use dlport_core::backend::{DeviceField, LayoutNeed, ViewRequirements};
@@ -111,19 +110,15 @@ pub struct DlportImportOptions {
     /// Required alignment of the first element in bytes (0 or 1: none; a power of two up to
     /// 2^30). A copy made for the import is aligned to it too.
     pub alignment: u32,
-    /// The most bytes a copy made for this import may allocate (0: the process default, see
-    /// `dlport_set_alloc_limit`).
+    /// The most bytes a copy made for this import may allocate (0: none of its own). It lowers
+    /// the process limit (`dlport_set_alloc_limit`), never raises it.
     pub max_alloc_bytes: u64,
 }
 
-/// The C ABI's allocation limit (0: the native registry's default, the machine's memory).
-pub(crate) static ALLOC_LIMIT: AtomicU64 = AtomicU64::new(0);
-
-/// The limit for a call that gives `per_call` (0: none given).
-pub(crate) fn alloc_limit(per_call: u64) -> Option<u64> {
-    [per_call, ALLOC_LIMIT.load(Ordering::Relaxed)]
-        .into_iter()
-        .find(|&l| l != 0)
+/// A call's `max_alloc_bytes` (0: none given). The limit in force is decided by core: the
+/// lowest of this, the registry's and the process's (`dlport_set_alloc_limit`).
+pub(crate) fn max_alloc_arg(bytes: u64) -> Option<u64> {
+    (bytes != 0).then_some(bytes)
 }
 
 pub(crate) fn import_options(o: &DlportImportOptions) -> Result<ImportOptions, Failure> {
@@ -158,7 +153,7 @@ pub(crate) fn import_options(o: &DlportImportOptions) -> Result<ImportOptions, F
             layout,
             alignment: o.alignment.max(1) as usize,
         }),
-        max_alloc: alloc_limit(o.max_alloc_bytes),
+        max_alloc: max_alloc_arg(o.max_alloc_bytes),
     })
 }
 

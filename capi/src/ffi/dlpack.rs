@@ -11,7 +11,7 @@ use dlport_core::{CopyPolicy, Device, ExportOptions, ImportOptions, ManagedTenso
 use crate::cabi::DlportCopy;
 
 use super::args::{
-    DlportImportOptions, alloc_limit, copy_arg, device_arg, import_options, out_ptr, registry, take,
+    DlportImportOptions, copy_arg, device_arg, import_options, out_ptr, registry, take,
 };
 use super::handle::DlportTensor;
 use super::status::{Failure, arg, entry};
@@ -131,7 +131,7 @@ pub unsafe extern "C" fn dlport_export(
                 ("dl_device_type", "dl_device_id"),
             )?,
             copy: copy_arg(copy)?,
-            max_alloc: alloc_limit(0),
+            max_alloc: None,
         };
         let m = registry().to_dlpack(&t.0, &opts)?;
         let versioned = m.is_versioned();
@@ -223,7 +223,7 @@ pub unsafe extern "C" fn dlport_host_view(
             )?,
             copy: CopyPolicy::Never,
             requirements: None,
-            max_alloc: alloc_limit(0),
+            max_alloc: None,
         };
         pass_through(
             m,
@@ -266,7 +266,7 @@ pub unsafe extern "C" fn dlport_compact(
                 layout: LayoutNeed::RowMajor,
                 alignment: dlport_core::backend::CPU_ALIGN,
             }),
-            max_alloc: alloc_limit(0),
+            max_alloc: None,
         };
         pass_through(m, &opts, None, CopyPolicy::IfNeeded, to_versioned, out)
     })

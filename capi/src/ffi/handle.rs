@@ -7,7 +7,7 @@ use dlport_core::backend::DeviceField;
 use dlport_core::error::LayoutError;
 use dlport_core::{DataType, Device, Error, Tensor};
 
-use super::args::{alloc_limit, c_string, out_ptr, registry, to_json};
+use super::args::{c_string, out_ptr, registry, to_json};
 use super::library::Description;
 use super::status::{arg, entry};
 
@@ -77,7 +77,7 @@ pub unsafe extern "C" fn dlport_alloc(
         };
         let dtype = DataType::new(dlport_core::abi::TypeCode(code), bits, lanes);
         let bytes = dlport_core::backend::compact_bytes(dtype, shape)?;
-        dlport_core::backend::check_alloc(bytes as u128, Some(r.alloc_limit(alloc_limit(0))))?;
+        dlport_core::backend::check_alloc(bytes as u128, Some(r.alloc_limit(None)))?;
         let t = b.allocate(device, dtype, shape)?;
         // SAFETY: writable (contract).
         unsafe { out.as_ptr().write(Box::into_raw(Box::new(DlportTensor(t)))) };

@@ -9,7 +9,7 @@ use dlport_core::error::LayoutError;
 use dlport_core::layout::TensorInfo;
 use dlport_core::{Error, TensorRef};
 
-use super::args::{ALLOC_LIMIT, alloc_limit, c_string, out_ptr, registry, to_json};
+use super::args::{c_string, out_ptr, registry, to_json};
 use super::status::{Failure, entry, last_error_message};
 use super::tracker::{EXPORTED, RELEASED, refuse_released};
 
@@ -48,16 +48,20 @@ pub unsafe extern "C" fn dlport_string_free(s: *mut c_char) {
     }
 }
 
-/// Sets the most bytes any copy or allocation made by this ABI may take. 0 restores the
-/// default: the machine's memory as the native registry measures it (the smallest of physical
-/// memory, the cgroup's memory.max and RLIMIT_AS / RLIMIT_DATA). Above the limit a call fails
-/// with `DLPORT_ERR_ALLOCATION_LIMIT`, naming the size and the limit, before anything is
-/// allocated.
+/// Sets the process's allocation limit: the most bytes any copy or allocation dlport makes may
+/// take, in this ABI and in every other door of the process (it is dlport-core's limit,
+/// `dlport_core::set_alloc_limit`). 0 restores the default: the machine's memory as the native
+/// registry measures it (the smallest of physical memory, the cgroup's memory.max and
+/// RLIMIT_AS / RLIMIT_DATA). A call's `max_alloc_bytes` can lower it, never raise it. Above the
+/// limit a call fails with `DLPORT_ERR_ALLOCATION_LIMIT`, naming the size and the limit, before
+/// anything is allocated.
 ///
 /// Ownership: nothing is transferred.
 #[unsafe(no_mangle)]
 pub extern "C" fn dlport_set_alloc_limit(bytes: u64) {
-    ALLOC_LIMIT.store(bytes, Ordering::Relaxed);
+    // The native default first, so that 0 restores the machine's memory (install() gives it).
+    let _ = registry();
+    dlport_core::set_alloc_limit(bytes);
 }
 
 /// The allocation limit in force for calls that give none of their own.
@@ -65,7 +69,7 @@ pub extern "C" fn dlport_set_alloc_limit(bytes: u64) {
 /// Ownership: nothing is transferred.
 #[unsafe(no_mangle)]
 pub extern "C" fn dlport_alloc_limit() -> u64 {
-    registry().alloc_limit(alloc_limit(0))
+    registry().alloc_limit(None)
 }
 
 /// How many DLPack tensors this C ABI has handed out, and how many of them consumers released

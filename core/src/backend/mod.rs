@@ -74,9 +74,9 @@ pub use crate::device::{DeviceField, MemoryClass, StreamRequest, reconcile_devic
 /// How an export writes `data` and `byte_offset` (for a binding that lends a bare `DLTensor`).
 #[cfg(feature = "alloc")]
 pub use crate::export::host_address;
-pub use crate::limit::check_alloc;
+pub use crate::limit::{check_alloc, set_default_alloc_limit};
 #[cfg(feature = "alloc")]
-pub use crate::options::{Decision, LayoutNeed, MAX_ALIGNMENT, ViewRequirements};
+pub use crate::options::{Decision, LayoutNeed, MAX_ALIGNMENT, ViewRequirements, check_alignment};
 #[cfg(feature = "alloc")]
 pub use crate::storage::TensorStorage;
 #[cfg(feature = "alloc")]

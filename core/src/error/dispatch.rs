@@ -255,8 +255,9 @@ impl fmt::Display for DispatchError {
             Self::AllocationLimit { bytes, limit } => write!(
                 f,
                 "the operation needs {bytes} bytes, above the allocation limit of {limit} bytes; \
-                 nothing was allocated: raise the limit (ImportOptions::max_alloc, \
-                 Registry::set_alloc_limit, dlport_set_alloc_limit) or use a smaller tensor"
+                 nothing was allocated: the limit is the lowest of the call's max_alloc, the \
+                 registry's and the process's (set_alloc_limit, dlport_set_alloc_limit, \
+                 dlport.set_alloc_limit); raise the lowest or use a smaller tensor"
             ),
             Self::InvalidOption { rule, value } => write!(
                 f,

@@ -16,7 +16,7 @@ use crate::error::{
     AccessError, BackendError, BackendNames, CopyReason, DispatchError, Error, OptionRule,
 };
 use crate::managed::ManagedTensor;
-use crate::options::{CopyPolicy, Decision, ExportOptions, ImportOptions, MAX_ALIGNMENT};
+use crate::options::{CopyPolicy, Decision, ExportOptions, ImportOptions};
 use crate::tensor::Tensor;
 use crate::view::TensorRef;
 
@@ -53,8 +53,8 @@ pub struct Registry {
     /// that serves it, or 0 for none: resolution's first rule, computed when the backends
     /// change instead of asking each backend's `device_types` on every import.
     serving: [usize; SERVED_TYPES],
-    /// The default allocation limit of this registry's copies (`None`: the process-wide one,
-    /// [`crate::set_alloc_limit`]).
+    /// This registry's allocation limit (`None`: only the process-wide one,
+    /// [`crate::set_alloc_limit`], and the call's).
     alloc_limit: Option<u64>,
 }
 
@@ -87,18 +87,18 @@ impl Registry {
         }
     }
 
-    /// Sets this registry's default allocation limit in bytes: every copy it makes is checked
-    /// against it (unless a call gives its own `max_alloc`) before anything is allocated, in
-    /// place of the process-wide one ([`set_alloc_limit`](crate::set_alloc_limit)).
+    /// Sets this registry's allocation limit in bytes: every copy it makes is checked against
+    /// the lowest of this limit, the process-wide one ([`set_alloc_limit`](crate::set_alloc_limit))
+    /// and the call's `max_alloc`, before anything is allocated. It can lower the process's
+    /// limit, never raise it.
     pub fn set_alloc_limit(&mut self, bytes: u64) {
         self.alloc_limit = Some(bytes);
     }
 
-    /// The allocation limit in force for a call that gives `per_call`.
+    /// The allocation limit in force for a call that gives `per_call`: the lowest of the
+    /// call's, this registry's and the process's.
     pub fn alloc_limit(&self, per_call: Option<u64>) -> u64 {
-        per_call
-            .or(self.alloc_limit)
-            .unwrap_or_else(crate::limit::alloc_limit)
+        crate::limit::in_force(per_call, self.alloc_limit)
     }
 
     /// A registry holding the core CPU backend.
@@ -230,12 +230,7 @@ impl Registry {
         options: &ImportOptions,
     ) -> Result<(Decision, &BackendRef), Error> {
         if let Some(r) = options.requirements {
-            if !r.alignment.is_power_of_two() || r.alignment > MAX_ALIGNMENT {
-                return Err(Error::Dispatch(DispatchError::InvalidOption {
-                    rule: OptionRule::Alignment,
-                    value: r.alignment as u64,
-                }));
-            }
+            crate::options::check_alignment(r.alignment as u64)?;
         }
         let memory = reconcile_device(view.device(), options.advertised)?;
         let target = match options.device {

@@ -218,18 +218,33 @@ pub fn requirements(
     }))
 }
 
-/// The largest alignment `align` takes, in bytes (a page).
-const MAX_ALIGN: usize = 4096;
+/// A `max_alloc` argument: `None`, or the most bytes (an int from 0) a copy made for the call
+/// may allocate. It lowers the process's limit (`dlport.set_alloc_limit`), never raises it:
+/// core decides the limit in force, the lowest of the call's, the registry's and the process's.
+pub fn max_alloc(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
+    let wants = "a number of bytes from 0 to 2**64 - 1, or None";
+    match value.extract::<u64>() {
+        Ok(n) => Ok(Some(n)),
+        Err(e) if e.is_instance_of::<PyOverflowError>(value.py()) => {
+            Err(bad(Bad::Range, "max_alloc", wants, value))
+        }
+        Err(_) => Err(bad(Bad::Kind, "max_alloc", wants, value)),
+    }
+}
 
-/// An `align` argument: `None`, or a power of two from 1 to [`MAX_ALIGN`] bytes.
+/// An `align` argument: `None`, or what core's one check takes
+/// ([`check_alignment`](dlport_core::backend::check_alignment): a power of two from 1 to
+/// [`MAX_ALIGNMENT`](dlport_core::backend::MAX_ALIGNMENT) bytes, as in every door).
 pub fn alignment(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
     let Some(value) = value.filter(|v| !v.is_none()) else {
         return Ok(None);
     };
-    let wants = "a power of two from 1 to 4096 (bytes)";
-    let n = int::<usize>(value).map_err(|why| bad(why, "align", wants, value))?;
-    if !n.is_power_of_two() || n > MAX_ALIGN {
-        return Err(bad(Bad::Range, "align", wants, value));
-    }
+    let wants = dlport_core::error::OptionRule::Alignment.expected();
+    let n = int::<u64>(value).map_err(|why| bad(why, "align", wants, value))?;
+    let n = dlport_core::backend::check_alignment(n)
+        .map_err(|_| bad(Bad::Range, "align", wants, value))?;
     Ok(Some(n))
 }

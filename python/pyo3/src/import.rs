@@ -42,14 +42,17 @@ use crate::tensor::PyTensor;
 /// - `layout="compact"` (row-major) and `align` (a power of two, in bytes; JAX wants 64) give a
 ///   consumer the layout it takes: a view where the data already has it, else one copy
 ///   (`Tensor.copied`; exports carry IS_COPIED).
+/// - `max_alloc` (bytes) lowers the allocation limit for this call's copy; it never raises the
+///   process's (`dlport.set_alloc_limit`).
 #[pyfunction]
-#[pyo3(signature = (x, /, *, device=None, copy=None, layout=None, align=None))]
+#[pyo3(signature = (x, /, *, device=None, copy=None, layout=None, align=None, max_alloc=None))]
 pub fn from_dlpack<'py>(
     x: &Bound<'py, PyAny>,
     device: Option<&Bound<'py, PyAny>>,
     copy: Option<&Bound<'py, PyAny>>,
     layout: Option<&Bound<'py, PyAny>>,
     align: Option<&Bound<'py, PyAny>>,
+    max_alloc: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyTensor>> {
     let target = match device {
         None => None,
@@ -66,6 +69,10 @@ pub fn from_dlpack<'py>(
         requirements: match (layout, align) {
             (None, None) => None,
             _ => args::requirements(layout, align)?,
+        },
+        max_alloc: match max_alloc {
+            None => None,
+            Some(m) => args::max_alloc(Some(m))?,
         },
         ..ImportOptions::default()
     };

@@ -1,0 +1,91 @@
+"""One door for the allocation limit and the alignment range: Python's arguments are
+translated, core decides (the same table as core/tests/guarantees.rs, capi/tests/guarantees.rs
+and native/tests/install.rs). The limit is the lowest of a call's ``max_alloc``, the registry's
+and the process's (``dlport.set_alloc_limit``): a call cannot raise it."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import dlport
+
+# The alignments every door accepts (powers of two up to 2^30) and refuses.
+ACCEPTED = [1, 2, 64, 4096, 8192, 1 << 20, 1 << 30]
+REFUSED = [0, 3, -64, 1 << 31, 1 << 64]
+
+
+def broadcast(n):
+    """n bytes of one value, stride 0: a compact copy needs n bytes."""
+    return np.broadcast_to(np.uint8(7), (n,))
+
+
+def test_the_alignment_range_is_cores_in_every_call():
+    v = np.arange(12.0).reshape(3, 4).T
+    for a in ACCEPTED:
+        if a <= 1 << 20:
+            t = dlport.from_dlpack(v, align=a)
+            assert t.data_ptr() % a == 0, a
+            np.testing.assert_array_equal(np.from_dlpack(t), v)
+            assert dlport.from_dlpack(v).compact(align=a).data_ptr() % a == 0, a
+        else:
+            # Accepted as an option (not a ValueError); copy=False then refuses the copy.
+            with pytest.raises(BufferError, match="align"):
+                dlport.from_dlpack(v, align=a, copy=False)
+    for a in REFUSED:
+        with pytest.raises(ValueError, match=rf"align = {a} is out of range: .*2\^30"):
+            dlport.from_dlpack(v, align=a)
+        with pytest.raises(ValueError, match=rf"align = {a} is out of range"):
+            dlport.from_dlpack(v).compact(align=a)
+
+
+def test_a_call_cannot_raise_the_process_limit():
+    default = dlport.alloc_limit()
+    assert default > 1 << 20
+    before = dlport.set_alloc_limit(1 << 20)
+    try:
+        assert before == default
+        assert dlport.alloc_limit() == 1 << 20
+        for max_alloc in (None, 1 << 30, 1 << 63):
+            with pytest.raises(BufferError, match="above the allocation limit of 1048576 bytes"):
+                dlport.from_dlpack(broadcast(2 << 20), layout="compact", max_alloc=max_alloc)
+        # A call can lower it.
+        with pytest.raises(BufferError, match="needs 2048 bytes, above the allocation limit of 1024 bytes"):
+            dlport.from_dlpack(broadcast(2048), layout="compact", max_alloc=1024)
+        # Under every limit, the copy is made.
+        t = dlport.from_dlpack(broadcast(2048), layout="compact", max_alloc=4096)
+        assert t.copied and np.from_dlpack(t).sum() == 7 * 2048
+    finally:
+        assert dlport.set_alloc_limit(0) == 1 << 20
+    assert dlport.alloc_limit() == default, "0 restores the machine's memory"
+    t = dlport.from_dlpack(broadcast(2 << 20), layout="compact")
+    assert t.copied
+
+
+def test_bad_limits_are_refused_by_name():
+    for bad in (-1, 1 << 64):
+        with pytest.raises(ValueError, match="out of range"):
+            dlport.set_alloc_limit(bad)
+        with pytest.raises(ValueError, match="max_alloc = .* is out of range"):
+            dlport.from_dlpack(np.zeros(4), max_alloc=bad)
+    with pytest.raises(TypeError, match="takes an int"):
+        dlport.set_alloc_limit("1 GiB")
+    with pytest.raises(TypeError, match="max_alloc must be"):
+        dlport.from_dlpack(np.zeros(4), max_alloc="1 GiB")
+
+
+def test_a_limit_set_first_thing_holds_after_the_native_registry_is_installed():
+    # A fresh interpreter: the limit is set before any import installs the native registry.
+    code = """
+import numpy as np, dlport
+dlport.set_alloc_limit(1 << 20)
+try:
+    dlport.from_dlpack(np.broadcast_to(np.uint8(7), (2 << 20,)), layout="compact", max_alloc=1 << 40)
+except BufferError as e:
+    assert "allocation limit of 1048576 bytes" in str(e), e
+    print("refused")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "refused", out.stdout + out.stderr
