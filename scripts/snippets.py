@@ -18,7 +18,8 @@ the working directory. How each block runs:
   text         compared with output: a text block whose first line is `$ COMMAND` runs COMMAND in
                the session and compares what it prints with the lines after it; a text block
                after `<!-- snippet: output -->` is compared with what the runnable block before
-               it printed (stdout). `...` matches anything (also across lines);
+               it printed (stdout: its last lines, after what the build steps before the command
+               printed). `...` matches anything (also across lines);
                `<!-- snippet: vary REGEX -->` lines replace REGEX's matches on both sides first.
   any block    after `<!-- file: PATH -->` is saved as PATH (relative to the session's working
                directory, `~/` to its $HOME), for the blocks after it to build or run; in a
@@ -121,7 +122,8 @@ def matches(expected, actual, vary):
         return "\n".join(l.rstrip() for l in text.strip("\n").split("\n"))
 
     pattern = ".*?".join(re.escape(part) for part in norm(expected).split("..."))
-    return re.fullmatch(pattern, norm(actual), re.S) is not None
+    # The last lines: what a block's build steps print before the command shown is not shown.
+    return re.fullmatch(r"(?:.*\n)?" + pattern, norm(actual), re.S) is not None
 
 
 class Session:
