@@ -1,6 +1,7 @@
 """Shared helpers for the dlport package tests."""
 
 import gc
+import importlib.util
 
 import numpy as np
 import pytest
@@ -13,6 +14,10 @@ needs_numpy_dlpack_1 = pytest.mark.skipif(
     np.lib.NumpyVersion(np.__version__) < "2.1.0",
     reason="NumPy < 2.1 speaks legacy DLPack only (no max_version, READ_ONLY or copy)",
 )
+
+# python/tests/engines needs Ray and Dask: scripts/engines-test.sh runs it in a venv of its own
+# (python/requirements-engines.txt); elsewhere it is not collected.
+collect_ignore = [] if importlib.util.find_spec("ray") and importlib.util.find_spec("distributed") else ["engines"]
 
 
 def collect():
