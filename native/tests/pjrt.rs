@@ -6,7 +6,8 @@ mod pjrt_common;
 
 use dlport_core::abi::DeviceType;
 use dlport_core::error::{CopyReason, DispatchError};
-use dlport_core::{CopyPolicy, DataType, Device, Error};
+use dlport_core::{CopyPolicy, DataType, Device, Error, ExportOptions, ImportOptions, Registry};
+use dlport_native::pjrt::{ClientOptions, PjrtBackend, PjrtClient};
 use pjrt_common::{AFFINE, Spec, client, count, tensor};
 
 #[test]
@@ -202,4 +203,54 @@ fn what_pjrt_cannot_view_is_refused_or_copied() {
     let b = client.import(t, CopyPolicy::Always, None).unwrap();
     assert_eq!(count(&released), 1);
     assert_ne!(b.to_dlpack(true).unwrap().view().data() as usize, address);
+}
+
+#[test]
+fn a_plugin_serves_its_device_type_in_a_registry() {
+    let Some((plugin, cpu)) = client("registry") else {
+        return;
+    };
+    // The CPU platform's memory is the CPU backend's: it is not made a backend.
+    let e = PjrtBackend::new(cpu).unwrap_err();
+    assert!(e.to_string().contains("kDLCPU"), "{e}");
+    // The CPU plugin presented as an "xpu" (kDLOneAPI) device: its memory is host memory, so
+    // the test can label host tensors kDLOneAPI as a oneAPI plugin's would be.
+    let options = ClientOptions {
+        device_type: Some(DeviceType::ONEAPI),
+        ..ClientOptions::default()
+    };
+    let xpu = PjrtClient::create(&plugin, &options).unwrap();
+    assert_eq!(xpu.devices()[1].device, Device::oneapi(1));
+    let backend = PjrtBackend::new(xpu.clone()).unwrap();
+    let mut registry = Registry::with_cpu();
+    registry.register(backend).unwrap();
+    let x = [0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0];
+    let mut spec = Spec::f32(&[2, 3]);
+    spec.device = Device::oneapi(1);
+    let (t, address, released) = tensor(&x, &spec);
+    let imported = registry.from_dlpack(t, &ImportOptions::default()).unwrap();
+    assert_eq!(imported.backend(), "pjrt:cpu");
+    assert_eq!(imported.device(), Device::oneapi(1));
+    let out = registry
+        .to_dlpack(&imported, &ExportOptions::default())
+        .unwrap();
+    assert_eq!(out.view().data() as usize, address);
+    assert_eq!(out.view().device(), Device::oneapi(1));
+    drop(imported);
+    assert_eq!(count(&released), 0);
+    drop(out);
+    assert_eq!(count(&released), 1);
+    // What the plugin cannot view is refused under copy=Never, naming the reason.
+    spec.offset = 4;
+    let (t, _, released) = tensor(&x, &spec);
+    let never = ImportOptions {
+        copy: CopyPolicy::Never,
+        ..ImportOptions::default()
+    };
+    let e = registry.from_dlpack(t, &never).unwrap_err();
+    assert!(
+        matches!(copy_required(&e), Some(CopyReason::Alignment { .. })),
+        "{e}"
+    );
+    assert_eq!(count(&released), 1);
 }

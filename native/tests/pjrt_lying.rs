@@ -54,7 +54,9 @@ fn record(buffer: *mut sys::PJRT_Buffer, which: usize) {
 /// Starts counting a new buffer afresh (an address may be reused after a destroy).
 fn forget(buffer: *mut c_void) {
     let mut calls = CALLS.lock().unwrap_or_else(PoisonError::into_inner);
-    calls.get_or_insert_with(HashMap::new).remove(&(buffer as usize));
+    calls
+        .get_or_insert_with(HashMap::new)
+        .remove(&(buffer as usize));
 }
 
 fn calls(buffer: *mut c_void) -> [usize; 3] {

@@ -61,7 +61,7 @@ fn view_obstacle(tensor: &ManagedTensor) -> Option<CopyReason> {
             flag: Flag::IsSubbyteTypePadded,
         });
     }
-    let addr = view.first_element_address().unwrap_or(0);
+    let addr = first_element(&view) as usize;
     if view.numel() > 0 && addr % VIEW_ALIGN != 0 {
         return Some(CopyReason::Alignment {
             address: Address::new(addr),
@@ -69,6 +69,15 @@ fn view_obstacle(tensor: &ManagedTensor) -> Option<CopyReason> {
         });
     }
     None
+}
+
+/// The first element's address: `data + byte_offset`, in any device's address space (a
+/// device pointer is never read here, only handed to the plugin).
+pub(super) fn first_element(view: &dlport_core::TensorRef<'_>) -> *mut c_void {
+    view.data()
+        .cast::<u8>()
+        .wrapping_add(view.byte_offset() as usize)
+        .cast()
 }
 
 /// The minor-to-major order of a dense layout: the axes by increasing stride (ties keep the
@@ -158,7 +167,7 @@ impl PjrtClient {
         let shape = view.shape().to_vec();
         let strides: Vec<i64> = view.strides().collect();
         let order = minor_to_major(&strides, &shape);
-        let data = view.first_element_address().unwrap_or(0) as *mut c_void;
+        let data = first_element(&view);
         let mut layout = sys::MemoryLayout {
             head: sys::Head {
                 struct_size: std::mem::size_of::<sys::MemoryLayout>(),
@@ -229,7 +238,7 @@ impl PjrtClient {
         }
         let mut a = sys::Client_BufferFromHostBuffer_Args::new();
         a.client = self.inner.raw;
-        a.data = view.first_element_address().unwrap_or(0) as *const c_void;
+        a.data = first_element(&view).cast_const();
         a.kind = kind;
         a.dims = shape.as_ptr();
         a.num_dims = shape.len();

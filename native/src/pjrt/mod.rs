@@ -10,12 +10,14 @@
 //! - the safe layer: [`PjrtPlugin`] (load, check, initialize), [`PjrtClient`] (its devices as
 //!   dlport devices), [`PjrtBuffer`] (export as an external reference,
 //!   [`PjrtBuffer::to_dlpack`]), [`PjrtClient::import`] (a view with an on-delete callback,
-//!   or a copy), [`PjrtExecutable`] (StableHLO compiled and run on those buffers).
+//!   or a copy), [`PjrtExecutable`] (StableHLO compiled and run on those buffers), and
+//!   [`PjrtBackend`], a client serving its device type in a registry.
 //!
 //! The plugin is trusted code, but its answers are checked: a table too short for a function,
 //! a NULL function, a NULL result where one is promised, a buffer smaller than its shape, a
 //! layout DLPack cannot describe: each is an error naming the plugin and the function.
 
+mod backend;
 mod buffer;
 mod client;
 mod execute;
@@ -24,6 +26,7 @@ mod result;
 pub mod sys;
 mod types;
 
+pub use backend::PjrtBackend;
 pub use buffer::{BufferInfo, PjrtBuffer};
 pub use client::{ClientOptions, OptionValue, PjrtClient, PjrtDevice, PjrtPlugin};
 pub use execute::PjrtExecutable;
