@@ -311,6 +311,14 @@ typedef enum {
 } DLDataTypeCode;
 #endif
 
+// A PJRT buffer owned by dlport. Free it with `dlport_pjrt_buffer_free` (exports of it keep
+// it alive until their deleters run).
+typedef struct DlportPjrtBuffer DlportPjrtBuffer;
+
+// A PJRT client: the plugin's devices as DLPack devices. Free it with
+// `dlport_pjrt_client_free` (buffers made through it keep what they need alive).
+typedef struct DlportPjrtClient DlportPjrtClient;
+
 // A shared tensor as it travels: a descriptor (bytes) and the file descriptors that go with
 // it, owned by this value. Made by `dlport_share` or `dlport_share_recv`; freed (its fds
 // closed) by `dlport_shared_free`.
@@ -494,6 +502,14 @@ typedef void (*DlportPluginDestroy)(void *state);
 // caller's struct may be freed when the call returns. `state` is the plugin's and is passed
 // to every callback; dlport never reads it.
 //
+// Dispatch: a new tensor (an import, an allocation, a copy of a producer's tensor) goes to the
+// latest registered plugin serving its device type; every later operation on a plugin's
+// tensor (its export, `wait`, `acquire`, `copy_to_host`) goes to the plugin that made it,
+// whatever other plugin serves the same type, or fails with `DLPORT_ERR_NO_BACKEND` once
+// that plugin is unregistered. Device ids: a caller's id is translated once on the way in
+// (`translate_device_id`) and once on the way out (`export_device_id`); every callback is
+// given the plugin's numbering, and a failing translation fails the operation.
+//
 // What dlport cannot check (a plugin's promise): that handles are the plugin's, that
 // copies move the right bytes, that `destroy` frees what the plugin holds, and that the
 // plugin does not free memory behind a handle dlport still holds.
@@ -505,7 +521,12 @@ typedef struct {
   // The backend's name, NUL-terminated: 1 to 63 bytes of ASCII letters, digits, `_` and `-`,
   // unique among the registered backends ("opencl", "xpu").
   const char *name;
-  // The DLPack device types served (`kDLOpenCL` = 4, `kDLOneAPI` = 14, ...).
+  // The DLPack device types served (`kDLOpenCL` = 4, `kDLOneAPI` = 14, ...). Refused at
+  // registration, naming the field and the value, in every build and on every machine:
+  // host-class types (kDLCPU, kDLCUDAHost, kDLROCMHost, kDLTPUHost, kDLCUDAManaged: a
+  // plugin's handles are never presented as host memory) and the types dlport's built-in
+  // backends serve (kDLCUDA, kDLCUDAHost, kDLCUDAManaged), whether or not a driver is
+  // present.
   const int32_t *device_types;
   // How many `device_types` there are.
   size_t num_device_types;
@@ -874,13 +895,26 @@ void dlport_capsule_destructor(void *capsule);
 
 // Registers a C plugin (a device backend: see `DlportPlugin` and every callback's contract
 // above) in the process-wide registry, beside dlport's own backends: imports, exports,
-// copies and allocations on the device types it serves go to its callbacks. A plugin takes
-// device types that no built-in backend serves (the built-in CPU, pinned and CUDA backends
-// keep theirs); among plugins the latest registered serving a type wins.
+// copies and allocations on the device types it serves go to its callbacks.
+//
+// Which device types a plugin may take (one rule, checked at registration by every door, in
+// every build and on every machine): never a host-class type (kDLCPU, kDLCUDAHost,
+// kDLROCMHost, kDLTPUHost, kDLCUDAManaged: its handles would be read as host memory), never
+// a type a built-in backend serves (kDLCUDA, kDLCUDAHost, kDLCUDAManaged), whether or not
+// the CUDA feature is built or a driver is present; any other positive DLPack code
+// (kDLOpenCL, kDLROCM, kDLOneAPI, kDLExtDev, codes DLPack does not name). A plugin's
+// handle is never presented as host memory.
+//
+// Which plugin a call goes to (one rule): a new tensor (an import, an allocation, a copy of
+// a producer's tensor) goes to the latest registered plugin serving the device type; every
+// operation on an existing plugin tensor (an export, a wait, a copy of it) goes to the plugin
+// that made it, never to another plugin serving the same type, or fails with
+// `DLPORT_ERR_NO_BACKEND` once that plugin is unregistered.
 //
 // Errors (`DLPORT_ERR_BACKEND`, naming the plugin and what is wrong): a NULL `plugin`, a
 // `struct_size` below this version's, another `interface_version`, a bad name or device-type
-// list, half of a callback pair; `DLPORT_ERR_DUPLICATE_BACKEND` for a name in use.
+// list (naming the field and the value), half of a callback pair;
+// `DLPORT_ERR_DUPLICATE_BACKEND` for a name in use.
 //
 // Ownership: dlport copies `*plugin`, its name and its device types; the caller may free them
 // when the call returns. `plugin->state` stays the plugin's; on success dlport calls
@@ -895,6 +929,9 @@ int dlport_register_backend(const DlportPlugin *plugin);
 // Loads a plugin library from `path` (`dlopen` with RTLD_NOW | RTLD_LOCAL), calls its
 // `dlport_plugin_init` (see `DlportPluginInit`) and registers the plugin as
 // `dlport_register_backend` does, and gives its name in `*name_out` (when not NULL).
+//
+// The path's bytes go to `dlopen` exactly as given (any encoding); an empty path is refused
+// (`DLPORT_ERR_BACKEND`: `dlopen("")` would return the program itself).
 //
 // Errors name the path and what failed: `dlopen` (with `dlerror()`'s text), a missing
 // `dlport_plugin_init` symbol, a non-zero status from it, then the checks of
@@ -938,6 +975,100 @@ int dlport_unregister_backend(const char *name);
 // # Safety
 // `json_out` is writable.
 int dlport_backends(char **json_out);
+
+// Loads the PJRT plugin at `path` (`dlopen`, `GetPjrtApi`), checks its function table (its
+// major version; every function's slot against the table's `struct_size`), initializes it
+// once per process and creates a client. `device_type` is the DLPack device type of the
+// plugin's memory, or 0 to take it from the platform name (`cpu` → kDLCPU, `cuda` →
+// kDLCUDA, `rocm` → kDLROCM, `xpu`/`oneapi`/`sycl` → kDLOneAPI, `metal` → kDLMetal, …).
+//
+// Errors (`DLPORT_ERR_BACKEND`) name the plugin and the PJRT function, with the plugin's own
+// message and code: a library that does not load, no `GetPjrtApi`, another major version, a
+// table too short for a function (an older API), a NULL result, an unknown platform with
+// `device_type` 0.
+//
+// Ownership: `path` stays the caller's. On success `*client_out` is a new client the caller
+// frees with `dlport_pjrt_client_free`; on error it is untouched. Plugins stay loaded for the
+// life of the process. Loading a library runs its code: load only plugins you trust.
+//
+// # Safety
+// `path` is a NUL-terminated string; `client_out` is NULL or writable.
+int dlport_pjrt_load(const char *path, int32_t device_type, DlportPjrtClient **client_out);
+
+// Frees a client (NULL is ignored). Buffers and exports made through it stay valid.
+//
+// # Safety
+// `client` is NULL or a client from `dlport_pjrt_load`, not used afterwards.
+void dlport_pjrt_client_free(DlportPjrtClient *client);
+
+// Writes the platform name (`cpu`, `cuda`, `xpu`, …), NUL-terminated, into `buf` of `cap`
+// bytes; `DLPORT_INVALID_ARGUMENT` when it does not fit (the name is truncated).
+//
+// # Safety
+// `client` is a live client; `buf` is writable for `cap` bytes.
+int dlport_pjrt_platform(const DlportPjrtClient *client, char *buf, size_t cap);
+
+// The client's addressable devices as DLPack devices: writes up to `cap` of them into
+// `devices` (NULL when `cap` is 0) and their number into `*count_out`. Device ids are the
+// indices of the plugin's addressable devices.
+//
+// # Safety
+// `client` is a live client; `devices` is writable for `cap` devices; `count_out` writable.
+int dlport_pjrt_devices(const DlportPjrtClient *client,
+                        DLDevice *devices,
+                        size_t cap,
+                        size_t *count_out);
+
+// CONSUMING. Imports a DLPack tensor as a PJRT buffer: a view of its memory
+// (`PJRT_Client_CreateViewOfDeviceBuffer`) when the plugin can view it (a dtype PJRT has,
+// row-major, 64-byte aligned, not READ_ONLY, on this client's device type, or host memory
+// on a CPU platform) and `copy` is not DLPORT_COPY_ALWAYS; else a copy of host memory
+// (`PJRT_Client_BufferFromHostBuffer`) where `copy` allows, else
+// `DLPORT_ERR_COPY_REQUIRED` naming the reason. `device_id` is the target device, or -1 for
+// the tensor's own (device 0 for host memory).
+//
+// Ownership: `managed` is taken on every path. A view releases it (its deleter runs once, on
+// whatever thread the plugin destroys the view) when the buffer and every export of it are
+// gone; a copy or an error releases it before returning. On success `*buffer_out` is a new
+// buffer the caller frees with `dlport_pjrt_buffer_free`.
+//
+// # Safety
+// `client` is a live client; `managed` is NULL or an owned managed tensor of the form
+// `versioned` says; `buffer_out` is NULL or writable.
+int dlport_pjrt_import(const DlportPjrtClient *client,
+                       void *managed,
+                       int versioned,
+                       int32_t copy,
+                       int32_t device_id,
+                       DlportPjrtBuffer **buffer_out);
+
+// Exports a PJRT buffer to a DLPack consumer without a copy: waits until the buffer is
+// ready, asks the plugin its type, dims and layout, takes an external reference
+// (`PJRT_Buffer_IncreaseExternalReferenceCount`) and the device pointer
+// (`PJRT_Buffer_OpaqueDeviceMemoryDataPointer`). The export's deleter gives the reference
+// back once, then its hold on the buffer.
+//
+// Ownership: on success `*managed_out` is a new managed tensor (versioned when `versioned`
+// is non-zero) the consumer releases once (its deleter, or `dlport_release`); the buffer
+// stays the caller's.
+//
+// # Safety
+// `buffer` is a live buffer; `managed_out` is NULL or writable.
+int dlport_pjrt_export(const DlportPjrtBuffer *buffer, int versioned, void **managed_out);
+
+// The buffer's `PJRT_Buffer*`, for calls through the plugin's own C API (valid while the
+// buffer lives; never destroy it yourself). NULL for a NULL buffer.
+//
+// # Safety
+// `buffer` is NULL or a live buffer.
+void *dlport_pjrt_buffer_raw(const DlportPjrtBuffer *buffer);
+
+// Frees a buffer (NULL is ignored): the PJRT buffer is destroyed once its exports are
+// released too (a view's producer tensor is released then).
+//
+// # Safety
+// `buffer` is NULL or a buffer from `dlport_pjrt_import`, not used afterwards.
+void dlport_pjrt_buffer_free(DlportPjrtBuffer *buffer);
 
 // Allocates a zeroed, compact host tensor in a new sealed memfd, which `dlport_share` then
 // shares without a copy. `shape` holds `ndim` extents (NULL when `ndim` is 0). The tensor's

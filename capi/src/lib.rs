@@ -10,7 +10,8 @@
 //!   the header); no code;
 //! - [`ffi`]: the entries on tensors, the library, Python capsules and C plugins, with the
 //!   conventions every entry keeps (a status, the last error, `catch_unwind`);
-//! - [`share`]: the entries that share tensors with another process.
+//! - [`share`]: the entries that share tensors with another process;
+//! - [`pjrt`]: the entries on PJRT plugins (load, devices, import, export).
 //!
 //! The work is dlport-native's Rust API (the default registry, [`dlport_native::plugin`],
 //! [`dlport_native::share`]); this crate converts C arguments and results. The Rust items are
@@ -21,4 +22,5 @@
 
 pub mod cabi;
 pub mod ffi;
+pub mod pjrt;
 pub mod share;

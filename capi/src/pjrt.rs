@@ -1,0 +1,252 @@
+//! PJRT entries: load a PJRT plugin (any `GetPjrtApi` library: XLA's CPU plugin,
+//! `jax-cuda12-pjrt`, `jax-oneapi-pjrt`, …) and move tensors between its buffers and DLPack
+//! without a copy (dlport-native's `pjrt` room does the work).
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+
+use dlport_core::abi::DeviceType;
+use dlport_native::pjrt::{ClientOptions, PjrtBuffer, PjrtClient, PjrtPlugin};
+
+use crate::cabi::DLDevice;
+use crate::ffi::{Failure, arg, copy_arg, entry, give, out_ptr, take};
+
+/// A PJRT client: the plugin's devices as DLPack devices. Free it with
+/// `dlport_pjrt_client_free` (buffers made through it keep what they need alive).
+pub struct DlportPjrtClient {
+    client: PjrtClient,
+}
+
+/// A PJRT buffer owned by dlport. Free it with `dlport_pjrt_buffer_free` (exports of it keep
+/// it alive until their deleters run).
+pub struct DlportPjrtBuffer {
+    buffer: PjrtBuffer,
+}
+
+fn client_arg<'a>(c: *const DlportPjrtClient) -> Result<&'a PjrtClient, Failure> {
+    // SAFETY: NULL or a live client from dlport_pjrt_load (caller contract).
+    unsafe { c.as_ref() }
+        .map(|c| &c.client)
+        .ok_or_else(|| arg("client is NULL: pass a client from dlport_pjrt_load"))
+}
+
+/// Loads the PJRT plugin at `path` (`dlopen`, `GetPjrtApi`), checks its function table (its
+/// major version; every function's slot against the table's `struct_size`), initializes it
+/// once per process and creates a client. `device_type` is the DLPack device type of the
+/// plugin's memory, or 0 to take it from the platform name (`cpu` → kDLCPU, `cuda` →
+/// kDLCUDA, `rocm` → kDLROCM, `xpu`/`oneapi`/`sycl` → kDLOneAPI, `metal` → kDLMetal, …).
+///
+/// Errors (`DLPORT_ERR_BACKEND`) name the plugin and the PJRT function, with the plugin's own
+/// message and code: a library that does not load, no `GetPjrtApi`, another major version, a
+/// table too short for a function (an older API), a NULL result, an unknown platform with
+/// `device_type` 0.
+///
+/// Ownership: `path` stays the caller's. On success `*client_out` is a new client the caller
+/// frees with `dlport_pjrt_client_free`; on error it is untouched. Plugins stay loaded for the
+/// life of the process. Loading a library runs its code: load only plugins you trust.
+///
+/// # Safety
+/// `path` is a NUL-terminated string; `client_out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_pjrt_load(
+    path: *const c_char,
+    device_type: i32,
+    client_out: *mut *mut DlportPjrtClient,
+) -> c_int {
+    entry(|| {
+        let out = out_ptr(client_out, "client_out")?;
+        if path.is_null() {
+            return Err(arg("path is NULL: pass the plugin library's path"));
+        }
+        // SAFETY: NUL-terminated (caller contract), read during the call only.
+        let path = unsafe { CStr::from_ptr(path) }
+            .to_str()
+            .map_err(|_| arg("path is not UTF-8"))?;
+        let plugin = PjrtPlugin::load(path)?;
+        let options = ClientOptions {
+            device_type: (device_type != 0).then_some(DeviceType(device_type)),
+            ..ClientOptions::default()
+        };
+        let client = PjrtClient::create(&plugin, &options)?;
+        // SAFETY: a writable pointer (checked non-NULL).
+        unsafe {
+            out.as_ptr()
+                .write(Box::into_raw(Box::new(DlportPjrtClient { client })))
+        };
+        Ok(())
+    })
+}
+
+/// Frees a client (NULL is ignored). Buffers and exports made through it stay valid.
+///
+/// # Safety
+/// `client` is NULL or a client from `dlport_pjrt_load`, not used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_pjrt_client_free(client: *mut DlportPjrtClient) {
+    if !client.is_null() {
+        // SAFETY: a client from dlport_pjrt_load, freed once (contract). Dropping it runs no
+        // user code that could panic.
+        drop(unsafe { Box::from_raw(client) });
+    }
+}
+
+/// Writes the platform name (`cpu`, `cuda`, `xpu`, …), NUL-terminated, into `buf` of `cap`
+/// bytes; `DLPORT_INVALID_ARGUMENT` when it does not fit (the name is truncated).
+///
+/// # Safety
+/// `client` is a live client; `buf` is writable for `cap` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_pjrt_platform(
+    client: *const DlportPjrtClient,
+    buf: *mut c_char,
+    cap: usize,
+) -> c_int {
+    entry(|| {
+        let name = client_arg(client)?.platform().as_bytes();
+        let out = out_ptr(buf, "buf")?;
+        if cap == 0 {
+            return Err(arg("cap is 0"));
+        }
+        let n = name.len().min(cap - 1);
+        // SAFETY: `buf` is writable for `cap` > n bytes (contract).
+        unsafe {
+            std::ptr::copy_nonoverlapping(name.as_ptr(), out.as_ptr().cast::<u8>(), n);
+            out.as_ptr().add(n).write(0);
+        }
+        if n < name.len() {
+            return Err(arg(format!(
+                "the platform name needs {} bytes",
+                name.len() + 1
+            )));
+        }
+        Ok(())
+    })
+}
+
+/// The client's addressable devices as DLPack devices: writes up to `cap` of them into
+/// `devices` (NULL when `cap` is 0) and their number into `*count_out`. Device ids are the
+/// indices of the plugin's addressable devices.
+///
+/// # Safety
+/// `client` is a live client; `devices` is writable for `cap` devices; `count_out` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_pjrt_devices(
+    client: *const DlportPjrtClient,
+    devices: *mut DLDevice,
+    cap: usize,
+    count_out: *mut usize,
+) -> c_int {
+    entry(|| {
+        let all = client_arg(client)?.devices();
+        let count = out_ptr(count_out, "count_out")?;
+        if cap > 0 && devices.is_null() {
+            return Err(arg("devices is NULL with cap > 0"));
+        }
+        for (i, d) in all.iter().take(cap).enumerate() {
+            // SAFETY: writable for `cap` > i devices (contract).
+            unsafe {
+                devices.add(i).write(DLDevice {
+                    device_type: d.device.device_type.0,
+                    device_id: d.device.device_id,
+                });
+            }
+        }
+        // SAFETY: writable (checked non-NULL).
+        unsafe { count.as_ptr().write(all.len()) };
+        Ok(())
+    })
+}
+
+/// CONSUMING. Imports a DLPack tensor as a PJRT buffer: a view of its memory
+/// (`PJRT_Client_CreateViewOfDeviceBuffer`) when the plugin can view it (a dtype PJRT has,
+/// row-major, 64-byte aligned, not READ_ONLY, on this client's device type, or host memory
+/// on a CPU platform) and `copy` is not DLPORT_COPY_ALWAYS; else a copy of host memory
+/// (`PJRT_Client_BufferFromHostBuffer`) where `copy` allows, else
+/// `DLPORT_ERR_COPY_REQUIRED` naming the reason. `device_id` is the target device, or -1 for
+/// the tensor's own (device 0 for host memory).
+///
+/// Ownership: `managed` is taken on every path. A view releases it (its deleter runs once, on
+/// whatever thread the plugin destroys the view) when the buffer and every export of it are
+/// gone; a copy or an error releases it before returning. On success `*buffer_out` is a new
+/// buffer the caller frees with `dlport_pjrt_buffer_free`.
+///
+/// # Safety
+/// `client` is a live client; `managed` is NULL or an owned managed tensor of the form
+/// `versioned` says; `buffer_out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_pjrt_import(
+    client: *const DlportPjrtClient,
+    managed: *mut c_void,
+    versioned: c_int,
+    copy: i32,
+    device_id: i32,
+    buffer_out: *mut *mut DlportPjrtBuffer,
+) -> c_int {
+    entry(|| {
+        // SAFETY: forwarded contract; taken first, so that every error path releases it.
+        let tensor = unsafe { take(managed, versioned) }?;
+        let client = client_arg(client)?;
+        let out = out_ptr(buffer_out, "buffer_out")?;
+        let policy = copy_arg(copy)?;
+        let device = (device_id >= 0).then_some(device_id);
+        let buffer = client.import(tensor, policy, device)?;
+        // SAFETY: writable (checked non-NULL).
+        unsafe {
+            out.as_ptr()
+                .write(Box::into_raw(Box::new(DlportPjrtBuffer { buffer })))
+        };
+        Ok(())
+    })
+}
+
+/// Exports a PJRT buffer to a DLPack consumer without a copy: waits until the buffer is
+/// ready, asks the plugin its type, dims and layout, takes an external reference
+/// (`PJRT_Buffer_IncreaseExternalReferenceCount`) and the device pointer
+/// (`PJRT_Buffer_OpaqueDeviceMemoryDataPointer`). The export's deleter gives the reference
+/// back once, then its hold on the buffer.
+///
+/// Ownership: on success `*managed_out` is a new managed tensor (versioned when `versioned`
+/// is non-zero) the consumer releases once (its deleter, or `dlport_release`); the buffer
+/// stays the caller's.
+///
+/// # Safety
+/// `buffer` is a live buffer; `managed_out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_pjrt_export(
+    buffer: *const DlportPjrtBuffer,
+    versioned: c_int,
+    managed_out: *mut *mut c_void,
+) -> c_int {
+    entry(|| {
+        // SAFETY: NULL or a live buffer (contract).
+        let b = unsafe { buffer.as_ref() }
+            .ok_or_else(|| arg("buffer is NULL: pass a buffer from dlport_pjrt_import"))?;
+        let out = out_ptr(managed_out, "managed_out")?;
+        let m = b.buffer.to_dlpack(versioned != 0)?;
+        give(m, versioned != 0, out)
+    })
+}
+
+/// The buffer's `PJRT_Buffer*`, for calls through the plugin's own C API (valid while the
+/// buffer lives; never destroy it yourself). NULL for a NULL buffer.
+///
+/// # Safety
+/// `buffer` is NULL or a live buffer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_pjrt_buffer_raw(buffer: *const DlportPjrtBuffer) -> *mut c_void {
+    // SAFETY: NULL or a live buffer (contract).
+    unsafe { buffer.as_ref() }.map_or(std::ptr::null_mut(), |b| b.buffer.as_raw())
+}
+
+/// Frees a buffer (NULL is ignored): the PJRT buffer is destroyed once its exports are
+/// released too (a view's producer tensor is released then).
+///
+/// # Safety
+/// `buffer` is NULL or a buffer from `dlport_pjrt_import`, not used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_pjrt_buffer_free(buffer: *mut DlportPjrtBuffer) {
+    if !buffer.is_null() {
+        // SAFETY: a buffer from dlport_pjrt_import, freed once (contract). A view's
+        // on-delete callback runs the producer's deleter behind catch_unwind.
+        drop(unsafe { Box::from_raw(buffer) });
+    }
+}
