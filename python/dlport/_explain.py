@@ -70,7 +70,12 @@ def explain(
         route = _route(x)
     except Exception as e:  # noqa: BLE001 - a hostile type's attributes can raise anything
         return "\n".join(lines + [f"route: cannot be decided: {_failure(e)}"])
-    if route != "capsule" and not hasattr(x, "__dlpack__"):
+    try:
+        has_dunder = route == "capsule" or hasattr(x, "__dlpack__")
+    except Exception as e:  # noqa: BLE001 - a __getattribute__ that raises: reported, as from_dlpack's refusal
+        lines.append(f"__dlpack__: looking it up raised {_failure(e)}")
+        has_dunder = True  # from_dlpack tries it: what it does is reported below
+    if not has_dunder:
         lines.append("route: none: the object has no __dlpack__ and is not a DLPack capsule")
         return "\n".join(lines)
     lines.append(f"route: {_ROUTES[route]}")
@@ -80,8 +85,14 @@ def explain(
                 "  its type offers __dlpack_c_exchange_api__, which dlport does not use: that table"
                 " disagrees with the type's __dlpack__ (python/README.md, 'PyTorch')"
             )
-        probe = getattr(x, "__dlpack_device__", None)
-        if probe is None:
+        try:
+            probe = getattr(x, "__dlpack_device__", None)
+        except Exception as e:  # noqa: BLE001
+            lines.append(f"__dlpack_device__: looking it up raised {_failure(e)}")
+            probe = False
+        if probe is False:
+            pass
+        elif probe is None:
             lines.append("__dlpack_device__: absent")
         else:
             try:
@@ -101,6 +112,15 @@ def explain(
     asked = {"device": device, "copy": copy, "layout": layout, "align": align}
     shown = ", ".join(f"{k}={v!r}" for k, v in asked.items() if v is not None) or "no options"
     lines.append(f"request ({shown}):")
+    if copy is not None and not isinstance(copy, bool):
+        # from_dlpack reads its options before it touches x: its own verdict on this `copy`
+        # (a refusal, or a value it takes as a bool, such as numpy.bool_).
+        try:
+            from_dlpack(x, device=device, copy=copy, layout=layout, align=align)
+        except Exception as e:  # noqa: BLE001
+            lines.append(f"  refused: {_failure(e)}")
+            return "\n".join(lines)
+        copy = bool(copy)
     if copy is not True:
         try:
             view = from_dlpack(x, device=device, copy=False, layout=layout, align=align)

@@ -2,7 +2,8 @@
 for NumPy users): dlport's own tests use them, and so can yours.
 
 A :class:`Producer` hands out managed tensors over a NumPy array that it builds itself with
-``ctypes``, independent of dlport, with any device in the capsule and any device in
+``ctypes``, independent of dlport (only its capsules' destructor is dlport's compiled one, which,
+as NumPy's, keeps an exception pending while it releases an unconsumed capsule's tensor), with any device in the capsule and any device in
 ``__dlpack_device__``, either struct (legacy or versioned), any version and flags, any dtype and
 any shape or strides; it counts the deleter calls, so a test can check that every tensor is
 released exactly once. Two of them stand in for memory a CPU-only machine has no other way to
@@ -103,28 +104,29 @@ _py.PyCapsule_New.restype = ctypes.py_object
 _py.PyCapsule_New.argtypes = [c_void_p, ctypes.c_char_p, c_void_p]
 _py.PyCapsule_GetName.restype = ctypes.c_char_p
 _py.PyCapsule_GetName.argtypes = [ctypes.py_object]
-# By object (tests) and by address (the destructor, whose capsule is being destroyed).
 _pointer_of = ctypes.PYFUNCTYPE(c_void_p, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_GetPointer", _py))
-_is_valid_at = ctypes.PYFUNCTYPE(ctypes.c_int, c_void_p, ctypes.c_char_p)(("PyCapsule_IsValid", _py))
-_pointer_at = ctypes.PYFUNCTYPE(c_void_p, c_void_p, ctypes.c_char_p)(("PyCapsule_GetPointer", _py))
 
 #: The capsule names DLPack gives each struct, by "versioned".
 NAMES = {True: b"dltensor_versioned", False: b"dltensor"}
 
 
-@ctypes.CFUNCTYPE(None, c_void_p)
-def _capsule_destructor(capsule: int) -> None:
-    """Releases the tensor of a capsule nobody consumed (the name is still unconsumed)."""
-    for versioned, name in NAMES.items():
-        if _is_valid_at(capsule, name):
-            ptr = _pointer_at(capsule, name)
-            kind = DLManagedTensorVersioned if versioned else DLManagedTensor
-            m = ctypes.cast(ptr, ctypes.POINTER(kind))
-            m.contents.deleter(m)
-            return
+_get_destructor = ctypes.PYFUNCTYPE(c_void_p, ctypes.py_object)(("PyCapsule_GetDestructor", _py))
 
 
-_DESTRUCTOR = ctypes.cast(_capsule_destructor, c_void_p).value
+def _kept_error_destructor() -> int:
+    """The destructor of the capsules this module makes: dlport's own (compiled), read from a
+    capsule ``dlport.Tensor.__dlpack__`` made. As NumPy's capsules do, it runs the tensor's
+    deleter once, unless a consumer took the capsule (renamed it), and it keeps an exception
+    pending when the capsule dies (an argument of a call that raised), which Python code cannot:
+    a ctypes callback run then would lose that exception (``SystemError: error return without
+    exception set``) and skip the deleter."""
+    from ._native import from_dlpack
+
+    capsule = from_dlpack(np.empty(1)).__dlpack__()
+    return int(_get_destructor(capsule))
+
+
+_DESTRUCTOR = _kept_error_destructor()
 
 
 def capsule_pointer(capsule: Any, name: bytes) -> int:

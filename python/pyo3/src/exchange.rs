@@ -139,7 +139,7 @@ unsafe extern "C" fn to_py_object(
         // before the extension made a tensor itself); nothing is taken yet.
         crate::ready(py)?;
         // SAFETY: a live tensor (contract); nothing is taken.
-        let raw = unsafe { adapter::check_view(tensor) }?;
+        let raw = unsafe { adapter::check_view(tensor) }.map_err(not_taken)?;
         let view_only = ImportOptions {
             copy: CopyPolicy::Never,
             ..ImportOptions::default()
@@ -154,6 +154,19 @@ unsafe extern "C" fn to_py_object(
         unsafe { out.as_ptr().write(obj.into_ptr().cast()) };
         Ok(())
     })
+}
+
+/// A refusal of `managed_tensor_to_py_object_no_sync` before anything was taken: says so, in
+/// place of what core's message says of the entries that take what they refuse ("the tensor
+/// was released"), so that the caller releases it, once.
+fn not_taken(f: Failure) -> Failure {
+    let message = f.message.replace("the tensor was released; ", "");
+    Failure {
+        message: format!(
+            "{message} (the tensor was not taken: it is still the caller's, to release once)"
+        ),
+        ..f
+    }
 }
 
 /// `dltensor_from_py_object_no_sync`: lends the tensor's own `DLTensor` fields (its shape and
@@ -413,7 +426,13 @@ fn is_torch_tensor(ty: &Borrowed<'_, '_, PyType>) -> bool {
     })
 }
 
-/// The usable table behind an attribute value, if any.
+/// How many tables `find_table` reads along a `prev_api` chain: DLPack has had one major
+/// version with a table, so a real chain holds one or two; a longer one (a cycle, which would
+/// otherwise be walked forever, with no Python code running to let Ctrl-C stop it) is not used.
+const MAX_CHAIN: usize = 16;
+
+/// The usable table behind an attribute value, if any: the first of major version 1 among the
+/// first [`MAX_CHAIN`] tables of its `prev_api` chain. A type without one takes `__dlpack__`.
 fn find_table(attr: &Bound<'_, PyAny>) -> Option<&'static DLPackExchangeAPI> {
     if !crate::capsule::is_capsule(attr) {
         return None;
@@ -425,7 +444,10 @@ fn find_table(attr: &Bound<'_, PyAny>) -> Option<&'static DLPackExchangeAPI> {
     // SAFETY: valid with this name: GetPointer returns its pointer without raising.
     let mut header = unsafe { ffi::PyCapsule_GetPointer(attr.as_ptr(), CAPSULE_NAME.as_ptr()) }
         .cast::<DLPackExchangeAPIHeader>();
-    while !header.is_null() {
+    for _ in 0..MAX_CHAIN {
+        if header.is_null() {
+            return None;
+        }
         // SAFETY: a table the producer keeps for the process's lifetime; its header is stable.
         let h = unsafe { &*header };
         if h.version.major == DLPACK_MAJOR_VERSION {

@@ -296,7 +296,7 @@ impl PyTensor {
         if h.is_read_only() {
             s += ", readonly=True";
         }
-        if let Some(origin) = self.origin {
+        if let Some(origin) = self.origin.filter(|&o| o != h.memory()) {
             s += &format!(", origin={origin}");
         }
         s + ")"
