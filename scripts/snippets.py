@@ -2,7 +2,8 @@
 
 Each README is one session, its blocks in the order they appear: a fresh $HOME, a fresh venv of
 the python3 on PATH first on PATH (the "CPython with pip" the READMEs ask for), and the clone as
-the working directory. How each block runs:
+the working directory, to which each heading of the README returns (a section starts from the
+clone, as its reader does). How each block runs:
 
   sh, bash     in the session's shell: the working directory and the variables a block sets
                (`prefix=...`, `cd ...`) carry over to the next block; `set -e -o pipefail`.
@@ -67,8 +68,9 @@ MARKER = re.compile(r"^<!--\s*(file|snippet):\s*(.*?)\s*-->\s*$")
 
 
 class Block:
-    def __init__(self, path, line, lang, code, markers):
+    def __init__(self, path, line, lang, code, markers, section):
         self.path, self.line, self.lang, self.code = path, line, lang, code
+        self.section = section  # the line of the heading it is under
         self.file = None  # <!-- file: PATH -->
         self.skip = None  # <!-- snippet: skip (why) -->
         self.output = False  # <!-- snippet: output -->
@@ -92,7 +94,7 @@ class Block:
 def parse(root, path):
     """The fenced blocks of a Markdown file, with the marker comments right before each."""
     lines = open(os.path.join(root, path), encoding="utf-8").read().split("\n")
-    blocks, markers, i = [], [], 0
+    blocks, markers, i, section = [], [], 0, 0
     while i < len(lines):
         m = MARKER.match(lines[i])
         f = FENCE.match(lines[i])
@@ -105,10 +107,12 @@ def parse(root, path):
             if j == len(lines):
                 raise SystemExit(f"{path}:{start + 1}: a fence that is never closed")
             code = "\n".join(lines[i + 1 : j]) + "\n"
-            blocks.append(Block(path, start + 1, f.group(1) or "text", code, markers))
+            blocks.append(Block(path, start + 1, f.group(1) or "text", code, markers, section))
             markers, i = [], j
         elif lines[i].strip() and not lines[i].startswith("<!--"):
             markers = []
+            if lines[i].startswith("#"):
+                section = i + 1
         i += 1
     return blocks
 
@@ -148,6 +152,10 @@ class Session:
         with open(self.cwdfile, "w") as f:
             f.write(clone)
         self.n = 0
+
+    def cd(self, path):
+        with open(self.cwdfile, "w") as f:
+            f.write(path)
 
     def cwd(self):
         return open(self.cwdfile).read().strip()
@@ -217,8 +225,11 @@ class Runner:
         if not blocks:
             return
         session = Session(self.homes, self.clone, path.replace("/", "_").replace(".", "_"))
-        deps, last_out = {}, None
+        deps, last_out, section = {}, None, 0
         for b in blocks:
+            if b.section != section:
+                section = b.section
+                session.cd(self.clone)
             if b.skip:
                 self.report(b, "SKIPPED", b.skip)
                 continue
