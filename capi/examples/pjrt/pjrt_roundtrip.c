@@ -1,0 +1,117 @@
+/* A PJRT plugin as a DLPack device, from C: load the plugin by its path, list its devices,
+ * import a C array into PJRT without a copy, export the PJRT buffer back to DLPack without a
+ * copy, and check that the array's deleter runs exactly once, on the success path and on a
+ * refusal. Prints the addresses both ways.
+ *
+ *   cc pjrt_roundtrip.c -Icapi/include -Ltarget/debug -ldlport -o pjrt_roundtrip
+ *   ./pjrt_roundtrip /path/to/xla_cpu_pjrt.so      (or DLPORT_PJRT_PLUGIN=...)
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlport.h"
+
+static int released = 0;
+static int64_t shape[2] = {2, 3};
+
+static void deleter(DLManagedTensorVersioned *self) {
+  released += 1;
+  free(self->dl_tensor.data);
+  free(self);
+}
+
+/* A 2x3 float32 host tensor, its data 64-byte aligned plus `offset` bytes. */
+static DLManagedTensorVersioned *make_tensor(size_t offset, float **data_out) {
+  DLManagedTensorVersioned *t = calloc(1, sizeof *t);
+  char *base = aligned_alloc(64, 128);
+  float *data = (float *)(base + offset);
+  for (int i = 0; i < 6; i++) data[i] = (float)i;
+  t->version.major = 1;
+  t->version.minor = 0;
+  t->deleter = deleter;
+  t->dl_tensor.data = base;
+  t->dl_tensor.byte_offset = offset;
+  t->dl_tensor.device.device_type = kDLCPU;
+  t->dl_tensor.device.device_id = 0;
+  t->dl_tensor.ndim = 2;
+  t->dl_tensor.dtype.code = kDLFloat;
+  t->dl_tensor.dtype.bits = 32;
+  t->dl_tensor.dtype.lanes = 1;
+  t->dl_tensor.shape = shape;
+  *data_out = data;
+  return t;
+}
+
+#define CHECK(cond, what)                                                          \
+  do {                                                                             \
+    if (!(cond)) {                                                                 \
+      fprintf(stderr, "FAILED: %s (%s)\n", what, dlport_last_error());           \
+      return 1;                                                                    \
+    }                                                                              \
+  } while (0)
+
+int main(int argc, char **argv) {
+  const char *path = argc > 1 ? argv[1] : getenv("DLPORT_PJRT_PLUGIN");
+  if (path == NULL || path[0] == '\0') {
+    printf("SKIP: no plugin path (argument 1 or DLPORT_PJRT_PLUGIN)\n");
+    return 0;
+  }
+  DlportPjrtClient *client = NULL;
+  CHECK(dlport_pjrt_load(path, 0, &client) == DLPORT_OK, "dlport_pjrt_load");
+  char platform[32];
+  CHECK(dlport_pjrt_platform(client, platform, sizeof platform) == DLPORT_OK, "platform");
+  DLDevice devices[16];
+  size_t n = 0;
+  CHECK(dlport_pjrt_devices(client, devices, 16, &n) == DLPORT_OK && n > 0, "devices");
+  printf("plugin %s: platform \"%s\", %zu devices, device 0 = (%d, %d)\n", path, platform, n,
+         devices[0].device_type, devices[0].device_id);
+
+  /* Import: a view of the C array (the plugin needs 64-byte alignment). */
+  float *data = NULL;
+  DLManagedTensorVersioned *t = make_tensor(0, &data);
+  DlportPjrtBuffer *buffer = NULL;
+  CHECK(dlport_pjrt_import(client, t, 1, DLPORT_COPY_NEVER, -1, &buffer) == DLPORT_OK, "import");
+  printf("C array        -> PJRT buffer %p: producer's data at %p\n",
+         dlport_pjrt_buffer_raw(buffer), (void *)data);
+
+  /* Export: the PJRT buffer's memory, as DLPack. */
+  void *out = NULL;
+  CHECK(dlport_pjrt_export(buffer, 1, &out) == DLPORT_OK, "export");
+  DLManagedTensorVersioned *m = out;
+  const float *seen = (const float *)((char *)m->dl_tensor.data + m->dl_tensor.byte_offset);
+  printf("PJRT buffer    -> DLPack tensor: data at %p (%s), values %g %g ... %g\n",
+         (const void *)seen, seen == data ? "the same address, no copy" : "A COPY",
+         seen[0], seen[1], seen[5]);
+  CHECK(seen == data, "the export is the producer's memory");
+  CHECK(seen[5] == 5.0f, "the values");
+  CHECK(released == 0, "not released while viewed");
+  CHECK(dlport_release(out, 1) == DLPORT_OK, "release the export");
+  CHECK(released == 0, "not released while the buffer lives");
+  dlport_pjrt_buffer_free(buffer);
+  CHECK(released == 1, "released once when the buffer and its exports are gone");
+
+  /* A refusal: misaligned memory under DLPORT_COPY_NEVER; the tensor is released once. */
+  t = make_tensor(4, &data);
+  buffer = NULL;
+  int status = dlport_pjrt_import(client, t, 1, DLPORT_COPY_NEVER, -1, &buffer);
+  printf("misaligned, COPY_NEVER: status %d: %s\n", status, dlport_last_error());
+  CHECK(status == DLPORT_ERR_COPY_REQUIRED && buffer == NULL, "refused");
+  CHECK(released == 2, "released once on refusal");
+  /* The same under DLPORT_COPY_IF_NEEDED: a copy, the tensor released on return. */
+  t = make_tensor(4, &data);
+  CHECK(dlport_pjrt_import(client, t, 1, DLPORT_COPY_IF_NEEDED, -1, &buffer) == DLPORT_OK,
+        "copy");
+  CHECK(released == 3, "released on return from a copy");
+  CHECK(dlport_pjrt_export(buffer, 0, &out) == DLPORT_OK, "legacy export");
+  DLManagedTensor *legacy = out;
+  printf("copied         -> DLPack (legacy): data at %p, producer's was %p\n",
+         legacy->dl_tensor.data, (void *)data);
+  CHECK(((float *)legacy->dl_tensor.data)[4] == 4.0f, "copied values");
+  CHECK(dlport_release(out, 0) == DLPORT_OK, "release the legacy export");
+  dlport_pjrt_buffer_free(buffer);
+  dlport_pjrt_client_free(client);
+  printf("pjrt_roundtrip: OK (3 tensors, each released once)\n");
+  return 0;
+}
