@@ -29,7 +29,7 @@ clone, as its reader does). How each block runs:
 
 `<!-- snippet: skip (why) -->` before a block prints it SKIPPED with the reason. A block that is
 none of the above (a ```c block without a file marker, a text block that is not an output) fails,
-saying to mark it. One line per block: `FILE:LINE LANG passed|failed|SKIPPED (why)`, then
+saying to mark it. One line per block: `FILE:LINE LANG passed|failed|SKIPPED (why) [seconds]`, then
 `snippets: N passed, N failed, N skipped`; a failure shows the end of what the block printed.
 
 Usage: snippets.py --clone DIR --state DIR --homes DIR [README ...]   (default: every README)
@@ -43,6 +43,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 
 READMES = [
@@ -211,12 +212,16 @@ class Runner:
         self.clone, self.state, self.homes = clone, state, homes
         self.counts = {"passed": 0, "failed": 0, "skipped": 0}
         self.rust = []  # (block, dependencies) of every README, built together at the end
+        self.t0 = time.monotonic()  # when the block being run started
 
     def report(self, block, status, why="", log=""):
         key = "skipped" if status == "SKIPPED" else status
         self.counts[key] += 1
         lang = block.lang + (f" -> {block.file}" if block.file else "")
-        print(f"{block.where()} {lang} {status}{f' ({why})' if why else ''}", flush=True)
+        took = time.monotonic() - self.t0
+        took = f" [{took:.0f} s]" if took >= 1 else ""
+        print(f"{block.where()} {lang} {status}{f' ({why})' if why else ''}{took}", flush=True)
+        self.t0 = time.monotonic()
         if status == "failed" and log:
             print(tail(log), flush=True)
 
@@ -226,6 +231,7 @@ class Runner:
             return
         session = Session(self.homes, self.clone, path.replace("/", "_").replace(".", "_"))
         deps, last_out, section = {}, None, 0
+        self.t0 = time.monotonic()
         for b in blocks:
             if b.section != section:
                 section = b.section
@@ -342,6 +348,7 @@ class Runner:
             with open(os.path.join(project, "src/bin", name + ".rs"), "w") as f:
                 f.write(code)
         for b, name, _ in bins:
+            self.t0 = time.monotonic()
             p = subprocess.run(["cargo", "run", "-q", "--bin", name], cwd=project, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TIMEOUT)
             self.report(b, "passed" if p.returncode == 0 else "failed",
