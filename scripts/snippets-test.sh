@@ -20,6 +20,10 @@ clone=$state/dlport
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/dlport/snippets
 mkdir -p "$cache/pip" "$cache/npm"
 
+# What the READMEs ask the user to install with apt (blocks the runner skips: they need root).
+need=(pocl-opencl-icd ocl-icd-opencl-dev opencl-headers cmake pkg-config)
+if ! dpkg -s "${need[@]}" >/dev/null 2>&1; then bash scripts/apt-install.sh "${need[@]}"; fi
+
 # A clone: the files git tracks or would track (not ignored), as they are in the working tree,
 # so what is not yet committed is tested too; mtimes kept, so cargo's fingerprints of an
 # unchanged file stay fresh. A file removed while this runs (a fuzzer's corpus) is left out.
