@@ -22,6 +22,8 @@ fi
 
 cargo test -q -p dlport-native --locked --test plugin
 cargo test -q -p dlport-capi --locked --test plugin
+cargo test -q -p dlport-native --locked --test plugin_guarantees
+cargo test -q -p dlport-capi --locked --test plugin_guarantees
 cargo build -q -p dlport-capi --locked
 lib=${CARGO_TARGET_DIR:-target}/debug
 ln -sfn libdlport.so "$lib/libdlport.so.0"
@@ -81,6 +83,14 @@ if [ "$status" = 77 ]; then
 fi
 [ "$status" = 0 ] || { echo "[plugin] FAILED: the OpenCL example exited with $status"; exit 1; }
 grep -qE '^opencl example: [0-9]+ passed, 0 failed$' "$out/example.log"
+# The OpenCL plugin's guarantees (issue #47): a kDLOpenCL tensor that is not one of its cl_mems
+# refused (never a SEGV), broadcast and overlapping strides refused, a second init's reason.
+cc "${warn[@]}" "${san[@]}" -Wno-deprecated-declarations -Iplugins/opencl \
+  plugins/tests/test_opencl_guarantees.c -L"$lib" -ldlport -ldl -pthread \
+  -o "$out/test_opencl_guarantees"
+LD_LIBRARY_PATH="$lib" "$out/test_opencl_guarantees" "$PWD/$out/libdlport_opencl_asan.so" \
+  | tee "$out/test_opencl_guarantees.log"
+grep -qE '^opencl guarantees: [0-9]+ passed, 0 failed$' "$out/test_opencl_guarantees.log"
 
 if [ -x .venv/bin/python ] && .venv/bin/python -c 'import dlport; dlport.load_plugin' 2>/dev/null; then
   DLPORT_OPENCL_PLUGIN="$PWD/$out/libdlport_opencl.so" \

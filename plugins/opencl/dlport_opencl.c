@@ -11,6 +11,15 @@
  *   for strided tensors of up to 3 dimensions with positive strides and a unit inner stride.
  * - Import retains the cl_mem (view_create) and releases it (view_destroy); export retains it
  *   for the consumer (acquire) and releases it (release).
+ * - The plugin knows its cl_mem's: a registry of the buffers it created (allocate,
+ *   dlport_opencl_iota), each removed when OpenCL frees it. A tensor's `data` is looked up
+ *   there before any OpenCL call touches it, so a kDLOpenCL tensor whose `data` is not one of
+ *   them (host memory, another program's cl_mem) is refused with an error, never passed to
+ *   clGetMemObjectInfo (the ICD loader reads a dispatch table through any pointer it is given:
+ *   OpenCL itself cannot tell a cl_mem from other memory). What it can and cannot check is
+ *   listed in dlport_opencl.h and README.md.
+ * - Strides: a row or slice stride smaller than the row or slice it steps over (broadcast
+ *   stride 0, overlapping rows) is refused; OpenCL rect copies cannot express it.
  *
  * Every callback is thread-safe (OpenCL calls are; the counters are atomic) and returns 0 or
  * an OpenCL error code, with a message for last_error in a thread-local buffer.
@@ -18,6 +27,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -64,6 +74,59 @@ const char *dlport_opencl_last_error(void) { return g_message; }
 
 const char *dlport_opencl_device_name(void) { return g_plugin ? g_plugin->device_name : ""; }
 
+/* The registry of the cl_mem's the plugin created and OpenCL has not freed yet (see the top). */
+static pthread_mutex_t g_known_lock = PTHREAD_MUTEX_INITIALIZER;
+static cl_mem *g_known;
+static size_t g_known_len, g_known_cap;
+
+static int remember(cl_mem mem) {
+  int ok = 1;
+  pthread_mutex_lock(&g_known_lock);
+  if (g_known_len == g_known_cap) {
+    size_t cap = g_known_cap ? 2 * g_known_cap : 64;
+    cl_mem *grown = realloc(g_known, cap * sizeof *grown);
+    if (grown == NULL) {
+      ok = 0;
+    } else {
+      g_known = grown;
+      g_known_cap = cap;
+    }
+  }
+  if (ok) g_known[g_known_len++] = mem;
+  pthread_mutex_unlock(&g_known_lock);
+  return ok;
+}
+
+static void forget(cl_mem mem) {
+  pthread_mutex_lock(&g_known_lock);
+  for (size_t i = 0; i < g_known_len; ++i) {
+    if (g_known[i] == mem) {
+      g_known[i] = g_known[--g_known_len];
+      break;
+    }
+  }
+  if (g_known_len == 0) {
+    free(g_known);
+    g_known = NULL;
+    g_known_cap = 0;
+  }
+  pthread_mutex_unlock(&g_known_lock);
+}
+
+/* Whether `data` is a live cl_mem this plugin created: 0, or an error saying it is not. */
+static int known(const void *data) {
+  int found = 0;
+  pthread_mutex_lock(&g_known_lock);
+  for (size_t i = 0; i < g_known_len && !found; ++i) found = (const void *)g_known[i] == data;
+  pthread_mutex_unlock(&g_known_lock);
+  if (found) return 0;
+  return fail(CL_INVALID_MEM_OBJECT,
+              "data %p is not a cl_mem this plugin created (it knows only the buffers it made "
+              "with allocate or dlport_opencl_iota and OpenCL has not freed): a kDLOpenCL "
+              "tensor over host memory or another program's cl_mem is refused",
+              data);
+}
+
 static const char *kSource =
     "__kernel void iota(__global float *x, float start) {\n"
     "  size_t i = get_global_id(0); x[i] = start + (float)i;\n"
@@ -74,8 +137,8 @@ static const char *kSource =
 
 /* OpenCL calls this when a cl_mem the plugin created is really freed (refcount 0). */
 static void CL_CALLBACK on_freed(cl_mem mem, void *user) {
-  (void)mem;
   (void)user;
+  forget(mem);
   atomic_fetch_add(&g_counts.buffers_freed, 1);
 }
 
@@ -83,8 +146,19 @@ static cl_mem create_buffer(Plugin *p, size_t bytes, cl_int *err) {
   /* OpenCL has no empty buffers: 0 bytes get 1 (never read). */
   cl_mem mem = clCreateBuffer(p->context, CL_MEM_READ_WRITE, bytes ? bytes : 1, NULL, err);
   if (mem == NULL) return NULL;
+  if (!remember(mem)) {
+    clReleaseMemObject(mem);
+    *err = CL_OUT_OF_HOST_MEMORY;
+    return NULL;
+  }
   atomic_fetch_add(&g_counts.buffers_created, 1);
-  clSetMemObjectDestructorCallback(mem, on_freed, NULL);
+  *err = clSetMemObjectDestructorCallback(mem, on_freed, NULL);
+  if (*err != CL_SUCCESS) {
+    /* Without the callback the registry would keep the handle after OpenCL frees it. */
+    forget(mem);
+    clReleaseMemObject(mem);
+    return NULL;
+  }
   return mem;
 }
 
@@ -140,8 +214,19 @@ static int geometry(const DLTensor *t, Geometry *g) {
   g->region[2] = (size_t)shape[0];
   g->row_pitch = (size_t)strides[1] * es;
   g->slice_pitch = (size_t)strides[0] * es;
-  if (g->row_pitch < g->region[0]) g->row_pitch = g->region[0];
-  if (g->slice_pitch < g->row_pitch * g->region[1]) g->slice_pitch = g->row_pitch * g->region[1];
+  /* A row (slice) stride smaller than the row (slice) it steps over makes rows overlap, or
+   * repeats one (stride 0, a broadcast): OpenCL rects cannot express it, and copying such a
+   * tensor as compact rows would move the wrong elements. Refused; a single row or slice has
+   * no stride to honour. */
+  if (g->region[1] == 1) g->row_pitch = g->region[0];
+  if (g->region[2] == 1) g->slice_pitch = g->row_pitch * g->region[1];
+  if (g->row_pitch < g->region[0] || g->slice_pitch < g->row_pitch * g->region[1])
+    return fail(CL_INVALID_VALUE,
+                "strides (%lld, %lld, %lld) for shape (%lld, %lld, %lld): a row or slice stride "
+                "smaller than the row or slice it steps over (a broadcast stride 0, or "
+                "overlapping rows) is not supported; copy the tensor to a compact one first",
+                (long long)strides[0], (long long)strides[1], (long long)strides[2],
+                (long long)shape[0], (long long)shape[1], (long long)shape[2]);
   return 0;
 }
 
@@ -157,6 +242,8 @@ static int copy(Plugin *p, const DLTensor *dev, void *host, size_t host_bytes, v
                 dev->device.device_type, dev->device.device_id);
   Geometry g;
   int st = geometry(dev, &g);
+  if (st != 0) return st;
+  st = known(dev->data);
   if (st != 0) return st;
   if (g.bytes != host_bytes)
     return fail(CL_INVALID_VALUE, "host buffer of %zu bytes for a tensor of %zu", host_bytes,
@@ -197,6 +284,9 @@ static int copy_from_host(void *state, const void *src, size_t src_bytes, const 
 
 /* Checks that `t`'s cl_mem is of this context and holds byte_offset + its span. */
 static int check_memory(Plugin *p, const DLTensor *t) {
+  /* Only a cl_mem of the registry reaches OpenCL (see the top). */
+  int st = known(t->data);
+  if (st != 0) return st;
   cl_mem mem = (cl_mem)t->data;
   cl_context ctx = NULL;
   size_t size = 0;
@@ -249,6 +339,8 @@ static void view_destroy(void *state, void *view) {
 
 static int acquire(void *state, const DLTensor *t, void **ref_out) {
   (void)state;
+  int st = known(t->data);
+  if (st != 0) return st;
   cl_int err = clRetainMemObject((cl_mem)t->data);
   if (err != CL_SUCCESS) return fail(err, "clRetainMemObject failed with %d", err);
   atomic_fetch_add(&g_counts.refs_acquired, 1);
@@ -354,9 +446,13 @@ int dlport_plugin_init(uint32_t interface_version, DlportPlugin *out, size_t siz
     return fail(  /* dlport cannot read this plugin's struct: no message reaches it */-1, "dlport implements plugin interface %u (struct of %zu bytes); this plugin "
                     "was built for %u (%zu bytes)",
                 interface_version, size, DLPORT_PLUGIN_INTERFACE_VERSION, sizeof(DlportPlugin));
-  if (g_plugin != NULL) return fail(-1, "the OpenCL plugin is already initialised");
-  /* dlport asks last_error for the message of a failed init. */
+  /* dlport asks last_error for the message of a failed init: set before any failure below. */
   out->last_error = last_error;
+  if (g_plugin != NULL)
+    return fail(-1,
+                "the OpenCL plugin is already initialised in this process (one state per "
+                "process, registered as \"opencl\"): use that one, or unregister it "
+                "(dlport_unregister_backend) and release its tensors before loading it again");
   Plugin *p = calloc(1, sizeof *p);
   if (p == NULL) return fail(-1, "out of memory");
   int st = setup(p);

@@ -5,6 +5,23 @@
  * (opaque: `byte_offset` is kept apart, never added to it). These extra functions let a
  * program (the tests, the examples) make OpenCL buffers, run kernels on them and read the
  * plugin's counters, without linking OpenCL itself.
+ *
+ * What the plugin can check, before any OpenCL call touches a tensor's `data`:
+ * - that `data` is a cl_mem the plugin created (allocate, dlport_opencl_iota) and OpenCL has
+ *   not freed yet: the plugin keeps a registry of them. Anything else, such as a kDLOpenCL
+ *   tensor over host memory or a cl_mem of another program or context, is refused with
+ *   CL_INVALID_MEM_OBJECT and a message; it never reaches OpenCL, whose ICD loader would read
+ *   a dispatch table through the pointer (a crash, not an error);
+ * - that the device is (kDLOpenCL, 0), that the tensor lies inside its cl_mem (byte_offset
+ *   and its span against CL_MEM_SIZE), and that its strides are ones OpenCL copies can
+ *   express: a unit inner stride, non-negative outer strides, and no row or slice stride
+ *   smaller than the row or slice it steps over (broadcast stride 0 and overlapping rows are
+ *   refused), at most 3 dimensions when strided.
+ * What it cannot check (the producer's promise): that a cl_mem of its registry really holds
+ * the elements the tensor describes, that nobody writes it while a copy reads it, and that a
+ * producer keeps it alive for as long as its DLPack deleter has not run. kDLOpenCL tensors
+ * of other producers (PyOpenCL, another plugin) are refused, not trusted: the plugin shares
+ * no context with them.
  */
 #ifndef DLPORT_OPENCL_H_
 #define DLPORT_OPENCL_H_
