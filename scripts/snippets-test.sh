@@ -15,7 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-state=$repo/target/snippets
+# DLPORT_SNIPPETS_STATE: another folder for the copy and the builds (a cold run, timed).
+state=${DLPORT_SNIPPETS_STATE:-$repo/target/snippets}
 clone=$state/dlport
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/dlport/snippets
 mkdir -p "$cache/pip" "$cache/npm"
