@@ -6,7 +6,7 @@
 # rpath, no LD_LIBRARY_PATH: the prefix is outside the loader's path, so each program must find
 # the installed library through the rpath dlport.pc or CMake wrote). A program fails unless it
 # exits 0, prints its "N passed, 0 failed" line and shows one release callback after success.
-# The README's own C commands are run as written by scripts/getting-started.sh c.
+# The README's own C commands are run as written by scripts/snippets-test.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
