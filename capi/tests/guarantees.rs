@@ -131,7 +131,9 @@ fn read_only_never_reaches_a_legacy_consumer_by_reference() {
 #[test]
 fn alignment_is_honoured_or_refused() {
     let _l = lock();
-    for alignment in [128u32, 4096, 1 << 20] {
+    // The table of every door (python/tests/test_limits.py, core's check_alignment): powers of
+    // two up to 2^30 accepted, the rest refused (0 is C's "none").
+    for alignment in [1u32, 2, 64, 128, 4096, 8192, 1 << 20] {
         let src = ExportBuilder::from_vec((0..12).map(|x| x as f32).collect(), &[3, 4])
             .strides(&[1, 3])
             .build()
@@ -156,6 +158,23 @@ fn alignment_is_honoured_or_refused() {
         );
         // SAFETY: a live handle, freed once.
         unsafe { dlport_tensor_free(t) };
+    }
+    // 2^30 is accepted as an option: with DLPORT_COPY_NEVER the refusal is the copy's, not the
+    // option's.
+    let src = ExportBuilder::from_vec(vec![0f32; 4], &[4])
+        .build()
+        .unwrap();
+    // (A view where the data happens to be 2^30-aligned.)
+    if let Err(err) = import(
+        src,
+        &DlportImportOptions {
+            alignment: 1 << 30,
+            copy: 0,
+            ..options()
+        },
+    ) {
+        assert_ne!(err.0, 38, "{}", err.1);
+        assert!(err.1.contains("1073741824-byte aligned"), "{}", err.1);
     }
     for bad in [3u32, 1 << 31] {
         let src = ExportBuilder::from_vec(vec![0f32; 4], &[4])

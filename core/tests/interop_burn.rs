@@ -208,3 +208,40 @@ fn errors_name_the_dtype_and_the_device() {
     let e = ManagedTensor::try_from(quantized).unwrap_err();
     assert!(e.to_string().contains("QFloat"), "{e}");
 }
+
+#[test]
+fn bool_bytes_other_than_0_and_1_are_normalised_at_import() {
+    use dlport_core::dtype::Bool8;
+    // DLPack's bool is a byte, any non-zero value true; burn reads Rust bools (0 or 1 only).
+    let bytes = || [0u8, 1, 2, 255].map(Bool8).to_vec();
+    let expect = [false, true, true, true];
+    // In place where it could be: the copy normalises instead.
+    let t = ExportBuilder::from_vec(bytes(), &[4]).build().unwrap();
+    let address = t.view().first_element_address();
+    let data = t.into_burn().unwrap();
+    assert_eq!(data.dtype(), DType::Bool(BoolStore::Native));
+    assert_eq!(data.as_bytes(), [0, 1, 1, 1]);
+    assert_ne!(Some(data.as_bytes().as_ptr() as usize), address, "a copy");
+    assert_eq!(data.iter::<bool>().collect::<Vec<_>>(), expect);
+    // The copying route (strided), through the view.
+    let t = ExportBuilder::from_vec(bytes(), &[2, 2])
+        .strides(&[1, 2])
+        .build()
+        .unwrap();
+    let data = t.view().to_burn().unwrap();
+    assert_eq!(data.as_bytes(), [0, 1, 1, 1]);
+    assert_eq!(
+        data.iter::<bool>().collect::<Vec<_>>(),
+        [false, true, true, true]
+    );
+    let data = t.into_burn().unwrap();
+    assert_eq!(data.as_bytes(), [0, 1, 1, 1]);
+    // Bytes of 0 and 1 are still read in place.
+    let t = ExportBuilder::from_vec([1u8, 0, 1].map(Bool8).to_vec(), &[3])
+        .build()
+        .unwrap();
+    let address = t.view().first_element_address();
+    let data = t.into_burn().unwrap();
+    assert_eq!(Some(data.as_bytes().as_ptr() as usize), address, "no copy");
+    assert_eq!(data.iter::<bool>().collect::<Vec<_>>(), [true, false, true]);
+}

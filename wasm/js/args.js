@@ -187,8 +187,16 @@ function extentsOf(call, what, value) {
   const out = new F64(length);
   for (let k = 0; k < length; k++) {
     const x = read(call, `${what}[${k}]`, value, k);
-    if (!(typeof x === 'number' && isInteger(x) && x > -EXACT && x < EXACT)) {
+    if (!(typeof x === 'number' && isInteger(x))) {
       throw fail(call, `${what}[${k}] = ${dlportShow(x)} is not an integer`);
+    }
+    if (!(x > -EXACT && x < EXACT)) {
+      // An integer, but one a JS number may hold inexactly: dlport refuses rather than guess.
+      throw fail(
+        call,
+        `${what}[${k}] = ${dlportShow(x)} is past JavaScript's safe integer range ` +
+          `(magnitude below 2^53 = ${EXACT}); give a smaller extent`,
+      );
     }
     out[k] = x;
   }

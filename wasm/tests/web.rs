@@ -211,6 +211,20 @@ async fn js_api_tensors_from_typed_arrays_to_webgpu_and_back() {
         ),
         "dlport: new Tensor: shape[1] = 1.5 is not an integer"
     );
+    // An integer past 2^53 is one: the error says it is past the safe range.
+    assert_eq!(
+        message(
+            Tensor::new(
+                JsValue::from(js_sys::Float32Array::new_with_length(4)),
+                JsValue::from(extents(&[2.0, 9007199254740992.0])),
+                JsValue::UNDEFINED
+            )
+            .err()
+            .unwrap()
+        ),
+        "dlport: new Tensor: shape[1] = 9007199254740992 is past JavaScript's safe integer \
+         range (magnitude below 2^53 = 9007199254740992); give a smaller extent"
+    );
     // Errors are JS Errors carrying dlport's message.
     assert!(
         Tensor::new(

@@ -67,6 +67,23 @@ fn copied<T: Element + NoUninit + Send + Sync>(src: &TensorRef<'_>) -> Result<By
     Ok(Bytes::from_elems(src.to_vec::<T>()?))
 }
 
+/// The bool elements of `src` as burn reads them, row-major, in bytes burn owns: each byte
+/// normalised to 0 or 1. DLPack's bool is a byte where any non-zero value is true ([`Bool8`]);
+/// burn reads its bytes as Rust `bool`s, for which only 0 and 1 are valid values (2 or 255
+/// would be undefined behaviour in burn's `iter::<bool>()`).
+fn copied_bools(src: &TensorRef<'_>) -> Result<Bytes, Error> {
+    let mut elems = src.to_vec::<Bool8>()?;
+    for b in &mut elems {
+        *b = Bool8::from(b.get());
+    }
+    Ok(Bytes::from_elems(elems))
+}
+
+/// Whether every byte is a valid Rust `bool` (0 or 1): burn can read them in place.
+fn valid_bools(bytes: &[u8]) -> bool {
+    bytes.iter().all(|&b| b <= 1)
+}
+
 /// A DLPack tensor held by burn's bytes: the deleter runs when the last handle is dropped.
 struct Held(ManagedTensor);
 
@@ -79,7 +96,9 @@ impl AsRef<[u8]> for Held {
 
 impl TensorRef<'_> {
     /// A burn `TensorData` holding a copy of this tensor's elements: exactly one copy, any
-    /// layout (compacted on the way), into bytes burn owns.
+    /// layout (compacted on the way), into bytes burn owns. Bool bytes are normalised on the
+    /// way (any non-zero byte becomes 1, as DLPack reads it), since burn reads them as Rust
+    /// `bool`s.
     ///
     /// Errors: [`AccessError::NotHostAccessible`]; [`DispatchError::InvalidInput`] for a dtype
     /// burn does not have (naming it); [`DispatchError::AllocationLimit`] past the
@@ -115,7 +134,7 @@ impl TensorRef<'_> {
             DType::U32 => copied::<u32>(self)?,
             DType::U16 => copied::<u16>(self)?,
             DType::U8 => copied::<u8>(self)?,
-            DType::Bool(_) => copied::<Bool8>(self)?,
+            DType::Bool(_) => copied_bools(self)?,
             // `burn_dtype` makes none of burn's other dtypes.
             other => {
                 return Err(Error::Dispatch(DispatchError::invalid_input(
@@ -130,7 +149,9 @@ impl TensorRef<'_> {
 
 impl ManagedTensor {
     /// This tensor as a burn `TensorData`, without a copy when burn can read the memory as it
-    /// is: host memory, compact row-major, the first element aligned for its type. burn then
+    /// is: host memory, compact row-major, the first element aligned for its type, and for
+    /// bools every byte 0 or 1 (others are normalised by the copy, as in
+    /// [`TensorRef::to_burn`]). burn then
     /// shares the memory with the producer, as any DLPack consumer does, reads it in place
     /// and copies it before it writes; the tensor's deleter runs when burn drops the last
     /// handle. Pinned host memory (`kDLCUDAHost`, `kDLROCMHost`) is marked as pinned for
@@ -152,9 +173,14 @@ impl ManagedTensor {
         let view = self.view();
         let dtype = burn_dtype(view.dtype())?;
         let aligned = |bytes: &[u8]| (bytes.as_ptr() as usize) % dtype.size() == 0;
+        // Bools are read in place only where every byte is 0 or 1; otherwise the copy
+        // normalises them (any non-zero byte is true).
+        let bools_ok = |bytes: &[u8]| !matches!(dtype, DType::Bool(_)) || valid_bools(bytes);
         let in_place = view.device().is_host_accessible()
             && !view.is_subbyte_padded()
-            && view.as_bytes().is_ok_and(aligned);
+            && view
+                .as_bytes()
+                .is_ok_and(|bytes| aligned(bytes) && bools_ok(bytes));
         if !in_place {
             return view.to_burn();
         }
