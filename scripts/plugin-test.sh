@@ -94,7 +94,8 @@ grep -qE '^opencl guarantees: [0-9]+ passed, 0 failed$' "$out/test_opencl_guaran
 
 if [ -x .venv/bin/python ] && .venv/bin/python -c 'import dlport; dlport.load_plugin' 2>/dev/null; then
   DLPORT_OPENCL_PLUGIN="$PWD/$out/libdlport_opencl.so" \
-    .venv/bin/python -m pytest -q -rs -p no:cacheprovider python/tests/test_plugin_opencl.py
+    .venv/bin/python -m pytest -q -rs -p no:cacheprovider python/tests/test_plugin_opencl.py \
+    python/tests/test_plugin_guarantees.py
   DLPORT_OPENCL_PLUGIN="$PWD/$out/libdlport_opencl.so" .venv/bin/python plugins/opencl/example.py
 else
   echo "[plugin] SKIPPED the Python OpenCL tests: no .venv with a dlport that has load_plugin (scripts/python-env.sh, scripts/python-build.sh)"

@@ -229,3 +229,17 @@ def test_a_plugin_tensor_goes_out_through_the_c_exchange_api(lib, monkeypatch):
     del y, view, x
     c = assert_all_released(lib, before)
     assert c["producer_deleters"] == before["producer_deleters"] + 1
+
+
+def test_a_producer_claiming_kdlopencl_over_host_memory_is_refused_not_a_crash(lib):
+    from dlport.testing import Producer
+
+    before = counts(lib)
+    for device in [None, "cpu"]:
+        host = Producer(np.arange(4, dtype=np.float32), capsule_device=OPENCL, advertised=OPENCL)
+        with pytest.raises(dlport.DLPackError, match="is not a cl_mem this plugin created"):
+            dlport.from_dlpack(host, device=device)
+    after = counts(lib)
+    # Refused before any view or copy was made: nothing to release.
+    for k in ["views_created", "copies_to_host", "refs_acquired", "allocations"]:
+        assert after[k] == before[k], (k, before, after)
