@@ -12,7 +12,10 @@ re-exports it meets (named and glob) to the module that defines the item, as car
 `dependencies --acyclic` resolves them. A facade's `pub use child::X` is a name, not an edge
 (paths through it reach the child); everything else counts, so a facade whose own code uses a
 child that names an item defined in the facade closes a cycle. The crate root's re-exports do
-count: an inner module that names an item defined in lib.rs closes a cycle through it.
+count: an inner module that names an item defined in lib.rs closes a cycle through it, and so
+does a call into a root function (`crate::helper()`) whose body names a child module by its
+bare name (`room::f()`): a module's code naming a child by its bare name is an edge too.
+`scripts/module-graph-test.sh` plants such a cycle and shows that the check fails on it.
 
 Test modules (`#[cfg(test)] mod …`, inline or in a file of their own) are left out: they may
 reach anything. Outside them a glob import of the crate's own items (`use super::*`) is
@@ -281,11 +284,17 @@ class Resolver:
                 return cur
             if seg in cur.defs:
                 return cur
+            bound = False
             for usegs, name, _ in cur.uses:
                 if name == seg:
+                    bound = True
                     found = self.resolve(cur, usegs, seen)
                     if found is not None:
                         return found
+            if bound:
+                # A name `use`d from outside the crate (`use dlport_pyo3::adapter` in lib.rs):
+                # a path through it leaves the crate.
+                return None
             for usegs, name, _ in cur.uses:
                 if name == "*":
                     target = self.resolve_module(cur, usegs[:-1])
@@ -352,6 +361,17 @@ def edges_of(modules, globs):
             segs = inline_relative([s.strip() for s in m.group(1).split("::")], mod.inline_depth(m.start()))
             line = mod.code.count("\n", 0, m.start()) + 1
             add(mod, r.resolve(mod, segs), line)
+        # A module's own code naming a child module by its bare name (`room::f()` in lib.rs,
+        # no `use`, no `crate::`): an edge to what the path names. `use` statements are left
+        # out here (handled above, facades' re-exports included).
+        bare = USE.sub(lambda u: "\n" * u.group(0).count("\n"), mod.code)
+        for cname in mod.children:
+            if cname in aliases or any(name == cname for _, name, _ in mod.uses):
+                continue
+            for m in re.finditer(r"(?<![\w:])" + re.escape(cname) + r"((?:\s*::\s*[A-Za-z_]\w*)+)", bare):
+                segs = [s.strip() for s in m.group(1).split("::") if s.strip()]
+                line = bare.count("\n", 0, m.start()) + 1
+                add(mod, r.resolve(mod, ["self", cname] + segs), line)
         for name, target in aliases.items():
             for m in re.finditer(r"(?<![\w:])" + re.escape(name) + r"((?:\s*::\s*[A-Za-z_]\w*)+)", mod.code):
                 segs = [s.strip() for s in m.group(1).split("::") if s.strip()]

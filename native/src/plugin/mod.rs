@@ -19,6 +19,7 @@
 //! uses it lives.
 
 mod backend;
+mod default;
 mod described;
 mod error;
 mod export;
@@ -31,11 +32,9 @@ mod owners;
 pub mod rule;
 
 pub use backend::PluginBackend;
+pub use default::{BackendInfo, add_to_default, backends, load_into_default};
 /// The error texts the PJRT backend shares with C plugins.
 pub(crate) use error::{intern, plugin_error};
-pub use host::{
-    BackendInfo, PLUGIN_HOST_NAME, PluginHost, add_to_default, backends, load_into_default,
-    plugins, register_global, unregister_global,
-};
+pub use host::{PLUGIN_HOST_NAME, PluginHost, plugins, register_global, unregister_global};
 pub use interface::*;
 pub use load::Library;

@@ -1,0 +1,7 @@
+pub fn value() -> u32 {
+    1
+}
+
+pub fn twice() -> u32 {
+    value() * 2
+}
