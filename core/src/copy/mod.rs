@@ -13,23 +13,18 @@
 //! Sub-byte elements (packed or padded) go through a bit gather and always come out packed.
 
 mod arch;
+mod axis;
 mod host;
 mod kernels;
 mod subbyte;
 
+pub(crate) use axis::{Axis, for_each_plane};
 pub use host::{AlignedBuffer, CPU_ALIGN, compact_bytes};
 pub(crate) use host::{compact_copy, compact_copy_aligned};
 
 use crate::error::{AccessError, DispatchError, Error};
 use crate::layout::MAX_NDIM;
 use crate::view::TensorRef;
-
-/// One axis of a copy plan: extent and source stride in bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Axis {
-    pub(crate) extent: usize,
-    pub(crate) stride: isize,
-}
 
 /// A copy reduced to its essential axes (outermost first).
 #[derive(Clone, Debug)]
@@ -194,28 +189,6 @@ unsafe fn run(plan: &Plan, src: *const u8, dst: *mut u8) {
         // destination.
         unsafe { kernels::copy_row(row, inner.stride, inner.extent, elem, out) };
     });
-}
-
-/// Calls `f(plane_index, source_offset)` for every combination of the outer axes, in
-/// row-major order. Always inlined, so that a kernel's body (the closure) is compiled with its
-/// caller's target features (AVX2).
-#[inline(always)]
-pub(crate) fn for_each_plane(outer: &[Axis], mut f: impl FnMut(usize, isize)) {
-    let planes: usize = outer.iter().map(|a| a.extent).product();
-    let mut index = [0usize; MAX_NDIM];
-    let mut offset: isize = 0;
-    for p in 0..planes {
-        f(p, offset);
-        for k in (0..outer.len()).rev() {
-            index[k] += 1;
-            offset += outer[k].stride;
-            if index[k] < outer[k].extent {
-                break;
-            }
-            offset -= outer[k].stride * outer[k].extent as isize;
-            index[k] = 0;
-        }
-    }
 }
 
 #[cfg(test)]
