@@ -5,7 +5,8 @@
 #     DLPORT_PJRT_PLUGIN. Where it cannot be had, every step SKIPS with the reason printed.
 #  2. The Rust tests (native/tests/pjrt.rs, pjrt_lying.rs; feature pjrt).
 #  3. The C program capi/examples/pjrt/pjrt_roundtrip.c under ASan + UBSan (leaks checked).
-#  4. The Python tests (python/tests/test_pjrt.py) when .venv exists.
+#  4. The Python tests (python/tests/test_pjrt.py) and python/examples/pjrt/roundtrip.py when
+#     .venv exists with a wheel that has dlport.pjrt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}
@@ -52,7 +53,10 @@ env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 if [ -x .venv/bin/python ]; then
   if .venv/bin/python -c "import dlport.pjrt" 2>/dev/null; then
-    .venv/bin/python -m pytest -q python/tests/test_pjrt.py
+    # The unpacked wheel on PYTHONPATH: its dist-info registers the `xla_plugins` entry point,
+    # so loading by package name is tested too.
+    PYTHONPATH=${DLPORT_PJRT_PLUGIN:+$dir} .venv/bin/python -m pytest -q -rs python/tests/test_pjrt.py
+    .venv/bin/python python/examples/pjrt/roundtrip.py ${DLPORT_PJRT_PLUGIN:+"$DLPORT_PJRT_PLUGIN"}
   else
     echo "[pjrt] SKIPPED python/tests/test_pjrt.py: the dlport wheel in .venv has no dlport.pjrt (scripts/python-build.sh rebuilds it)"
   fi

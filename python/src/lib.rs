@@ -38,6 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(about::_about, m)?)?;
     m.add_function(wrap_pyfunction!(import::_route, m)?)?;
     plugin::add(m)?;
+    dlport_pyo3::pjrt::add(m)?;
     limit::add(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(

@@ -44,12 +44,6 @@ unsafe extern "C" fn on_delete(_data: *mut c_void, arg: *mut c_void) {
 /// Why a view is impossible: the reason a copy would fix, and the field it names.
 fn view_obstacle(tensor: &ManagedTensor) -> Option<CopyReason> {
     let view = tensor.view();
-    if tensor.is_read_only() {
-        // An execution may donate its input and write the result into it.
-        return Some(CopyReason::Flag {
-            flag: Flag::ReadOnly,
-        });
-    }
     match view.contiguity() {
         // Only row-major: XLA's CPU plugin takes a view with another dense layout and reports
         // it back, but a program compiled with default layouts reads the memory row-major.
@@ -131,12 +125,24 @@ impl PjrtClient {
         } else {
             view_obstacle(&tensor)
         };
+        // READ_ONLY memory is never viewed: a PJRT buffer is writable (an execution may
+        // donate its input and write its result there, through any holder of the buffer).
+        let read_only = tensor.is_read_only();
         let reason = match (obstacle, copy) {
-            (None, CopyPolicy::Never | CopyPolicy::IfNeeded) => {
+            (None, CopyPolicy::Never | CopyPolicy::IfNeeded) if !read_only => {
                 return self.view(tensor, kind, dev);
             }
             (Some(reason), CopyPolicy::Never) => {
                 return Err(Error::Dispatch(DispatchError::CopyRequired { reason }));
+            }
+            (None, CopyPolicy::Never) => {
+                return Err(api.error(
+                    sys::CLIENT_CREATE_VIEW.name,
+                    -1,
+                    "flags: the tensor is READ_ONLY, and a PJRT buffer is writable (an \
+                     execution may donate its input and write into it): allow a copy \
+                     (copy=None or True)",
+                ));
             }
             (r, _) => r,
         };

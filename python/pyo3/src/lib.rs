@@ -43,6 +43,8 @@ pub mod errors;
 pub mod exchange;
 #[doc(hidden)]
 pub mod import;
+#[doc(hidden)]
+pub mod pjrt;
 mod pickle;
 mod reduce;
 #[doc(hidden)]
