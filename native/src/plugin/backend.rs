@@ -15,7 +15,6 @@ use dlport_core::{DataType, Device, Error, ManagedTensor, Tensor, TensorRef};
 use super::error::{intern, message_of, plugin_error};
 use super::interface::{DLPORT_PLUGIN_INTERFACE_VERSION, DlportPlugin};
 use super::load::{self, Library};
-use super::owners::{self, Owner};
 
 /// A C plugin as a dlport backend. Register it in any `Registry` (`Arc<PluginBackend>` is a
 /// `BackendRef`), or in the process-wide plugin table with `dlport_register_backend`.
@@ -387,18 +386,8 @@ impl Backend for PluginBackend {
         self.allocate_compact(device, dtype, shape)
     }
 
-    /// A copy of a plugin tensor goes to the plugin that made it (recorded with its buffer),
-    /// even when this plugin serves the same device type; foreign memory and host sources are
-    /// this plugin's to copy.
+    /// A copy of a plugin tensor goes to the plugin that made it (`memory.rs`).
     fn copy(&self, src: &TensorRef<'_>, target: Device) -> Result<Option<Tensor>, Error> {
-        let from = src.device();
-        if self.serves(from) {
-            match owners::owner_of(src.data()) {
-                Owner::One(maker) => return maker.copy_host(src, target),
-                Owner::Several(names) => return Err(owners::ambiguous(&names, from)),
-                Owner::Foreign => {}
-            }
-        }
-        self.copy_host(src, target)
+        self.copy_by_maker(src, target)
     }
 }

@@ -17,7 +17,7 @@ use dlport_core::{DataType, Device, Error, Tensor, TensorRef};
 
 use super::backend::PluginBackend;
 use super::described::Described;
-use super::owners::Record;
+use super::owners::{self, Owner, Record};
 
 /// A plugin allocation: deallocated once, when dropped.
 struct Allocation {
@@ -131,6 +131,25 @@ impl PluginBackend {
             0,
         )
         .map(|t| t.with_device(local))
+    }
+
+    /// A copy of a plugin tensor goes to the plugin that made it (recorded with its buffer,
+    /// `owners.rs`), even when this plugin serves the same device type; foreign memory and
+    /// host sources are this plugin's to copy.
+    pub(super) fn copy_by_maker(
+        &self,
+        src: &TensorRef<'_>,
+        target: Device,
+    ) -> Result<Option<Tensor>, Error> {
+        let from = src.device();
+        if self.serves(from) {
+            match owners::owner_of(src.data()) {
+                Owner::One(maker) => return maker.copy_host(src, target),
+                Owner::Several(names) => return Err(owners::ambiguous(&names, from)),
+                Owner::Foreign => {}
+            }
+        }
+        self.copy_host(src, target)
     }
 
     /// Copies `src` between the plugin's device and the host, either way, through
