@@ -56,3 +56,20 @@ def test_device_memory_has_no_buffer_protocol():
     g = cuda_tensor(np.arange(4, dtype=np.float32))
     with pytest.raises(BufferError, match="cuda:0 memory"):
         memoryview(g)
+
+
+def test_pickling_device_memory_needs_permission_to_copy():
+    import copy
+    import pickle
+
+    a = np.arange(6, dtype=np.float32)
+    g = cuda_tensor(a)
+    with pytest.raises(BufferError, match=r"dlport.pickling\(device_copy=True\)"):
+        pickle.dumps(g, protocol=5)
+    with dlport.pickling(device_copy=True):
+        s = pickle.dumps(g, protocol=5)
+    u = pickle.loads(s)
+    assert (u.memory, u.origin) == ("cpu", "cuda:0")
+    np.testing.assert_array_equal(np.from_dlpack(u), a)
+    d = copy.deepcopy(g)  # a copy on the device
+    assert d.memory == "cuda:0" and d.data_ptr() != g.data_ptr() and d.copied
