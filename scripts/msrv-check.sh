@@ -10,4 +10,4 @@
 # Not checked: language features stabilised after the MSRV (that needs the old toolchain).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo metadata --format-version 1 --locked | python3 scripts/msrv-check.py
+cargo metadata --format-version 1 --locked --all-features | python3 scripts/msrv-check.py
