@@ -484,6 +484,9 @@ int dlport_plugin_init(uint32_t interface_version, DlportPlugin *out, size_t siz
 }
 
 int dlport_opencl_counts(DlportOpenclCounts *out) {
+  /* A released cl_mem whose kernel is still queued is freed when the kernel finishes (PoCL:
+   * on its worker thread): finish the queue first, so that the counts are settled. */
+  if (g_plugin != NULL) clFinish(g_plugin->queue);
   out->buffers_created = atomic_load(&g_counts.buffers_created);
   out->buffers_freed = atomic_load(&g_counts.buffers_freed);
   out->views_created = atomic_load(&g_counts.views_created);

@@ -51,8 +51,9 @@ typedef struct {
   uint64_t destroys;          /* destroy calls (dlport's, after the plugin's last use) */
 } DlportOpenclCounts;
 
-/* Copies the counters (kept by the library, across destroy and init). Returns 1 while the
- * plugin is initialised, 0 otherwise. */
+/* Copies the counters (kept by the library, across destroy and init), after the plugin's
+ * queue finishes (a released cl_mem whose kernel is still queued is freed when it finishes).
+ * Returns 1 while the plugin is initialised, 0 otherwise. */
 int dlport_opencl_counts(DlportOpenclCounts *out);
 
 /*
