@@ -22,51 +22,7 @@ use dlport_core::{
     Tensor,
 };
 
-/// How Python sees a failure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// The data cannot cross as asked (`BufferError`).
-    Buffer,
-    /// A bad argument value (`ValueError`).
-    Value,
-    /// An argument of the wrong kind (`TypeError`).
-    Type,
-    /// An allocation failed (`MemoryError`).
-    Memory,
-}
-
-/// A dlport error on its way to Python: its class, its stable code (core's, or the binding's
-/// own, `crate::errors::binding_code`; never 0) and the message.
-#[derive(Debug)]
-pub struct Failure {
-    /// The Python exception class.
-    pub kind: Kind,
-    /// `Error::code()`, as in the C ABI's `DLPORT_ERR_*`, or the binding's own code.
-    pub code: u32,
-    /// What went wrong, naming the field and the value.
-    pub message: String,
-}
-
-impl Failure {
-    /// An error of the binding itself (the binding's code of its kind).
-    pub fn new(kind: Kind, message: impl Into<String>) -> Self {
-        Self {
-            kind,
-            code: crate::errors::binding_code(kind),
-            message: message.into(),
-        }
-    }
-}
-
-impl From<Error> for Failure {
-    fn from(e: Error) -> Self {
-        Self {
-            kind: crate::errors::kind_of(&e),
-            code: e.code(),
-            message: e.to_string(),
-        }
-    }
-}
+pub use crate::errors::{Failure, Kind};
 
 /// The tensor a `dlport.Tensor` holds: a backend tensor of the native registry.
 #[derive(Clone, Debug)]

@@ -12,7 +12,51 @@ use dlport_core::error::{BackendError, DispatchError};
 use pyo3::exceptions::{PyBufferError, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::adapter::{Failure, Kind};
+/// How Python sees a failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The data cannot cross as asked (`BufferError`).
+    Buffer,
+    /// A bad argument value (`ValueError`).
+    Value,
+    /// An argument of the wrong kind (`TypeError`).
+    Type,
+    /// An allocation failed (`MemoryError`).
+    Memory,
+}
+
+/// A dlport error on its way to Python: its class, its stable code (core's, or the binding's
+/// own, [`binding_code`]; never 0) and the message.
+#[derive(Debug)]
+pub struct Failure {
+    /// The Python exception class.
+    pub kind: Kind,
+    /// `Error::code()`, as in the C ABI's `DLPORT_ERR_*`, or the binding's own code.
+    pub code: u32,
+    /// What went wrong, naming the field and the value.
+    pub message: String,
+}
+
+impl Failure {
+    /// An error of the binding itself (the binding's code of its kind).
+    pub fn new(kind: Kind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            code: binding_code(kind),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Self {
+            kind: kind_of(&e),
+            code: e.code(),
+            message: e.to_string(),
+        }
+    }
+}
 
 /// The one classification of core's errors, by concern and variant: bad arguments (a name, a
 /// device id, a stream, an option, a device breaking the rule of ids) are `ValueError`, a
@@ -90,4 +134,11 @@ pub fn type_error(message: impl Into<String>) -> PyErr {
 /// A `ValueError` of the binding itself (a bad argument value).
 pub fn value_error(message: impl Into<String>) -> PyErr {
     Failure::new(Kind::Value, message).into()
+}
+
+/// The package's exception for a dlport error, as `dlport.from_dlpack` raises it: a
+/// `dlport.DLPackBufferError` (a `BufferError`), `DLPackValueError` or `DLPackMemoryError` with
+/// the error's stable `code` (the builtin classes where the package `dlport` is not installed).
+pub fn error(e: dlport_core::Error) -> PyErr {
+    Failure::from(e).into()
 }

@@ -43,41 +43,15 @@ pub mod errors;
 pub mod exchange;
 #[doc(hidden)]
 pub mod import;
+mod pickle;
 #[doc(hidden)]
 pub mod pjrt;
-mod pickle;
+mod ready;
 mod reduce;
 #[doc(hidden)]
 pub mod tensor;
 
 pub use dlpack_tensor::DLPackTensor;
+pub use errors::error;
+pub use ready::ready;
 pub use tensor::PyTensor;
-
-use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-
-/// Prepares the `Tensor` class of this extension once: checks the CPython type layout the
-/// route cache and the buffer protocol read ([`cpython::check`]), then installs the buffer
-/// protocol (warning, `RuntimeWarning`, where the interpreter's types do not look as
-/// expected). [`DLPackTensor`]'s conversions call it; an extension module may call it in its
-/// `#[pymodule]` to report a failure at import instead.
-pub fn ready(py: Python<'_>) -> PyResult<()> {
-    static READY: PyOnceLock<()> = PyOnceLock::new();
-    if READY.get(py).is_some() {
-        return Ok(());
-    }
-    READY
-        .get_or_try_init(py, || {
-            let ty = py.get_type::<PyTensor>();
-            cpython::check(&ty)?;
-            buffer::install(&ty)
-        })
-        .map(|_| ())
-}
-
-/// The package's exception for a dlport error, as `dlport.from_dlpack` raises it: a
-/// `dlport.DLPackBufferError` (a `BufferError`), `DLPackValueError` or `DLPackMemoryError` with
-/// the error's stable `code` (the builtin classes where the package `dlport` is not installed).
-pub fn error(e: dlport_core::Error) -> PyErr {
-    adapter::Failure::from(e).into()
-}
