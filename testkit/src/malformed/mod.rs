@@ -18,6 +18,8 @@
 mod cases;
 mod producer;
 
+pub use cases::table;
+
 use dlport_core::abi::{DLPackVersion, TypeCode};
 use dlport_core::error::LayoutError;
 use dlport_core::layout::{ByteSpan, Contiguity};
@@ -274,18 +276,6 @@ pub const NAMES_BEFORE: usize = 73 + 62;
 /// duplicates (the same input and outcome: 7 in both catalogues, 1 twice in the conformance
 /// suite), which this table lists once under every name ([`Case::also`]).
 pub const DISTINCT_BEFORE: usize = NAMES_BEFORE - 8;
-
-/// The whole table, by concern.
-pub fn table() -> Vec<(Case, Expect)> {
-    let mut t = Vec::new();
-    t.extend(cases::shapes::cases());
-    #[cfg(target_pointer_width = "64")]
-    t.extend(cases::addresses::cases());
-    t.extend(cases::dtypes::cases());
-    t.extend(cases::versions::cases());
-    t.extend(cases::devices::cases());
-    t
-}
 
 /// The list of devices every door tries ([`device_ids.txt`](self), one file that the Python
 /// tests read too), with whether [the rule of device ids](dlport_core::Device#the-rule-of-device-ids) accepts each.

@@ -10,3 +10,15 @@ pub(super) mod devices;
 pub(super) mod dtypes;
 pub(super) mod shapes;
 pub(super) mod versions;
+
+/// The whole table, by concern.
+pub fn table() -> Vec<(super::Case, super::Expect)> {
+    let mut t = Vec::new();
+    t.extend(shapes::cases());
+    #[cfg(target_pointer_width = "64")]
+    t.extend(addresses::cases());
+    t.extend(dtypes::cases());
+    t.extend(versions::cases());
+    t.extend(devices::cases());
+    t
+}
