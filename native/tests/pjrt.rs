@@ -256,3 +256,52 @@ fn a_plugin_serves_its_device_type_in_a_registry() {
     );
     assert_eq!(count(&released), 1);
 }
+
+#[test]
+fn every_mapped_dtype_goes_in_and_out_with_its_bytes() {
+    let Some((_plugin, client)) = client("dtypes") else {
+        return;
+    };
+    let int4 = DataType::new(dlport_core::abi::TypeCode::INT, 4, 1);
+    for dtype in [
+        DataType::INT8,
+        DataType::UINT16,
+        DataType::INT32,
+        DataType::INT64,
+        DataType::FLOAT16,
+        DataType::BFLOAT16,
+        DataType::FLOAT64,
+        DataType::COMPLEX64,
+        DataType::BOOL,
+        int4,
+    ] {
+        let mut spec = Spec::f32(&[8]);
+        spec.dtype = dtype;
+        let bytes = dtype.bytes_for(8, false).unwrap() as usize;
+        // f32 words as raw bytes: 1.0 is 00 00 80 3f, so every byte is a valid bool (0 or 1)
+        // only for bool's own pattern below.
+        let words = if dtype == DataType::BOOL {
+            vec![f32::from_ne_bytes([1, 0, 1, 0]); 4]
+        } else {
+            (0..16).map(|i| i as f32 + 0.5).collect::<Vec<_>>()
+        };
+        let (t, address, released) = tensor(&words, &spec);
+        let want: Vec<u8> = words
+            .iter()
+            .flat_map(|w| w.to_ne_bytes())
+            .take(bytes)
+            .collect();
+        let b = client
+            .import(t, CopyPolicy::Never, None)
+            .unwrap_or_else(|e| panic!("{dtype}: {e}"));
+        let m = b.to_dlpack(true).unwrap();
+        let v = m.view();
+        assert_eq!((v.dtype(), v.shape()), (dtype, &[8i64][..]), "{dtype}");
+        assert_eq!(v.data() as usize, address, "{dtype}: a view");
+        // SAFETY: the export's memory, `bytes` long (the builder checked its span).
+        let got = unsafe { std::slice::from_raw_parts(v.data().cast::<u8>(), bytes) };
+        assert_eq!(got, &want[..], "{dtype}");
+        drop((m, b));
+        assert_eq!(count(&released), 1, "{dtype}");
+    }
+}
