@@ -319,6 +319,9 @@ typedef struct DlportPjrtBuffer DlportPjrtBuffer;
 // `dlport_pjrt_client_free` (buffers made through it keep what they need alive).
 typedef struct DlportPjrtClient DlportPjrtClient;
 
+// A compiled StableHLO program. Free it with `dlport_pjrt_executable_free`.
+typedef struct DlportPjrtExecutable DlportPjrtExecutable;
+
 // A shared tensor as it travels: a descriptor (bytes) and the file descriptors that go with
 // it, owned by this value. Made by `dlport_share` or `dlport_share_recv`; freed (its fds
 // closed) by `dlport_shared_free`.
@@ -1069,6 +1072,42 @@ void *dlport_pjrt_buffer_raw(const DlportPjrtBuffer *buffer);
 // # Safety
 // `buffer` is NULL or a buffer from `dlport_pjrt_import`, not used afterwards.
 void dlport_pjrt_buffer_free(DlportPjrtBuffer *buffer);
+
+// Compiles a StableHLO (or MHLO) program given as MLIR text (`mlir`, `len` bytes; no NUL
+// needed) for one device (`PJRT_Client_Compile`). Errors carry the plugin's message (a parse
+// or verification error names the line).
+//
+// Ownership: `mlir` stays the caller's. On success `*exe_out` is a new executable the caller
+// frees with `dlport_pjrt_executable_free`; on error it is untouched.
+//
+// # Safety
+// `client` is a live client; `mlir` is readable for `len` bytes; `exe_out` is NULL or
+// writable.
+int dlport_pjrt_compile(const DlportPjrtClient *client,
+                        const char *mlir,
+                        size_t len,
+                        DlportPjrtExecutable **exe_out);
+
+// Runs an executable once on `args` (`num_args` buffers of the same client), no input
+// donated, and waits for it. Writes its outputs (new buffers, each freed with
+// `dlport_pjrt_buffer_free`) into `outputs`, which has room for `cap`, and their number into
+// `*num_outputs`; `DLPORT_INVALID_ARGUMENT` when `cap` is too small (nothing is run).
+//
+// # Safety
+// `exe` is a live executable; `args` is readable for `num_args` live buffers; `outputs` is
+// writable for `cap` pointers; `num_outputs` is writable.
+int dlport_pjrt_execute(const DlportPjrtExecutable *exe,
+                        const DlportPjrtBuffer *const *args,
+                        size_t num_args,
+                        DlportPjrtBuffer **outputs,
+                        size_t cap,
+                        size_t *num_outputs);
+
+// Frees an executable (NULL is ignored). Buffers it made stay valid.
+//
+// # Safety
+// `exe` is NULL or an executable from `dlport_pjrt_compile`, not used afterwards.
+void dlport_pjrt_executable_free(DlportPjrtExecutable *exe);
 
 // Allocates a zeroed, compact host tensor in a new sealed memfd, which `dlport_share` then
 // shares without a copy. `shape` holds `ndim` extents (NULL when `ndim` is 0). The tensor's

@@ -5,7 +5,7 @@
 use std::ffi::{CStr, c_char, c_int, c_void};
 
 use dlport_core::abi::DeviceType;
-use dlport_native::pjrt::{ClientOptions, PjrtBuffer, PjrtClient, PjrtPlugin};
+use dlport_native::pjrt::{ClientOptions, PjrtBuffer, PjrtClient, PjrtExecutable, PjrtPlugin};
 
 use crate::cabi::DLDevice;
 use crate::ffi::{Failure, arg, copy_arg, entry, give, out_ptr, take};
@@ -20,6 +20,11 @@ pub struct DlportPjrtClient {
 /// it alive until their deleters run).
 pub struct DlportPjrtBuffer {
     buffer: PjrtBuffer,
+}
+
+/// A compiled StableHLO program. Free it with `dlport_pjrt_executable_free`.
+pub struct DlportPjrtExecutable {
+    exe: PjrtExecutable,
 }
 
 fn client_arg<'a>(c: *const DlportPjrtClient) -> Result<&'a PjrtClient, Failure> {
@@ -248,5 +253,107 @@ pub unsafe extern "C" fn dlport_pjrt_buffer_free(buffer: *mut DlportPjrtBuffer) 
         // SAFETY: a buffer from dlport_pjrt_import, freed once (contract). A view's
         // on-delete callback runs the producer's deleter behind catch_unwind.
         drop(unsafe { Box::from_raw(buffer) });
+    }
+}
+
+/// Compiles a StableHLO (or MHLO) program given as MLIR text (`mlir`, `len` bytes; no NUL
+/// needed) for one device (`PJRT_Client_Compile`). Errors carry the plugin's message (a parse
+/// or verification error names the line).
+///
+/// Ownership: `mlir` stays the caller's. On success `*exe_out` is a new executable the caller
+/// frees with `dlport_pjrt_executable_free`; on error it is untouched.
+///
+/// # Safety
+/// `client` is a live client; `mlir` is readable for `len` bytes; `exe_out` is NULL or
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_pjrt_compile(
+    client: *const DlportPjrtClient,
+    mlir: *const c_char,
+    len: usize,
+    exe_out: *mut *mut DlportPjrtExecutable,
+) -> c_int {
+    entry(|| {
+        let client = client_arg(client)?;
+        let out = out_ptr(exe_out, "exe_out")?;
+        if mlir.is_null() {
+            return Err(arg("mlir is NULL: pass the program's text"));
+        }
+        // SAFETY: readable for `len` bytes (contract), read during the call only.
+        let bytes = unsafe { std::slice::from_raw_parts(mlir.cast::<u8>(), len) };
+        let text = std::str::from_utf8(bytes).map_err(|_| arg("mlir is not UTF-8"))?;
+        let exe = client.compile_mlir(text)?;
+        // SAFETY: writable (checked non-NULL).
+        unsafe {
+            out.as_ptr()
+                .write(Box::into_raw(Box::new(DlportPjrtExecutable { exe })))
+        };
+        Ok(())
+    })
+}
+
+/// Runs an executable once on `args` (`num_args` buffers of the same client), no input
+/// donated, and waits for it. Writes its outputs (new buffers, each freed with
+/// `dlport_pjrt_buffer_free`) into `outputs`, which has room for `cap`, and their number into
+/// `*num_outputs`; `DLPORT_INVALID_ARGUMENT` when `cap` is too small (nothing is run).
+///
+/// # Safety
+/// `exe` is a live executable; `args` is readable for `num_args` live buffers; `outputs` is
+/// writable for `cap` pointers; `num_outputs` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_pjrt_execute(
+    exe: *const DlportPjrtExecutable,
+    args: *const *const DlportPjrtBuffer,
+    num_args: usize,
+    outputs: *mut *mut DlportPjrtBuffer,
+    cap: usize,
+    num_outputs: *mut usize,
+) -> c_int {
+    entry(|| {
+        // SAFETY: NULL or a live executable (contract).
+        let exe = &unsafe { exe.as_ref() }
+            .ok_or_else(|| arg("exe is NULL: pass an executable from dlport_pjrt_compile"))?
+            .exe;
+        let count = out_ptr(num_outputs, "num_outputs")?;
+        let n = exe.num_outputs();
+        if cap < n || (n > 0 && outputs.is_null()) {
+            return Err(arg(format!(
+                "outputs has room for {cap}; the program has {n} outputs"
+            )));
+        }
+        if num_args > 0 && args.is_null() {
+            return Err(arg("args is NULL with num_args > 0"));
+        }
+        let mut buffers = Vec::with_capacity(num_args);
+        for i in 0..num_args {
+            // SAFETY: readable for `num_args` pointers, each NULL or a live buffer (contract).
+            let b = unsafe { (*args.add(i)).as_ref() }
+                .ok_or_else(|| arg(format!("args[{i}] is NULL")))?;
+            buffers.push(&b.buffer);
+        }
+        let outs = exe.execute(&buffers)?;
+        for (i, buffer) in outs.into_iter().enumerate() {
+            // SAFETY: writable for `cap` >= n pointers (checked).
+            unsafe {
+                outputs
+                    .add(i)
+                    .write(Box::into_raw(Box::new(DlportPjrtBuffer { buffer })))
+            };
+        }
+        // SAFETY: writable (checked non-NULL).
+        unsafe { count.as_ptr().write(n) };
+        Ok(())
+    })
+}
+
+/// Frees an executable (NULL is ignored). Buffers it made stay valid.
+///
+/// # Safety
+/// `exe` is NULL or an executable from `dlport_pjrt_compile`, not used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_pjrt_executable_free(exe: *mut DlportPjrtExecutable) {
+    if !exe.is_null() {
+        // SAFETY: an executable from dlport_pjrt_compile, freed once (contract).
+        drop(unsafe { Box::from_raw(exe) });
     }
 }

@@ -1,7 +1,7 @@
 /* A PJRT plugin as a DLPack device, from C: load the plugin by its path, list its devices,
  * import a C array into PJRT without a copy, export the PJRT buffer back to DLPack without a
- * copy, and check that the array's deleter runs exactly once, on the success path and on a
- * refusal. Prints the addresses both ways.
+ * copy, run a StableHLO program on the imported view, and check that the array's deleter runs
+ * exactly once, on the success path and on a refusal. Prints the addresses both ways.
  *
  *   cc pjrt_roundtrip.c -Icapi/include -Ltarget/debug -ldlport -o pjrt_roundtrip
  *   ./pjrt_roundtrip /path/to/xla_cpu_pjrt.so      (or DLPORT_PJRT_PLUGIN=...)
@@ -14,6 +14,17 @@
 #include "dlport.h"
 
 static int released = 0;
+
+static const char AFFINE[] =
+    "module @affine {\n"
+    "  func.func public @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {\n"
+    "    %two = stablehlo.constant dense<2.0> : tensor<2x3xf32>\n"
+    "    %one = stablehlo.constant dense<1.0> : tensor<2x3xf32>\n"
+    "    %m = stablehlo.multiply %x, %two : tensor<2x3xf32>\n"
+    "    %r = stablehlo.add %m, %one : tensor<2x3xf32>\n"
+    "    return %r : tensor<2x3xf32>\n"
+    "  }\n"
+    "}\n";
 static int64_t shape[2] = {2, 3};
 
 static void deleter(DLManagedTensorVersioned *self) {
@@ -88,6 +99,25 @@ int main(int argc, char **argv) {
   CHECK(seen[5] == 5.0f, "the values");
   CHECK(released == 0, "not released while viewed");
   CHECK(dlport_release(out, 1) == DLPORT_OK, "release the export");
+
+  /* StableHLO on the view: 2 * x + 1, computed by XLA in the C array's memory. */
+  DlportPjrtExecutable *exe = NULL;
+  CHECK(dlport_pjrt_compile(client, AFFINE, strlen(AFFINE), &exe) == DLPORT_OK, "compile");
+  const DlportPjrtBuffer *args[1] = {buffer};
+  DlportPjrtBuffer *result = NULL;
+  size_t n_out = 0;
+  CHECK(dlport_pjrt_execute(exe, args, 1, &result, 1, &n_out) == DLPORT_OK && n_out == 1,
+        "execute");
+  CHECK(dlport_pjrt_export(result, 1, &out) == DLPORT_OK, "export the result");
+  m = out;
+  const float *r = (const float *)((char *)m->dl_tensor.data + m->dl_tensor.byte_offset);
+  printf("StableHLO 2x+1 -> DLPack tensor: data at %p (the result buffer's), values %g %g ... %g\n",
+         (const void *)r, r[0], r[1], r[5]);
+  CHECK(r[0] == 1.0f && r[5] == 11.0f, "the program's values");
+  CHECK(dlport_release(out, 1) == DLPORT_OK, "release the result's export");
+  dlport_pjrt_buffer_free(result);
+  dlport_pjrt_executable_free(exe);
+  CHECK(released == 0, "not released while the input buffer lives");
   CHECK(released == 0, "not released while the buffer lives");
   dlport_pjrt_buffer_free(buffer);
   CHECK(released == 1, "released once when the buffer and its exports are gone");
