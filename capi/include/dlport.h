@@ -1000,12 +1000,16 @@ int dlport_pjrt_load(const char *path, int32_t device_type, DlportPjrtClient **c
 
 // Frees a client (NULL is ignored). Buffers and exports made through it stay valid.
 //
+// Ownership: the client is dlport's again; the plugin stays loaded.
+//
 // # Safety
 // `client` is NULL or a client from `dlport_pjrt_load`, not used afterwards.
 void dlport_pjrt_client_free(DlportPjrtClient *client);
 
 // Writes the platform name (`cpu`, `cuda`, `xpu`, …), NUL-terminated, into `buf` of `cap`
 // bytes; `DLPORT_INVALID_ARGUMENT` when it does not fit (the name is truncated).
+//
+// Ownership: `buf` stays the caller's; nothing is allocated.
 //
 // # Safety
 // `client` is a live client; `buf` is writable for `cap` bytes.
@@ -1014,6 +1018,8 @@ int dlport_pjrt_platform(const DlportPjrtClient *client, char *buf, size_t cap);
 // The client's addressable devices as DLPack devices: writes up to `cap` of them into
 // `devices` (NULL when `cap` is 0) and their number into `*count_out`. Device ids are the
 // indices of the plugin's addressable devices.
+//
+// Ownership: `devices` and `count_out` stay the caller's; nothing is allocated.
 //
 // # Safety
 // `client` is a live client; `devices` is writable for `cap` devices; `count_out` writable.
@@ -1062,12 +1068,16 @@ int dlport_pjrt_export(const DlportPjrtBuffer *buffer, int versioned, void **man
 // The buffer's `PJRT_Buffer*`, for calls through the plugin's own C API (valid while the
 // buffer lives; never destroy it yourself). NULL for a NULL buffer.
 //
+// Ownership: the `PJRT_Buffer` stays dlport's (borrowed).
+//
 // # Safety
 // `buffer` is NULL or a live buffer.
 void *dlport_pjrt_buffer_raw(const DlportPjrtBuffer *buffer);
 
 // Frees a buffer (NULL is ignored): the PJRT buffer is destroyed once its exports are
 // released too (a view's producer tensor is released then).
+//
+// Ownership: the buffer is dlport's again; exports of it stay the consumers'.
 //
 // # Safety
 // `buffer` is NULL or a buffer from `dlport_pjrt_import`, not used afterwards.
@@ -1093,6 +1103,9 @@ int dlport_pjrt_compile(const DlportPjrtClient *client,
 // `dlport_pjrt_buffer_free`) into `outputs`, which has room for `cap`, and their number into
 // `*num_outputs`; `DLPORT_INVALID_ARGUMENT` when `cap` is too small (nothing is run).
 //
+// Ownership: `args` stay the caller's (read, never donated); on success each output is a
+// new buffer the caller frees; on error `outputs` is untouched.
+//
 // # Safety
 // `exe` is a live executable; `args` is readable for `num_args` live buffers; `outputs` is
 // writable for `cap` pointers; `num_outputs` is writable.
@@ -1104,6 +1117,8 @@ int dlport_pjrt_execute(const DlportPjrtExecutable *exe,
                         size_t *num_outputs);
 
 // Frees an executable (NULL is ignored). Buffers it made stay valid.
+//
+// Ownership: the executable is dlport's again.
 //
 // # Safety
 // `exe` is NULL or an executable from `dlport_pjrt_compile`, not used afterwards.

@@ -83,6 +83,8 @@ pub unsafe extern "C" fn dlport_pjrt_load(
 
 /// Frees a client (NULL is ignored). Buffers and exports made through it stay valid.
 ///
+/// Ownership: the client is dlport's again; the plugin stays loaded.
+///
 /// # Safety
 /// `client` is NULL or a client from `dlport_pjrt_load`, not used afterwards.
 #[unsafe(no_mangle)]
@@ -96,6 +98,8 @@ pub unsafe extern "C" fn dlport_pjrt_client_free(client: *mut DlportPjrtClient) 
 
 /// Writes the platform name (`cpu`, `cuda`, `xpu`, …), NUL-terminated, into `buf` of `cap`
 /// bytes; `DLPORT_INVALID_ARGUMENT` when it does not fit (the name is truncated).
+///
+/// Ownership: `buf` stays the caller's; nothing is allocated.
 ///
 /// # Safety
 /// `client` is a live client; `buf` is writable for `cap` bytes.
@@ -130,6 +134,8 @@ pub unsafe extern "C" fn dlport_pjrt_platform(
 /// The client's addressable devices as DLPack devices: writes up to `cap` of them into
 /// `devices` (NULL when `cap` is 0) and their number into `*count_out`. Device ids are the
 /// indices of the plugin's addressable devices.
+///
+/// Ownership: `devices` and `count_out` stay the caller's; nothing is allocated.
 ///
 /// # Safety
 /// `client` is a live client; `devices` is writable for `cap` devices; `count_out` writable.
@@ -234,6 +240,8 @@ pub unsafe extern "C" fn dlport_pjrt_export(
 /// The buffer's `PJRT_Buffer*`, for calls through the plugin's own C API (valid while the
 /// buffer lives; never destroy it yourself). NULL for a NULL buffer.
 ///
+/// Ownership: the `PJRT_Buffer` stays dlport's (borrowed).
+///
 /// # Safety
 /// `buffer` is NULL or a live buffer.
 #[unsafe(no_mangle)]
@@ -244,6 +252,8 @@ pub unsafe extern "C" fn dlport_pjrt_buffer_raw(buffer: *const DlportPjrtBuffer)
 
 /// Frees a buffer (NULL is ignored): the PJRT buffer is destroyed once its exports are
 /// released too (a view's producer tensor is released then).
+///
+/// Ownership: the buffer is dlport's again; exports of it stay the consumers'.
 ///
 /// # Safety
 /// `buffer` is NULL or a buffer from `dlport_pjrt_import`, not used afterwards.
@@ -297,6 +307,9 @@ pub unsafe extern "C" fn dlport_pjrt_compile(
 /// `dlport_pjrt_buffer_free`) into `outputs`, which has room for `cap`, and their number into
 /// `*num_outputs`; `DLPORT_INVALID_ARGUMENT` when `cap` is too small (nothing is run).
 ///
+/// Ownership: `args` stay the caller's (read, never donated); on success each output is a
+/// new buffer the caller frees; on error `outputs` is untouched.
+///
 /// # Safety
 /// `exe` is a live executable; `args` is readable for `num_args` live buffers; `outputs` is
 /// writable for `cap` pointers; `num_outputs` is writable.
@@ -347,6 +360,8 @@ pub unsafe extern "C" fn dlport_pjrt_execute(
 }
 
 /// Frees an executable (NULL is ignored). Buffers it made stay valid.
+///
+/// Ownership: the executable is dlport's again.
 ///
 /// # Safety
 /// `exe` is NULL or an executable from `dlport_pjrt_compile`, not used afterwards.
