@@ -4,7 +4,6 @@
 //! `writeBuffer`.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use dlport_core::Error;
 use wgpu::util::DeviceExt;
@@ -52,9 +51,6 @@ pub(super) const NORMALIZE: Kernel = Kernel {
 
 /// Threads per workgroup, as every kernel's `@workgroup_size` says.
 pub(super) const WORKGROUP: u64 = 64;
-
-/// The pipelines made so far, by kernel label.
-pub(super) type Pipelines = HashMap<&'static str, wgpu::ComputePipeline>;
 
 impl GpuDevice {
     /// Runs a one-source, one-destination compute kernel over `invocations` threads

@@ -32,7 +32,7 @@ mod transfer;
 pub use backend::WebGpuBackend;
 pub use error::KernelError;
 pub use normalize::Normalize;
-pub use table::{OnRelease, SlotStorage};
+pub use table::SlotStorage;
 
 /// The backend's name.
 pub const NAME: &str = "webgpu";
@@ -56,8 +56,8 @@ pub struct GpuDevice {
     queue: wgpu::Queue,
     info: wgpu::AdapterInfo,
     id: i32,
-    table: Mutex<table::Table>,
-    pipelines: Mutex<kernel::Pipelines>,
+    table: Mutex<Table>,
+    pipelines: Mutex<Pipelines>,
 }
 
 // On wasm32 without the `atomics` target feature there is exactly one thread, so wgpu's
@@ -77,6 +77,44 @@ impl std::fmt::Debug for GpuDevice {
             .field("id", &self.id)
             .finish()
     }
+}
+
+// The device's parts are defined here, with the device, and worked on by the rooms below
+// (`table.rs`, `kernel.rs`: private items of this module are theirs too), so that the device
+// names none of the rooms that name it.
+
+/// The pipelines made so far, by kernel label.
+type Pipelines = std::collections::HashMap<&'static str, wgpu::ComputePipeline>;
+
+/// What an adopted buffer's owner wants done when dlport's last reference to it goes: its
+/// release callback (ORT's `dispose()`, TF.js's `tensorRef.dispose()`, a Rust closure). It runs
+/// exactly once, outside the table's lock, and dlport never destroys an adopted buffer itself.
+#[cfg(not(target_arch = "wasm32"))]
+pub type OnRelease = Box<dyn FnOnce() + Send>;
+/// What an adopted buffer's owner wants done when dlport's last reference to it goes (wasm: a JS
+/// callback, which is not `Send`).
+#[cfg(target_arch = "wasm32")]
+pub type OnRelease = Box<dyn FnOnce()>;
+
+/// One buffer of the table.
+struct Slot {
+    /// wgpu's handle; `None` for a foreign JS `GPUBuffer`, which wgpu cannot wrap.
+    buffer: Option<Arc<wgpu::Buffer>>,
+    /// The JS buffer of a foreign slot.
+    #[cfg(target_arch = "wasm32")]
+    js: Option<wgpu::webgpu::GpuBuffer>,
+    /// The buffer's size in bytes.
+    size: u64,
+    /// Set for adopted buffers: called instead of `destroy()`.
+    on_release: Option<OnRelease>,
+}
+
+/// The slots, the free list and the count of live slots.
+#[derive(Default)]
+struct Table {
+    slots: Vec<Option<Slot>>,
+    free: Vec<u32>,
+    live: usize,
 }
 
 /// Where a kernel or copy reads from.

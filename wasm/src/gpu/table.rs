@@ -10,38 +10,7 @@ use dlport_core::abi::DeviceType;
 use dlport_core::backend::TensorStorage;
 use dlport_core::{Device, Error, TensorRef};
 
-use super::{BUFFER_PADDING, GpuDevice, Source, error, round_up};
-
-/// What an adopted buffer's owner wants done when dlport's last reference to it goes: its
-/// release callback (ORT's `dispose()`, TF.js's `tensorRef.dispose()`, a Rust closure). It runs
-/// exactly once, outside the table's lock, and dlport never destroys an adopted buffer itself.
-#[cfg(not(target_arch = "wasm32"))]
-pub type OnRelease = Box<dyn FnOnce() + Send>;
-/// What an adopted buffer's owner wants done when dlport's last reference to it goes (wasm: a JS
-/// callback, which is not `Send`).
-#[cfg(target_arch = "wasm32")]
-pub type OnRelease = Box<dyn FnOnce()>;
-
-/// One buffer of the table.
-struct Slot {
-    /// wgpu's handle; `None` for a foreign JS `GPUBuffer`, which wgpu cannot wrap.
-    buffer: Option<Arc<wgpu::Buffer>>,
-    /// The JS buffer of a foreign slot.
-    #[cfg(target_arch = "wasm32")]
-    js: Option<wgpu::webgpu::GpuBuffer>,
-    /// The buffer's size in bytes.
-    size: u64,
-    /// Set for adopted buffers: called instead of `destroy()`.
-    on_release: Option<OnRelease>,
-}
-
-/// The slots, the free list and the count of live slots.
-#[derive(Default)]
-pub(super) struct Table {
-    slots: Vec<Option<Slot>>,
-    free: Vec<u32>,
-    live: usize,
-}
+use super::{BUFFER_PADDING, GpuDevice, OnRelease, Slot, Source, Table, error, round_up};
 
 impl Table {
     /// The live slot behind `handle`, if any.
