@@ -134,6 +134,7 @@ def test_empty_and_zero_dimensional_tensors():
             assert u.shape == a.shape and np.array_equal(np.from_dlpack(u), a)
 
 
+@needs_numpy_dlpack_1
 def test_copy_is_a_view_and_deepcopy_a_copy():
     a = np.arange(5, dtype=np.float64)
     t = dlport.from_dlpack(a)
