@@ -5,8 +5,8 @@
 #   rust       no_std builds, the tests (all and default features, 32-bit counts), the crates'
 #              publish dry run, portability (Windows, macOS, aarch64 under QEMU), the examples
 #   miri       dlport-core under Miri
-#   c          the C ABI: C test programs, the installed library through pkg-config and CMake,
-#              the README's C commands
+#   c          the C ABI: C test programs, the installed library through pkg-config and CMake
+
 #   python     the Python package: its tests, the example extension, types, CPython 3.9, the
 #              README's pip install, the release wheels
 #   peers      real peers: PyTorch, the ctypes tests, seed/value examples, pyarrow
@@ -97,8 +97,9 @@ step format "cargo fmt"
 cargo fmt --all --check
 cargo fmt --manifest-path python/Cargo.toml --all --check
 
-step rooms "the module graphs of dlport-core, dlport-native, dlport-wasm and dlport-capi have no cycle; no source file over 500 lines without a reason in DESIGN.md"
-for crate in core native wasm capi; do python3 scripts/module-graph-check.py "$crate/src"; done
+step rooms "the module graphs of dlport-core, dlport-native, dlport-wasm, dlport-capi, testkit and the Python package have no cycle; no source file over 500 lines without a reason in DESIGN.md"
+# A planted cycle through a root function must fail the check; then every crate's sources.
+bash scripts/module-graph-test.sh
 bash scripts/file-size-check.sh
 python3 scripts/adapter-versions-check.py   # core/README.md's adapter table against the Cargo.toml files
 
@@ -144,6 +145,9 @@ step word32 "dlport-core's buffer counts in a 32-bit word, as on targets without
 env RUSTFLAGS='--cfg dlport_word32' CARGO_TARGET_DIR=target/word32 \
   cargo test -p dlport-core --locked --test dispatch --test ownership --test guarantees
 done_with target/word32
+
+step newest-deps "a build against the newest semver-compatible versions of every dependency (scripts/newest-deps-check.sh)"
+bash scripts/newest-deps-check.sh
 
 step crates-dry-run "crates that publish: scripts/release.sh crates --dry-run (cargo publish --dry-run in order, doc tests of the packaged copies)"
 bash scripts/release.sh crates --dry-run
@@ -200,10 +204,6 @@ bash scripts/c-test.sh
 step c-examples "install into a temporary prefix; the C and C++ examples through pkg-config and CMake"
 bash scripts/c-examples.sh
 
-step getting-started-c "the README's C commands as written (install-c.sh into ~/opt/dlport, outside the loader's path; app.c through pkg-config and CMake), in a fresh \$HOME from a copy of the repository"
-# Cold: a release build of dlport-capi in target/getting-started (6 minutes here, on 2 cores
-# under a load of about 12); warm: about 40 s (most of it the copy of the repository).
-bash scripts/getting-started.sh c
 
 fi
 
@@ -220,12 +220,10 @@ bash scripts/python-typecheck.sh
 # The same tests on CPython 3.9, the wheel of the stable ABI's 3.9 floor (about 3 minutes: the
 # environment once, then a dev build sharing python/target).
 bash scripts/python39-test.sh
-step getting-started-py "the README's pip install ./python as written, in a fresh venv and \$HOME from a copy of the repository; python/README.md's first example"
-# Cold: pip fetches maturin and NumPy, and builds the source profile in target/getting-started
-# (10 minutes here, on 2 cores under a load of about 12); warm: about 5 (the fresh venv and
-# NumPy, the copy, and the rebuild of what changed).
-bash scripts/getting-started.sh python
-done_with target/getting-started
+# Ray, Dask and multiprocessing moving dlport tensors by pickle protocol 5 (scripts/engines-test.sh:
+# its venv is cached in ~/.cache/dlport, keyed by python/requirements-engines.txt).
+bash scripts/engines-test.sh
+
 
 step wheels-dry-run "the Python package's release: scripts/release.sh wheels --dry-run (the cp310-abi3 and cp39-abi3 wheels with LTO, and the sdist)"
 # Cold: the release profile with LTO in python/target, twice (4 to 10 minutes each on 2 cores);
@@ -261,6 +259,9 @@ if run plugins; then
 step plugins "the OpenCL plugin on PoCL (Debian) and bad plugins, under ASan and UBSan (LeakSanitizer with scripts/lsan.supp; a planted leak must be caught); the Python OpenCL tests"
 python_package
 bash scripts/plugin-test.sh
+
+step pjrt "the PJRT backend on the real XLA CPU plugin (xla-cpu-pjrt, cached in ~/.cache/dlport/pjrt): Rust, C under ASan and UBSan, Python"
+bash scripts/pjrt-test.sh
 fi
 
 if run wasm; then
@@ -294,6 +295,9 @@ bash scripts/wasm-keep-check.sh
 # same 10^5 in headless Chromium on real GPUBuffers) and the JS API's property test (10,000
 # cases against a reference): about 1.5 minutes of the step on 2 loaded cores.
 (cd www && node --test tests/)
+
+step readmes "every fenced block of every README run as a user pastes it (scripts/snippets-test.sh: a fresh \$HOME and venv, the installed C prefix, a fresh create-vite app)"
+bash scripts/snippets-test.sh
 
 fi
 
