@@ -22,3 +22,4 @@ run validate 25000000 & run c_abi 15000000 & wait
 run roundtrip 20000000 & run convert 20000000 & wait
 run parse 25000000 & run compact 10000000 & wait
 run share_descriptor 5000000 & run arrow_ipc 10000000 & wait
+run pickle_rebuild 5000000

@@ -6,12 +6,13 @@
 #              publish dry run, portability (Windows, macOS, aarch64 under QEMU), the examples
 #   miri       dlport-core under Miri
 #   c          the C ABI: C test programs, the installed library through pkg-config and CMake
-
-#   python     the Python package: its tests, the example extension, types, CPython 3.9, the
-#              README's pip install, the release wheels
+#   python     the Python package: its tests, the example extension, types, CPython 3.9, Ray,
+#              Dask and multiprocessing (pickle), the release wheels
 #   peers      real peers: PyTorch, the ctypes tests, seed/value examples, pyarrow
-#   plugins    the OpenCL plugin on PoCL and the bad plugins, under ASan and UBSan
-#   wasm       the simd128 kernels under node, the browser tests, the npm package, the demo
+#   plugins    the OpenCL plugin on PoCL and the bad plugins, under ASan and UBSan; PJRT on the
+#              real XLA CPU plugin
+#   wasm       the simd128 kernels under node, the browser tests, the npm package, the demo,
+#              and every README block as a user pastes it
 #   hardening  the stress test, valgrind and LeakSanitizer, the fuzz smoke run
 #   all        every stage above, in this order: lint rust miri c python peers plugins wasm hardening
 # Each stage runs alone: it installs what it needs first (scripts/install-deps.sh STAGE...; the
@@ -313,7 +314,7 @@ done_with target/sanitize
 step fuzz "fuzz smoke run (${DLPORT_FUZZ_SECONDS:=30} s per target, on a copy of the corpus)"
 cargo +nightly fuzz build
 fuzz_tmp=$(mktemp -d)
-for t in validate c_abi roundtrip convert parse compact share_descriptor arrow_ipc; do
+for t in validate c_abi roundtrip convert parse compact share_descriptor arrow_ipc pickle_rebuild; do
   cp -r "fuzz/corpus/$t" "$fuzz_tmp/$t"
   # arrow_ipc runs with dlport's allocation limit at 64 MiB: one allocation past 128 MiB, or
   # 1 GiB resident, is a crash.
