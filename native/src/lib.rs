@@ -1,6 +1,6 @@
 //! # dlport-native
 //!
-//! dlport's native backends, registered into the core [`Registry`]:
+//! dlport's native backends, registered into the core [`Registry`](dlport_core::Registry):
 //! - the core's `CpuBackend`: 64-byte-aligned host memory and
 //!   the strided → compact copies of
 //!   [`copy_to_compact`](dlport_core::TensorRef::copy_to_compact) (SIMD kernels included);
