@@ -30,8 +30,11 @@ _GROUPS = ("jax_plugins", "xla_plugins")
 def plugins() -> dict[str, str]:
     """The PJRT plugins installed as Python packages: entry-point name -> module."""
     found: dict[str, str] = {}
+    every = metadata.entry_points()
     for group in _GROUPS:
-        for ep in metadata.entry_points(group=group):
+        # CPython 3.10+ selects by group; 3.9's entry_points() is a dict of groups.
+        eps = every.select(group=group) if hasattr(every, "select") else every.get(group, ())
+        for ep in eps:
             found.setdefault(ep.name, ep.value)
     return found
 
