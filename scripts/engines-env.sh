@@ -17,7 +17,7 @@ if [ -x "$venv/bin/python" ] && [ -f "$venv/.complete" ]; then
 else
   py=${DLPORT_PYTHON:-}
   if [ -z "$py" ]; then
-    for cand in "$(command -v python3.12 || true)" "$HOME"/.pyenv/versions/3.12.*/bin/python3; do
+    for cand in "$(command -v python3.12 || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3; do
       if [ -n "$cand" ] && [ -x "$cand" ] && "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then
         py=$cand
         break
