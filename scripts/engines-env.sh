@@ -15,19 +15,7 @@ start=$SECONDS
 if [ -x "$venv/bin/python" ] && [ -f "$venv/.complete" ]; then
   echo "[engines] $venv up to date" >&2
 else
-  py=${DLPORT_PYTHON:-}
-  if [ -z "$py" ]; then
-    for cand in "$(command -v python3.12 || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3; do
-      if [ -n "$cand" ] && [ -x "$cand" ] && "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then
-        py=$cand
-        break
-      fi
-    done
-  fi
-  if [ -z "$py" ]; then
-    echo "[engines] no CPython 3.12 found: install it (pyenv install 3.12) or set DLPORT_PYTHON" >&2
-    exit 1
-  fi
+  py=$(bash scripts/find-python.sh 3.12 DLPORT_PYTHON) || { echo "[engines] see above" >&2; exit 1; }
   if ! "$py" -c 'import urllib.request; urllib.request.urlopen("https://pypi.org/simple/ray/", timeout=15)' 2>/dev/null; then
     echo "[engines] SKIPPED: PyPI (https://pypi.org) cannot be reached, so Ray and Dask cannot be installed" >&2
     exit 3

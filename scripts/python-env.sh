@@ -14,19 +14,7 @@ if [ "$have_minor" = "$want_minor" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" =
   echo "[python] .venv up to date (Python $have_minor)"
   exit 0
 fi
-py=${DLPORT_PYTHON:-}
-if [ -z "$py" ]; then
-  for cand in "$(command -v python3.12 || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3; do
-    if [ -n "$cand" ] && [ -x "$cand" ] && "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then
-      py=$cand
-      break
-    fi
-  done
-fi
-if [ -z "$py" ]; then
-  echo "[python] no CPython 3.12 found: install it (pyenv install 3.12) or set DLPORT_PYTHON" >&2
-  exit 1
-fi
+py=$(bash scripts/find-python.sh 3.12 DLPORT_PYTHON) || { echo "[python] see above" >&2; exit 1; }
 if [ -n "$have_minor" ] && [ "$have_minor" != "$want_minor" ]; then
   echo "[python] replacing .venv (Python $have_minor) with Python $want_minor"
   rm -rf .venv

@@ -10,19 +10,7 @@ req=python/requirements-py39.txt
 stamp=.venv39/.requirements.sha256
 want=$(sha256sum "$req" | cut -d' ' -f1)
 if ! [ -x .venv39/bin/python ] || ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  py=${DLPORT_PYTHON39:-}
-  if [ -z "$py" ]; then
-    for cand in "$(command -v python3.9 || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.9.*/bin/python3; do
-      if [ -n "$cand" ] && [ -x "$cand" ] && "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 9))' 2>/dev/null; then
-        py=$cand
-        break
-      fi
-    done
-  fi
-  if [ -z "$py" ]; then
-    echo "[python39] no CPython 3.9 found: install it (pyenv install 3.9) or set DLPORT_PYTHON39" >&2
-    exit 1
-  fi
+  py=$(bash scripts/find-python.sh 3.9 DLPORT_PYTHON39) || { echo "[python39] see above" >&2; exit 1; }
   rm -rf .venv39
   "$py" -m venv .venv39
   .venv39/bin/python -m pip install --quiet --upgrade pip

@@ -25,19 +25,7 @@ start=$SECONDS
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$venv/bin/python" ]; then
   echo "[torch] $venv up to date"
 else
-  py=${DLPORT_PYTHON:-}
-  if [ -z "$py" ]; then
-    for cand in "$(command -v python3.12 || true)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3; do
-      if [ -n "$cand" ] && [ -x "$cand" ] && "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then
-        py=$cand
-        break
-      fi
-    done
-  fi
-  if [ -z "$py" ]; then
-    echo "[torch] no CPython 3.12 found: install it (pyenv install 3.12) or set DLPORT_PYTHON" >&2
-    exit 1
-  fi
+  py=$(bash scripts/find-python.sh 3.12 DLPORT_PYTHON) || { echo "[torch] see above" >&2; exit 1; }
   if ! "$py" -c 'import urllib.request; urllib.request.urlopen("https://pypi.org/simple/torch/", timeout=15)' 2>/dev/null; then
     echo "[torch] SKIPPED: PyPI (https://pypi.org) cannot be reached, so torch 2.15.0 cannot be installed" >&2
     exit 3
