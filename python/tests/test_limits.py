@@ -17,8 +17,10 @@ REFUSED = [0, 3, -64, 1 << 31, 1 << 64]
 
 
 def broadcast(n):
-    """n bytes of one value, stride 0: a compact copy needs n bytes."""
-    return np.broadcast_to(np.uint8(7), (n,))
+    """n bytes of one value, stride 0: a compact copy needs n bytes. Writable, so that NumPy 2.0
+    (CPython 3.9's last), which refuses to export read-only arrays, exports it too."""
+    one = np.full(1, 7, np.uint8)
+    return np.lib.stride_tricks.as_strided(one, shape=(n,), strides=(0,), writeable=True)
 
 
 def test_the_alignment_range_is_cores_in_every_call():
@@ -81,7 +83,9 @@ def test_a_limit_set_first_thing_holds_after_the_native_registry_is_installed():
 import numpy as np, dlport
 dlport.set_alloc_limit(1 << 20)
 try:
-    dlport.from_dlpack(np.broadcast_to(np.uint8(7), (2 << 20,)), layout="compact", max_alloc=1 << 40)
+    one = np.full(1, 7, np.uint8)
+    v = np.lib.stride_tricks.as_strided(one, shape=(2 << 20,), strides=(0,), writeable=True)
+    dlport.from_dlpack(v, layout="compact", max_alloc=1 << 40)
 except BufferError as e:
     assert "allocation limit of 1048576 bytes" in str(e), e
     print("refused")

@@ -66,6 +66,7 @@ def test_read_only_buffer_gives_a_read_only_tensor():
     assert not np.from_dlpack(u).flags.writeable
 
 
+@needs_numpy_dlpack_1
 def test_read_only_tensor_stays_read_only_over_a_writable_buffer():
     a = np.arange(4, dtype=np.float32)
     a.flags.writeable = False
