@@ -349,7 +349,7 @@ impl Tensor {
     /// external reference). The buffer cannot be released while it exists. `form` picks a
     /// versioned (1.3) or legacy struct. `device` is the DLPack device to write (after any
     /// device-id translation by the backend).
-    pub(crate) fn acquire_external(
+    pub fn acquire_external(
         &self,
         versioned: bool,
         device: Device,
@@ -362,7 +362,7 @@ impl Tensor {
     /// gets [`AccessError::BufferReleased`](crate::error::AccessError::BufferReleased). Fails with
     /// [`AccessError::BufferInUse`](crate::error::AccessError::BufferInUse) while views or
     /// external references exist.
-    pub(crate) fn release_ownership(
+    pub fn release_ownership(
         &self,
         versioned: bool,
         device: Device,
