@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The module graph of a crate has no cycle.
 
-Usage: scripts/module-graph-check.py [SRC_DIR ...]   (default: core/src)
+Usage: scripts/module-graph-check.py [--design FILE] [SRC_DIR ...]   (default: core/src)
        scripts/module-graph-check.py --print core/src   (also prints every edge)
 
 A node is a module that has a file of its own (`lib.rs`, `a.rs`, `a/mod.rs`, `a/b.rs`; an
@@ -21,13 +21,17 @@ Test modules (`#[cfg(test)] mod …`, inline or in a file of their own) are left
 reach anything. Outside them a glob import of the crate's own items (`use super::*`) is
 refused, since it would hide what a module uses; a facade's glob re-export of its own
 submodule (`pub use codes::*`) is fine. The check fails (exit 1) naming each cycle and the
-line that makes each edge. Only the standard library is used; no build is needed (it reads
-the source text, in about a second).
+line that makes each edge. It also holds the graph against the crate's rooms table in
+DESIGN.md (or `--design FILE`) and refuses a line there that points out of the repository:
+scripts/module_rooms.py. Only the standard library is used; no build is needed (about a second).
 """
 
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import module_rooms  # noqa: E402  (beside this script)
 
 ITEM = re.compile(
     r"^(?:pub(?:\([^)]*\))?\s+)?(?:(?:unsafe|const|async|extern\s+\"[^\"]*\")\s+)*"
@@ -358,6 +362,9 @@ def edges_of(modules, globs):
             # `pub(in crate::a)` names the module an item is visible to; it uses nothing there.
             if re.search(r"\bpub\s*\(\s*in\s*$", mod.code[max(0, m.start() - 16) : m.start()]):
                 continue
+            # `use crate::a::{X, b::Y}`: the group's prefix; its members are the edges (above).
+            if re.match(r"\s*::\s*\{", mod.code[m.end() : m.end() + 8]):
+                continue
             segs = inline_relative([s.strip() for s in m.group(1).split("::")], mod.inline_depth(m.start()))
             line = mod.code.count("\n", 0, m.start()) + 1
             add(mod, r.resolve(mod, segs), line)
@@ -446,8 +453,15 @@ def name(path):
 
 def main(argv):
     show = "--print" in argv
-    dirs = [a for a in argv if a != "--print"] or ["core/src"]
+    argv = [a for a in argv if a != "--print"]
+    design = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "DESIGN.md")
+    if argv[:1] == ["--design"]:
+        design, argv = argv[1], argv[2:]
+    dirs = argv or ["core/src"]
     failed = False
+    for line in module_rooms.outside_links(design):
+        failed = True
+        print("a link out of the repository: " + line, file=sys.stderr)
     for src in dirs:
         modules = load(src)
         globs = []
@@ -467,8 +481,13 @@ def main(argv):
             if len(comp) > len(path) - 1:
                 print("    (the knot holds %d modules: %s)" % (len(comp), ", ".join(name(p) for p in comp)),
                       file=sys.stderr)
-        print("module-graph check: %s: %d modules, %d edges, %d cycles"
-              % (src, len(modules), len(edges), len(found)))
+        disagree, rooms = module_rooms.check(design, src, modules, edges)
+        for e in disagree:
+            failed = True
+            print("rooms table of %s: %s" % (src, e), file=sys.stderr)
+        print("module-graph check: %s: %d modules, %d edges, %d cycles%s"
+              % (src, len(modules), len(edges), len(found),
+                 ", rooms table: %d rows, %d disagreements" % (rooms, len(disagree)) if rooms else ""))
     return 1 if failed else 0
 
 

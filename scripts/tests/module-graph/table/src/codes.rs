@@ -1,0 +1,1 @@
+pub const KDL_CPU: u32 = 1;

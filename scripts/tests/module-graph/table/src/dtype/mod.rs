@@ -1,0 +1,5 @@
+mod check;
+
+pub use check::valid;
+
+pub struct DataType(pub u32);
