@@ -5,7 +5,7 @@
 # before it starts). Debian packages go through scripts/apt-install.sh, which runs
 # `apt-get update` first when the package lists are missing (a fresh container has none) or
 # stale, so at most once per run and only when something must be installed. Needs root.
-# The Python stages make their own venvs (scripts/python-env.sh, scripts/torch-env.sh) and the
+# The Python stages make their own venvs (scripts/python-env.sh, scripts/peers-env.sh) and the
 # plugins stage installs PoCL (scripts/plugin-test.sh).
 # Usage: scripts/install-deps.sh [STAGE...]   (default: all; the stages of scripts/test.sh)
 set -euo pipefail

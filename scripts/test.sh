@@ -221,9 +221,6 @@ bash scripts/python-typecheck.sh
 # The same tests on CPython 3.9, the wheel of the stable ABI's 3.9 floor (about 3 minutes: the
 # environment once, then a dev build sharing python/target).
 bash scripts/python39-test.sh
-# Ray, Dask and multiprocessing moving dlport tensors by pickle protocol 5 (scripts/engines-test.sh:
-# its venv is cached in ~/.cache/dlport, keyed by python/requirements-engines.txt).
-bash scripts/engines-test.sh
 
 
 step wheels-dry-run "the Python package's release: scripts/release.sh wheels --dry-run (the cp310-abi3 and cp39-abi3 wheels with LTO, and the sdist)"
@@ -234,16 +231,18 @@ bash scripts/release.sh wheels --dry-run
 fi
 
 if run peers; then
-step torch "real PyTorch 2.15.0 in .venv-torch (in the cache: scripts/torch-env.sh)"
+step torch "real PyTorch 2.15.0 in the peers' venv (.venv-peers, in the cache: scripts/peers-env.sh)"
 python_package
-# Real PyTorch 2.15.0 in .venv-torch (about 6 GB the first time: 82 s here; seconds after).
-torch_start=$SECONDS
-if bash scripts/torch-env.sh; then
-  echo "[torch] venv took $((SECONDS - torch_start)) s"
-  .venv-torch/bin/python -m pytest -q -p no:cacheprovider python/tests/test_torch.py
+# The peers' venv: torch 2.15.0, JAX, Ray, Dask (about 6.5 GB the first time; seconds after).
+peers_start=$SECONDS
+if venv=$(bash scripts/peers-env.sh); then
+  echo "[peers] venv took $((SECONDS - peers_start)) s"
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests/test_torch.py
 else
   rc=$?; [ "$rc" = 3 ] || exit "$rc"; echo "[torch] SKIPPED: PyPI unreachable (see above)"
 fi
+step engines "dlport tensors through Ray (pickle protocol 5; two nodes on the loopback) and Dask (its own serialization family), on to NumPy, JAX and torch"
+bash scripts/engines-test.sh
 step peers "seed and value examples; the C ABI's ctypes tests with NumPy, JAX and tvm-ffi"
 .venv/bin/python python/examples/seed.py
 # What the NumPy bridge cannot carry (bfloat16/float8 to JAX, READ_ONLY, a malformed producer, the

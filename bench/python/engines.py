@@ -9,7 +9,7 @@ bfloat16, out of band as well), in one run. Medians and p25-p75 of 9 rounds afte
 - Dask (`LocalCluster`, one process worker): `client.scatter(x, hash=False)` to the worker, then
   `.result()` back: two trips over the loopback.
 
-    $(bash scripts/engines-env.sh)/bin/python bench/python/engines.py [--quick]
+    $(bash scripts/peers-env.sh)/bin/python bench/python/engines.py [--quick]
 
 Writes target/bench/engines.json and prints the table rows of BENCHMARKS.md.
 """
@@ -116,7 +116,7 @@ def main():
         r, d = result["ray"][name], result["dask"][name]
         print(f"| {name} | {cell(r['put'])} | {cell(r['get'])} | {cell(r['put+get'])} | {cell(d['scatter+result'])} |")
     if not result["torch"]:
-        print("torch: not installed in this venv (python/requirements-engines.txt leaves it out): no torch row")
+        print("torch: not installed in this venv (scripts/peers-env.sh's venv has it): no torch row")
     print(f"load average (1 min) at the start: {result['load']:.2f}; {result['versions']}")
 
 

@@ -52,6 +52,10 @@ from ._native import (
     share,
     unload_plugin,
 )
+from . import _dask
+
+# Dask distributed sends a dlport.Tensor through its own serialization family (python/dlport/_dask.py).
+_dask.install()
 
 __all__ = [
     "DLPackError",

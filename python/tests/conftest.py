@@ -16,7 +16,7 @@ needs_numpy_dlpack_1 = pytest.mark.skipif(
 )
 
 # python/tests/engines needs Ray and Dask: scripts/engines-test.sh runs it in a venv of its own
-# (python/requirements-engines.txt); elsewhere it is not collected.
+# (the peers' venv, python/requirements-peers.txt); elsewhere it is not collected.
 collect_ignore = [] if importlib.util.find_spec("ray") and importlib.util.find_spec("distributed") else ["engines"]
 
 

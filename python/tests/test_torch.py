@@ -1,5 +1,5 @@
-"""dlport against real PyTorch 2.15 (the torch stage: scripts/torch-env.sh's .venv-torch, which
-has JAX and NumPy too).
+"""dlport against real PyTorch 2.15 (the peers stage: scripts/peers-env.sh's .venv-peers, which
+has JAX, NumPy, Ray and Dask too).
 
 Which path each side takes:
 - torch -> dlport: torch's ``__dlpack__``, never its C exchange table. The table hands over the
@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="torch is not installed (the torch stage runs in .venv-torch)")
+torch = pytest.importorskip("torch", reason="torch is not installed (the peers stage runs in .venv-peers)")
 np = pytest.importorskip("numpy")
 import dlport  # noqa: E402
 from dlport.testing import DLManagedTensorVersioned, exchange_api  # noqa: E402

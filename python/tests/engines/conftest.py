@@ -1,5 +1,5 @@
-"""The engines tests (scripts/engines-test.sh): Ray and Dask in the engines venv
-(python/requirements-engines.txt). One Ray cluster of two nodes on this machine serves every Ray
+"""The engines tests (scripts/engines-test.sh): Ray and Dask in the peers' venv
+(python/requirements-peers.txt). One Ray cluster of two nodes on this machine serves every Ray
 test: a head node and a second raylet on the loopback (ray.cluster_utils.Cluster), each with a
 resource of its own (`head`, `node2`), so a test places a task on either."""
 

@@ -1,5 +1,6 @@
 """dlport.Tensor through Dask distributed (LocalCluster with process workers: pickle protocol 5,
-frames out of band): scatter, compute on a worker, gather, for every dtype."""
+frames out of band; dlport.Tensor registered in Dask's own serialization family): scatter, compute
+on a worker, gather, for every dtype; the family's frame, forged headers, either import order."""
 
 import numpy as np
 import pytest
@@ -49,3 +50,84 @@ def test_compute_on_a_worker_and_writability(client):
     ro.flags.writeable = False
     _, writable, readonly = client.submit(double, client.scatter(dlport.from_dlpack(ro))).result()
     assert readonly and not writable
+
+
+def test_dask_family_sends_one_frame_over_the_tensors_own_bytes():
+    from dask.sizeof import sizeof
+    from distributed.protocol import deserialize, serialize
+
+    a = np.arange(1 << 20, dtype=np.uint16)
+    t = dlport.from_dlpack(a)
+    header, frames = serialize(t)
+    # Dask's own family, not pickle: the scheduler pickles with protocol 4 (no out-of-band
+    # buffers), so a pickled tensor would be copied in band on every gather through it.
+    assert header["serializer"] == "dask"
+    (frame,) = frames
+    view = np.frombuffer(frame, dtype=np.uint8)
+    assert view.ctypes.data == t.data_ptr() and view.nbytes == t.nbytes  # no copy on the way out
+    u = deserialize(header, frames)
+    assert u.data_ptr() == t.data_ptr() and u.dtype == "uint16" and not u.readonly  # a view
+    assert np.array_equal(np.from_dlpack(u), a)
+    assert sizeof(t) == t.nbytes  # Dask's memory accounting counts the bytes
+
+
+def test_a_gather_through_the_scheduler_keeps_every_dtype(client):
+    # future.result() goes through the scheduler (pickle protocol 4 there).
+    cases = {name: make(name, seed=5) for name in all_dtypes()}
+    for name, (t, data) in cases.items():
+        back = client.scatter(t, hash=False).result()
+        assert (back.dtype, back.shape, raw(back)) == (name, t.shape, data), name
+        assert back.readonly == t.readonly, name
+
+
+def test_forged_dask_headers_are_refused_by_field():
+    from distributed.protocol.serialize import dask_deserialize
+
+    load = dask_deserialize.dispatch(dlport.Tensor)
+    good = {"dlport": ["float32", [4], None, 0, "cpu"], "writeable": True}
+    assert load(good, [bytearray(16)]).shape == (4,)
+    forged = {
+        "the Dask header's field 'dlport'": ({"writeable": True}, [bytearray(16)]),
+        "exactly 1 Dask frame": (good, [bytearray(8), bytearray(8)]),
+        "pickle.shape": ({"dlport": ["float32", ["4"], None, 0, "cpu"]}, [bytearray(16)]),
+        "pickle.dtype": ({"dlport": ["float99", [4], None, 0, "cpu"]}, [bytearray(16)]),
+        "needs 20 bytes, but the storage has 16": ({"dlport": ["float32", [5], None, 0, "cpu"]}, [bytearray(16)]),
+        "pickle.flags": ({"dlport": ["float32", [4], None, 1 << 40, "cpu"]}, [bytearray(16)]),
+    }
+    for field, (header, frames) in forged.items():
+        with pytest.raises(dlport.DLPackValueError, match=field):
+            load(header, frames)
+
+
+IMPORT_ORDERS = {
+    "dlport first": "import dlport, distributed",
+    "distributed first": "import distributed, dlport",
+    "dask.distributed first": "from dask.distributed import Client; import dlport",
+}
+
+
+@pytest.mark.parametrize("order", IMPORT_ORDERS)
+def test_registered_whichever_is_imported_first(order):
+    import subprocess
+    import sys
+
+    code = IMPORT_ORDERS[order] + """
+import numpy as np
+from distributed.protocol import serialize
+from dask.sizeof import sizeof
+t = dlport.from_dlpack(np.arange(8, dtype=np.float32))
+print(serialize(t)[0]["serializer"], sizeof(t))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["dask", "32"], out.stdout + out.stderr
+
+
+def test_dlport_never_imports_dask():
+    import subprocess
+    import sys
+
+    code = "import sys, dlport; print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

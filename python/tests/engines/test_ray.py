@@ -1,6 +1,6 @@
 """dlport.Tensor through Ray (pickle protocol 5, out of band into the object store): every dtype
 by ray.put/ray.get and as task arguments and results; zero-copy (the same address on two gets),
-READ_ONLY, and on to NumPy and JAX by DLPack without a copy; an object made on one node of a
+READ_ONLY, and on to NumPy, JAX and torch by DLPack without a copy; an object made on one node of a
 two-node cluster and read on the other; no leak over many round trips."""
 
 import gc
@@ -51,7 +51,7 @@ def test_task_arguments_and_results_every_dtype(ray_cluster):
         assert back.dtype == name and raw(back) == data
 
 
-def test_zero_copy_read_only_and_on_to_numpy_and_jax(ray_cluster):
+def test_zero_copy_read_only_and_on_to_numpy_jax_and_torch(ray_cluster):
     ray = ray_cluster
     a = np.arange(BIG // 2, dtype=np.uint16)
     t = dlport.from_dlpack(a)
@@ -72,6 +72,14 @@ def test_zero_copy_read_only_and_on_to_numpy_and_jax(ray_cluster):
     jb = jnp.from_dlpack(back)
     assert jb.dtype == jnp.bfloat16 and jb.unsafe_buffer_pointer() == back.data_ptr()
     assert bool((jb == jnp.arange(1024, dtype=jnp.bfloat16)).all())
+    torch = pytest.importorskip("torch")
+    tt = torch.from_dlpack(x)
+    print(f"[ray] torch.from_dlpack of the object: {tt.data_ptr():#x}")
+    assert tt.data_ptr() == x.data_ptr()  # torch views it too: no copy
+    assert int(tt[12345]) == 12345 and tt.dtype == torch.uint16
+    tb = torch.from_dlpack(back)
+    assert tb.dtype == torch.bfloat16 and tb.data_ptr() == back.data_ptr()
+    assert torch.equal(tb, torch.arange(1024, dtype=torch.bfloat16))
 
 
 def test_object_made_on_one_node_read_on_the_other(ray_cluster):

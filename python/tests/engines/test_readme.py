@@ -1,5 +1,5 @@
 """python/README.md's Ray example ("Past one machine"), run as a user pastes it: in a fresh
-interpreter of the engines venv (its own `ray.init()`), its printed value compared with the one
+interpreter of the peers' venv (its own `ray.init()`), its printed value compared with the one
 the README shows."""
 
 import pathlib
