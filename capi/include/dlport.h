@@ -727,7 +727,8 @@ int dlport_import(void *managed,
 // `dl_device_id` 0); a device id is non-negative, and 0 for `kDLCPU`
 // (`DLPORT_ERR_INVALID_DEVICE` otherwise); `copy` is a `DlportCopy`. A legacy consumer never
 // receives a READ_ONLY or padded sub-byte tensor by reference: it gets a compact copy, or
-// with `DLPORT_COPY_NEVER` the error `DLPORT_ERR_COPY_REQUIRED` naming the flag.
+// with `DLPORT_COPY_NEVER` the error `DLPORT_ERR_COPY_REQUIRED` naming the flag. The same as
+// `dlport_export_stream` with `stream` NULL (`__dlpack__(stream=None)`).
 //
 // Ownership: `tensor` stays the caller's. On success `*managed_out` is a new managed tensor
 // the caller (or its consumer) releases once, through its deleter or `dlport_release`; it
@@ -743,6 +744,33 @@ int dlport_export(const DlportTensor *tensor,
                   int32_t copy,
                   void **managed_out,
                   int *versioned_out);
+
+// As `dlport_export`, and the consumer's stream waits for the tensor's pending work (the
+// DLPack stream hand-off, through the backend that holds the export, as every door's export
+// does). `stream` is NULL for `__dlpack__(stream=None)`, else points to the value a consumer
+// passes as `stream`, read by DLPack's rules for the exported device's type: for `kDLCUDA`
+// NULL or 1 is the legacy default stream, 2 the per-thread default stream, a larger value a
+// `cudaStream_t`, -1 no synchronisation and 0 an error; for `kDLROCM` NULL or 0 is the
+// default stream and 1 and 2 are errors; host memory takes NULL or -1 only. A value the rules
+// refuse is `DLPORT_ERR_INVALID_STREAM`, before anything is exported.
+//
+// Ownership: `tensor` and `stream` stay the caller's. On success `*managed_out` is a new
+// managed tensor the caller (or its consumer) releases once, through its deleter or
+// `dlport_release`; it stays valid after `dlport_tensor_free(tensor)`. On error nothing is
+// written.
+//
+// # Safety
+// `tensor` is a live handle; `stream` is NULL or readable; `managed_out` and `versioned_out`
+// are writable.
+int dlport_export_stream(const DlportTensor *tensor,
+                         int32_t max_version_major,
+                         int32_t max_version_minor,
+                         int32_t dl_device_type,
+                         int32_t dl_device_id,
+                         int32_t copy,
+                         const int64_t *stream,
+                         void **managed_out,
+                         int *versioned_out);
 
 // CONSUMING. Converts legacy <-> versioned without a copy; the original is released once, when
 // the result is. A versioned tensor with READ_ONLY or IS_SUBBYTE_TYPE_PADDED is refused for
@@ -777,7 +805,9 @@ int dlport_host_view(void *managed,
 // CONSUMING. Copies any host-accessible tensor (strided, negative, broadcast) into a new
 // compact, 64-byte-aligned one with IS_COPIED; with `DLPORT_COPY_IF_NEEDED` a tensor that is
 // already compact and aligned is passed through without a copy, and with `DLPORT_COPY_NEVER`
-// a tensor that would need one is an error.
+// a tensor that would need one is an error. The compaction is the registry's, as
+// `dlport_tensor_compact`'s: the tensor is imported as a view (device memory is brought to
+// the host, as a compact copy), compacted, and exported.
 //
 // Ownership: takes `managed` on every path (on error it has been released). On success `*out`
 // is a new managed tensor the caller releases once.
@@ -804,6 +834,28 @@ int dlport_alloc(const char *backend,
                  const int64_t *shape,
                  int32_t ndim,
                  DlportTensor **out);
+
+// A row-major compact tensor with `tensor`'s elements, on its device: the registry's
+// compaction (`Registry::compact`, which `dlport_compact` uses too).
+// `alignment` is the first element's alignment in bytes (0: 64 in host-accessible memory,
+// none on a device; else a power of two up to 2^30, `DLPORT_ERR_INVALID_OPTION` otherwise);
+// `copy` is a `DlportCopy`: with `DLPORT_COPY_IF_NEEDED` a tensor that is already row-major,
+// packed and aligned comes back as a new handle onto the same memory, otherwise as a copy with
+// IS_COPIED; with `DLPORT_COPY_NEVER` a tensor that needs a copy is
+// `DLPORT_ERR_COPY_REQUIRED`. `max_alloc_bytes` (0: none of its own) lowers the allocation
+// limit for the copy, never raises it (`DLPORT_ERR_ALLOCATION_LIMIT`, before anything is
+// allocated).
+//
+// Ownership: `tensor` stays the caller's. On success `*out` is a new handle the caller frees
+// with `dlport_tensor_free`; on error nothing is allocated or written.
+//
+// # Safety
+// `tensor` is a live handle; `out` writable.
+int dlport_tensor_compact(const DlportTensor *tensor,
+                          uint64_t alignment,
+                          int32_t copy,
+                          uint64_t max_alloc_bytes,
+                          DlportTensor **out);
 
 // Describes a backend tensor as JSON: the keys of `dlport_describe`, plus `"backend"`
 // (string: the backend's name), `"users"` (integer: the other live uses of its buffer) and

@@ -1,7 +1,8 @@
 //! The options of an import and an export, as the array API names them: the [`CopyPolicy`],
 //! [`ImportOptions`] (`from_dlpack(x, device=, copy=)` plus the consumer's
-//! [`ViewRequirements`]) and [`ExportOptions`] (`__dlpack__(max_version=, dl_device=, copy=)`);
-//! and the [`Decision`] a registry makes from an import's options, before doing it.
+//! [`ViewRequirements`]), [`ExportOptions`] (`__dlpack__(stream=, max_version=, dl_device=,
+//! copy=)`) and [`CompactOptions`] ([`Registry::compact`](crate::Registry::compact)); and the
+//! [`Decision`] a registry makes from an import's options, before doing it.
 
 use crate::abi::DLPackVersion;
 use crate::device::Device;
@@ -112,7 +113,7 @@ pub struct ImportOptions {
     pub max_alloc: Option<u64>,
 }
 
-/// How to export: the array-API `__dlpack__(max_version=, dl_device=, copy=)`.
+/// How to export: the array-API `__dlpack__(stream=, max_version=, dl_device=, copy=)`.
 ///
 /// The two forms are spelt out: [`versioned`](Self::versioned) (a `DLManagedTensorVersioned`,
 /// DLPack 1.3, what every 1.x consumer takes) and [`legacy`](Self::legacy) (a
@@ -145,6 +146,16 @@ pub struct ExportOptions {
     /// It lowers the limit in force, never raises it: the lowest of this, the registry's and
     /// the process's ([`set_alloc_limit`](crate::set_alloc_limit)) holds.
     pub max_alloc: Option<u64>,
+    /// The consumer's stream, as `__dlpack__(stream=)` gives it (`None` is Python's `None`),
+    /// read by DLPack's rules for the exported device's type
+    /// ([`StreamRequest::parse`](crate::backend::StreamRequest::parse): for CUDA `None` or 1
+    /// is the legacy default stream, 2 the per-thread one, -1 no synchronisation, 0 refused;
+    /// host memory takes only `None` or -1). The export makes that stream wait for the
+    /// tensor's pending work through its backend
+    /// ([`Registry::stream_hand_off`](crate::Registry::stream_hand_off)); an invalid value is
+    /// [`DispatchError::InvalidStream`](crate::error::DispatchError::InvalidStream), before
+    /// anything is exported.
+    pub stream: Option<i64>,
 }
 
 impl Default for ExportOptions {
@@ -163,6 +174,7 @@ impl ExportOptions {
             dl_device: None,
             copy: CopyPolicy::IfNeeded,
             max_alloc: None,
+            stream: None,
         }
     }
 
@@ -175,8 +187,46 @@ impl ExportOptions {
             dl_device: None,
             copy: CopyPolicy::IfNeeded,
             max_alloc: None,
+            stream: None,
         }
     }
+}
+
+/// How to compact ([`Registry::compact`](crate::Registry::compact)): the alignment of the first
+/// element, the copy policy and the allocation limit of the call. The default is a 64-byte
+/// alignment in host memory ([`CPU_ALIGN`](crate::backend::CPU_ALIGN); none on a device), a
+/// copy only if needed and the registry's limit.
+///
+/// # Examples
+///
+/// ```
+/// use dlport_core::backend::CompactOptions;
+/// use dlport_core::{ExportBuilder, ImportOptions, Registry, from_dlpack};
+///
+/// // A transposed tensor: its compact form is a row-major copy.
+/// let t = ExportBuilder::from_vec(vec![1u8, 2, 3, 4, 5, 6], &[3, 2]).strides(&[1, 3]).build()?;
+/// let t = from_dlpack(t, &ImportOptions::default())?;
+/// let compact = Registry::process_default().compact(&t, &CompactOptions::default())?;
+/// assert!(compact.is_copied() && compact.contiguity().is_row_major());
+/// assert_eq!(compact.to_vec::<u8>()?, [1, 4, 2, 5, 3, 6]);
+/// # Ok::<(), dlport_core::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompactOptions {
+    /// The alignment of the first element in bytes: a power of two up to [`MAX_ALIGNMENT`]
+    /// ([`check_alignment`]). `None`: [`CPU_ALIGN`](crate::backend::CPU_ALIGN) in
+    /// host-accessible memory, 1 on a device (only host copies are re-aligned; a device copy
+    /// that misses it is
+    /// [`DispatchError::InvalidOption`](crate::error::DispatchError::InvalidOption)).
+    pub alignment: Option<usize>,
+    /// The copy policy: `IfNeeded` gives the tensor itself when it is already row-major,
+    /// packed and aligned; `Always` copies anyway; `Never` refuses a tensor that needs a copy
+    /// ([`DispatchError::CopyRequired`](crate::error::DispatchError::CopyRequired) saying why).
+    pub copy: CopyPolicy,
+    /// The most bytes the copy may allocate (`None`: the registry's limit). It lowers the limit
+    /// in force, never raises it: the lowest of this, the registry's and the process's
+    /// ([`set_alloc_limit`](crate::set_alloc_limit)) holds.
+    pub max_alloc: Option<u64>,
 }
 
 /// What a registry decided for an import, before doing it

@@ -291,9 +291,9 @@ fn all_reached_errors() -> Vec<Error> {
         .unwrap();
     {
         let _reading = t.view().unwrap();
-        errors.push(dlport_core::backend::release_ownership(&t, true, Device::cpu()).unwrap_err());
+        errors.push(t.release_ownership(true, Device::cpu()).unwrap_err());
     }
-    let released = dlport_core::backend::release_ownership(&t, true, Device::cpu()).unwrap();
+    let released = t.release_ownership(true, Device::cpu()).unwrap();
     errors.push(t.view().err().unwrap());
     drop(released);
     errors.push(

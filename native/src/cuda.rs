@@ -21,6 +21,9 @@ use dlport_core::{DataType, Device, Error, ManagedTensor, Tensor, TensorRef};
 /// The backend's name.
 pub const NAME: &str = crate::names::CUDA;
 
+/// CUDA's legacy default stream handle (`CU_STREAM_LEGACY`).
+const LEGACY_DEFAULT_STREAM: usize = 1;
+
 /// Turns a driver error into a dlport error naming the call.
 pub fn driver_error(operation: &'static str, e: DriverError) -> Error {
     use sys::CUresult as R;
@@ -307,7 +310,10 @@ impl CudaBackend {
     }
 
     /// The stream hand-off of the DLPack protocol: the producer records an event on its stream
-    /// and the consumer's stream waits on it. `NoSync` does nothing.
+    /// and the consumer's stream waits on it. `NoSync` does nothing, and neither does a
+    /// consumer on the producer's own stream (its work is ordered already). The registry's
+    /// exports reach it as [`Backend::stream_hand_off`], with the legacy default stream as
+    /// the producer unless the caller names one.
     pub fn hand_off(
         &self,
         device: Device,
@@ -317,7 +323,11 @@ impl CudaBackend {
         let Some(consumer) = consumer.cuda_handle() else {
             return Ok(());
         };
-        let ctx = context(self.ordinal(device)?)?;
+        let ordinal = self.ordinal(device)?;
+        if consumer == producer {
+            return Ok(());
+        }
+        let ctx = context(ordinal)?;
         bind(&ctx)?;
         let event = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
             .map_err(|e| driver_error("cuEventCreate", e))?;
@@ -441,6 +451,18 @@ impl Backend for CudaBackend {
             DeviceType::CUDA_MANAGED => true,
             _ => false,
         }
+    }
+
+    /// [`CudaBackend::hand_off`] from `producer`, or from the legacy default stream, which
+    /// dlport's own device work (synchronous) and its imports (made with `stream=None`) are
+    /// ordered before.
+    fn stream_hand_off(
+        &self,
+        memory: Device,
+        producer: Option<usize>,
+        consumer: StreamRequest,
+    ) -> Result<(), Error> {
+        self.hand_off(memory, producer.unwrap_or(LEGACY_DEFAULT_STREAM), consumer)
     }
 
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {

@@ -5,7 +5,7 @@ use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
 
 use dlport_core::abi::DLPackVersion;
-use dlport_core::backend::{DeviceField, LayoutNeed, ViewRequirements};
+use dlport_core::backend::{CPU_ALIGN, CompactOptions, DeviceField};
 use dlport_core::{CopyPolicy, Device, ExportOptions, ImportOptions, ManagedTensor};
 
 use crate::cabi::DlportCopy;
@@ -91,7 +91,8 @@ pub unsafe extern "C" fn dlport_import(
 /// `dl_device_id` 0); a device id is non-negative, and 0 for `kDLCPU`
 /// (`DLPORT_ERR_INVALID_DEVICE` otherwise); `copy` is a `DlportCopy`. A legacy consumer never
 /// receives a READ_ONLY or padded sub-byte tensor by reference: it gets a compact copy, or
-/// with `DLPORT_COPY_NEVER` the error `DLPORT_ERR_COPY_REQUIRED` naming the flag.
+/// with `DLPORT_COPY_NEVER` the error `DLPORT_ERR_COPY_REQUIRED` naming the flag. The same as
+/// `dlport_export_stream` with `stream` NULL (`__dlpack__(stream=None)`).
 ///
 /// Ownership: `tensor` stays the caller's. On success `*managed_out` is a new managed tensor
 /// the caller (or its consumer) releases once, through its deleter or `dlport_release`; it
@@ -111,35 +112,107 @@ pub unsafe extern "C" fn dlport_export(
     versioned_out: *mut c_int,
 ) -> c_int {
     entry(|| {
-        // SAFETY: a live handle (contract).
-        let t = unsafe { tensor.as_ref() }.ok_or_else(|| arg("tensor is NULL"))?;
-        let out = out_ptr(managed_out, "managed_out")?;
-        let vout = out_ptr(versioned_out, "versioned_out")?;
-        let max_version = (max_version_major >= 0)
-            .then(|| DLPackVersion::new(max_version_major as u32, max_version_minor.max(0) as u32));
-        if max_version_major >= 0 && max_version_minor < 0 {
-            return Err(arg(format!(
-                "max_version_minor = {max_version_minor} is negative: pass 0 or more"
-            )));
-        }
-        let opts = ExportOptions {
-            max_version,
-            dl_device: device_arg(
-                dl_device_type,
-                dl_device_id,
-                DeviceField::DlDevice,
-                ("dl_device_type", "dl_device_id"),
-            )?,
-            copy: copy_arg(copy)?,
-            max_alloc: None,
+        let args = ExportArgs {
+            max_version: (max_version_major, max_version_minor),
+            dl_device: (dl_device_type, dl_device_id),
+            copy,
+            stream: None,
         };
-        let m = registry().to_dlpack(&t.0, &opts)?;
-        let versioned = m.is_versioned();
-        give(m, versioned, out)?;
-        // SAFETY: writable (contract).
-        unsafe { vout.as_ptr().write(c_int::from(versioned)) };
-        Ok(())
+        // SAFETY: forwarded contract.
+        unsafe { export(tensor, args, managed_out, versioned_out) }
     })
+}
+
+/// As `dlport_export`, and the consumer's stream waits for the tensor's pending work (the
+/// DLPack stream hand-off, through the backend that holds the export, as every door's export
+/// does). `stream` is NULL for `__dlpack__(stream=None)`, else points to the value a consumer
+/// passes as `stream`, read by DLPack's rules for the exported device's type: for `kDLCUDA`
+/// NULL or 1 is the legacy default stream, 2 the per-thread default stream, a larger value a
+/// `cudaStream_t`, -1 no synchronisation and 0 an error; for `kDLROCM` NULL or 0 is the
+/// default stream and 1 and 2 are errors; host memory takes NULL or -1 only. A value the rules
+/// refuse is `DLPORT_ERR_INVALID_STREAM`, before anything is exported.
+///
+/// Ownership: `tensor` and `stream` stay the caller's. On success `*managed_out` is a new
+/// managed tensor the caller (or its consumer) releases once, through its deleter or
+/// `dlport_release`; it stays valid after `dlport_tensor_free(tensor)`. On error nothing is
+/// written.
+///
+/// # Safety
+/// `tensor` is a live handle; `stream` is NULL or readable; `managed_out` and `versioned_out`
+/// are writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_export_stream(
+    tensor: *const DlportTensor,
+    max_version_major: i32,
+    max_version_minor: i32,
+    dl_device_type: i32,
+    dl_device_id: i32,
+    copy: i32,
+    stream: *const i64,
+    managed_out: *mut *mut c_void,
+    versioned_out: *mut c_int,
+) -> c_int {
+    entry(|| {
+        let args = ExportArgs {
+            max_version: (max_version_major, max_version_minor),
+            dl_device: (dl_device_type, dl_device_id),
+            copy,
+            // SAFETY: NULL or readable (contract).
+            stream: unsafe { stream.as_ref() }.copied(),
+        };
+        // SAFETY: forwarded contract.
+        unsafe { export(tensor, args, managed_out, versioned_out) }
+    })
+}
+
+/// The arguments of `dlport_export` and `dlport_export_stream`, as C gives them.
+struct ExportArgs {
+    max_version: (i32, i32),
+    dl_device: (i32, i32),
+    copy: i32,
+    stream: Option<i64>,
+}
+
+/// The export of `dlport_export` and `dlport_export_stream`: the arguments decoded into
+/// `ExportOptions`, then the registry's `to_dlpack` (which makes the stream hand-off).
+///
+/// # Safety
+/// As `dlport_export_stream`.
+unsafe fn export(
+    tensor: *const DlportTensor,
+    args: ExportArgs,
+    managed_out: *mut *mut c_void,
+    versioned_out: *mut c_int,
+) -> Result<(), Failure> {
+    // SAFETY: a live handle (contract).
+    let t = unsafe { tensor.as_ref() }.ok_or_else(|| arg("tensor is NULL"))?;
+    let out = out_ptr(managed_out, "managed_out")?;
+    let vout = out_ptr(versioned_out, "versioned_out")?;
+    let (major, minor) = args.max_version;
+    let max_version = (major >= 0).then(|| DLPackVersion::new(major as u32, minor.max(0) as u32));
+    if major >= 0 && minor < 0 {
+        return Err(arg(format!(
+            "max_version_minor = {minor} is negative: pass 0 or more"
+        )));
+    }
+    let opts = ExportOptions {
+        max_version,
+        dl_device: device_arg(
+            args.dl_device.0,
+            args.dl_device.1,
+            DeviceField::DlDevice,
+            ("dl_device_type", "dl_device_id"),
+        )?,
+        copy: copy_arg(args.copy)?,
+        stream: args.stream,
+        ..ExportOptions::versioned()
+    };
+    let m = registry().to_dlpack(&t.0, &opts)?;
+    let versioned = m.is_versioned();
+    give(m, versioned, out)?;
+    // SAFETY: writable (contract).
+    unsafe { vout.as_ptr().write(c_int::from(versioned)) };
+    Ok(())
 }
 
 /// CONSUMING. Converts legacy <-> versioned without a copy; the original is released once, when
@@ -185,6 +258,7 @@ pub(crate) fn pass_through(
             dl_device,
             copy,
             max_alloc: import.max_alloc,
+            stream: None,
         },
     )?;
     give(exported, to_versioned != 0, out)
@@ -239,7 +313,9 @@ pub unsafe extern "C" fn dlport_host_view(
 /// CONSUMING. Copies any host-accessible tensor (strided, negative, broadcast) into a new
 /// compact, 64-byte-aligned one with IS_COPIED; with `DLPORT_COPY_IF_NEEDED` a tensor that is
 /// already compact and aligned is passed through without a copy, and with `DLPORT_COPY_NEVER`
-/// a tensor that would need one is an error.
+/// a tensor that would need one is an error. The compaction is the registry's, as
+/// `dlport_tensor_compact`'s: the tensor is imported as a view (device memory is brought to
+/// the host, as a compact copy), compacted, and exported.
 ///
 /// Ownership: takes `managed` on every path (on error it has been released). On success `*out`
 /// is a new managed tensor the caller releases once.
@@ -258,16 +334,41 @@ pub unsafe extern "C" fn dlport_compact(
         // SAFETY: forwarded contract.
         let m = unsafe { take(managed, versioned) }?;
         let out = out_ptr(out, "out")?;
-        let opts = ImportOptions {
+        let copy = copy_arg(copy)?;
+        // A view where the host reaches the memory; device memory comes to the host as a
+        // compact copy (refused with DLPORT_COPY_NEVER), which is then compact already.
+        let import = ImportOptions {
             device: Some(Device::cpu()),
-            advertised: None,
-            copy: copy_arg(copy)?,
-            requirements: Some(ViewRequirements {
-                layout: LayoutNeed::RowMajor,
-                alignment: dlport_core::backend::CPU_ALIGN,
-            }),
-            max_alloc: None,
+            copy: match copy {
+                CopyPolicy::Never => CopyPolicy::Never,
+                _ => CopyPolicy::IfNeeded,
+            },
+            ..ImportOptions::default()
         };
-        pass_through(m, &opts, None, CopyPolicy::IfNeeded, to_versioned, out)
+        let r = registry();
+        let imported_copy = r.decide(&m.view(), &import)?.copies;
+        let t = r.from_dlpack(m, &import)?;
+        let compact = r.compact(
+            &t,
+            &CompactOptions {
+                alignment: Some(CPU_ALIGN),
+                copy: if imported_copy {
+                    CopyPolicy::IfNeeded
+                } else {
+                    copy
+                },
+                max_alloc: None,
+            },
+        )?;
+        drop(t);
+        let max_version = (to_versioned != 0).then_some(DLPackVersion::CURRENT);
+        let exported = r.to_dlpack(
+            &compact,
+            &ExportOptions {
+                max_version,
+                ..ExportOptions::versioned()
+            },
+        )?;
+        give(exported, to_versioned != 0, out)
     })
 }

@@ -3,11 +3,11 @@
 use std::ffi::{CStr, c_char, c_int, c_void};
 
 use dlport_core::abi::{DLTensor, DeviceType};
-use dlport_core::backend::DeviceField;
+use dlport_core::backend::{CompactOptions, DeviceField, check_alignment};
 use dlport_core::error::LayoutError;
 use dlport_core::{DataType, Device, Error, Tensor};
 
-use super::args::{c_string, out_ptr, registry, to_json};
+use super::args::{c_string, copy_arg, max_alloc_arg, out_ptr, registry, to_json};
 use super::library::Description;
 use super::status::{arg, entry};
 
@@ -81,6 +81,49 @@ pub unsafe extern "C" fn dlport_alloc(
         let t = b.allocate(device, dtype, shape)?;
         // SAFETY: writable (contract).
         unsafe { out.as_ptr().write(Box::into_raw(Box::new(DlportTensor(t)))) };
+        Ok(())
+    })
+}
+
+/// A row-major compact tensor with `tensor`'s elements, on its device: the registry's
+/// compaction (`Registry::compact`, which `dlport_compact` uses too).
+/// `alignment` is the first element's alignment in bytes (0: 64 in host-accessible memory,
+/// none on a device; else a power of two up to 2^30, `DLPORT_ERR_INVALID_OPTION` otherwise);
+/// `copy` is a `DlportCopy`: with `DLPORT_COPY_IF_NEEDED` a tensor that is already row-major,
+/// packed and aligned comes back as a new handle onto the same memory, otherwise as a copy with
+/// IS_COPIED; with `DLPORT_COPY_NEVER` a tensor that needs a copy is
+/// `DLPORT_ERR_COPY_REQUIRED`. `max_alloc_bytes` (0: none of its own) lowers the allocation
+/// limit for the copy, never raises it (`DLPORT_ERR_ALLOCATION_LIMIT`, before anything is
+/// allocated).
+///
+/// Ownership: `tensor` stays the caller's. On success `*out` is a new handle the caller frees
+/// with `dlport_tensor_free`; on error nothing is allocated or written.
+///
+/// # Safety
+/// `tensor` is a live handle; `out` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlport_tensor_compact(
+    tensor: *const DlportTensor,
+    alignment: u64,
+    copy: i32,
+    max_alloc_bytes: u64,
+    out: *mut *mut DlportTensor,
+) -> c_int {
+    entry(|| {
+        // SAFETY: a live handle (contract).
+        let t = unsafe { tensor.as_ref() }.ok_or_else(|| arg("tensor is NULL"))?;
+        let out = out_ptr(out, "out")?;
+        let options = CompactOptions {
+            alignment: match alignment {
+                0 => None,
+                a => Some(check_alignment(a)?),
+            },
+            copy: copy_arg(copy)?,
+            max_alloc: max_alloc_arg(max_alloc_bytes),
+        };
+        let c = registry().compact(&t.0, &options)?;
+        // SAFETY: writable (contract).
+        unsafe { out.as_ptr().write(Box::into_raw(Box::new(DlportTensor(c)))) };
         Ok(())
     })
 }

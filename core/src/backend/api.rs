@@ -3,7 +3,7 @@
 use alloc::sync::Arc;
 
 use crate::abi::DeviceType;
-use crate::device::Device;
+use crate::device::{Device, StreamRequest};
 use crate::dtype::DataType;
 use crate::error::{BackendError, CopyReason, DispatchError, Error};
 use crate::managed::ManagedTensor;
@@ -44,9 +44,12 @@ pub const fn platform_id(name: &str) -> u64 {
 /// [`release_ownership`](Self::release_ownership) hands the buffer over instead; later use of
 /// it through the backend's handles is an error, never undefined behaviour.
 ///
+/// A backend with streams makes a consumer's stream wait for a tensor's pending work
+/// ([`stream_hand_off`](Self::stream_hand_off)), which the registry's export asks for.
+///
 /// Only [`name`](Self::name), [`device_types`](Self::device_types) and
 /// [`can_access`](Self::can_access) are required; the rest have working defaults built on
-/// [`Tensor`].
+/// [`Tensor`] (and, for the hand-off, on work that is done when a call returns).
 pub trait Backend: Send + Sync + 'static {
     /// A short, stable name: `"cpu"`, `"cuda"`, `"cuda_host"`, `"webgpu"`, or a plugin's own.
     fn name(&self) -> &'static str;
@@ -121,6 +124,32 @@ pub trait Backend: Send + Sync + 'static {
         as_device: Device,
     ) -> Result<ManagedTensor, Error> {
         tensor.release_ownership(versioned, exported_device(self, as_device))
+    }
+
+    /// The DLPack stream hand-off, which `__dlpack__(stream=)` asks of a producer: makes the
+    /// consumer's stream wait for the work pending on memory of `memory` (a device in this
+    /// backend's numbering), so that the consumer reads a tensor only after it is written.
+    ///
+    /// `producer` is the stream that work is queued on, as this backend's own handle; `None`
+    /// is the stream this backend orders its own work and its imports on (CUDA: the legacy
+    /// default stream). `consumer` is the consumer's stream, parsed by DLPack's rules for the
+    /// device type ([`StreamRequest::parse`]). The registry calls it after every export whose
+    /// request is not [`StreamRequest::NoSync`]
+    /// ([`Registry::to_dlpack`](crate::Registry::to_dlpack) with
+    /// [`ExportOptions::stream`](crate::ExportOptions::stream),
+    /// [`Registry::stream_hand_off`](crate::Registry::stream_hand_off)).
+    ///
+    /// The default does nothing: right for a backend whose work is done when its calls return
+    /// (the CPU, a plugin without streams). A backend with streams orders them here (the CUDA
+    /// backend records an event on `producer` and makes `consumer` wait on it).
+    fn stream_hand_off(
+        &self,
+        memory: Device,
+        producer: Option<usize>,
+        consumer: StreamRequest,
+    ) -> Result<(), Error> {
+        let _ = (memory, producer, consumer);
+        Ok(())
     }
 
     /// Allocates a compact tensor (zeroed where the backend can) on `device`.

@@ -28,16 +28,22 @@
 //!    [`TensorRef::copy_to_compact`](crate::TensorRef::copy_to_compact) fills it, in memory of
 //!    the backend's own or an [`AlignedBuffer`]. Check what you allocate for a copy against the
 //!    allocation limit first ([`check_alloc`]).
-//! 4. **Import and export.** The defaults are usually right:
-//!    - [`view_external`]: a DLPack tensor becomes a [`Tensor`](crate::Tensor) viewing its memory
-//!      (XLA's *view of external memory*); the producer's deleter runs when the last user lets
-//!      go.
-//!    - [`acquire_external`]: a DLPack tensor that keeps the buffer alive by a counted
-//!      reference (XLA's *external reference*).
-//!    - [`release_ownership`]: hands the memory itself to the consumer; later use of the
-//!      backend's handles is
+//! 4. **Import and export.** The trait's defaults are usually right; each is one method of
+//!    [`Tensor`](crate::Tensor), which an override calls once it has done its own work:
+//!    - [`Backend::view_external`]: a DLPack tensor becomes a [`Tensor`](crate::Tensor)
+//!      viewing its memory (XLA's *view of external memory*); the producer's deleter runs when
+//!      the last user lets go.
+//!    - [`Backend::acquire_external`] ([`Tensor::acquire_external`](crate::Tensor::acquire_external)):
+//!      a DLPack tensor that keeps the buffer alive by a counted reference (XLA's *external
+//!      reference*).
+//!    - [`Backend::release_ownership`]
+//!      ([`Tensor::release_ownership`](crate::Tensor::release_ownership)): hands the memory
+//!      itself to the consumer; later use of the backend's handles is
 //!      [`AccessError::BufferReleased`](crate::error::AccessError::BufferReleased),
 //!      never a dangling read.
+//!    - [`Backend::stream_hand_off`]: a backend with streams makes the consumer's stream wait
+//!      for a tensor's pending work (`__dlpack__(stream=)`); the default does nothing, right
+//!      for a backend whose work is done when its calls return.
 //! 5. **Register.** `registry.register(Arc::new(MyBackend))?` on a registry of your own, or
 //!    build the process default with it before the first use
 //!    ([`Registry::install_default`](crate::Registry::install_default)).
@@ -55,15 +61,14 @@
 //!   advertised) and [`StreamRequest`] (the `__dlpack__` stream argument).
 //! - Ownership: [`Access`] (who else may touch a tensor's memory) and [`TensorStorage`].
 //! - The registry's plan of an import, [`Decision`]
-//!   ([`Registry::decide`](crate::Registry::decide)), and the largest alignment an import may
-//!   ask for, [`MAX_ALIGNMENT`].
+//!   ([`Registry::decide`](crate::Registry::decide)), the options of a compaction,
+//!   [`CompactOptions`] ([`Registry::compact`](crate::Registry::compact)), and the largest
+//!   alignment an import or a compaction may ask for, [`MAX_ALIGNMENT`].
 
 #[cfg(feature = "alloc")]
 mod api;
 #[cfg(feature = "alloc")]
 mod cpu;
-#[cfg(feature = "alloc")]
-mod external;
 
 pub use crate::access::Access;
 #[cfg(feature = "alloc")]
@@ -76,12 +81,12 @@ pub use crate::device::{DeviceField, MemoryClass, StreamRequest, reconcile_devic
 pub use crate::export::host_address;
 pub use crate::limit::{check_alloc, set_default_alloc_limit};
 #[cfg(feature = "alloc")]
-pub use crate::options::{Decision, LayoutNeed, MAX_ALIGNMENT, ViewRequirements, check_alignment};
+pub use crate::options::{
+    CompactOptions, Decision, LayoutNeed, MAX_ALIGNMENT, ViewRequirements, check_alignment,
+};
 #[cfg(feature = "alloc")]
 pub use crate::storage::TensorStorage;
 #[cfg(feature = "alloc")]
 pub use api::{Backend, BackendRef, platform_id};
 #[cfg(feature = "alloc")]
 pub use cpu::CpuBackend;
-#[cfg(feature = "alloc")]
-pub use external::{acquire_external, release_ownership, view_external};

@@ -1,17 +1,20 @@
 //! The [`Registry`] of backends: resolution of a device to its backend, the [`Decision`] of
-//! an import (view or copy, made once), and the two entry points [`Registry::from_dlpack`] and
-//! [`Registry::to_dlpack`]. The process-wide default registry is in [`default`].
+//! an import (view or copy, made once), the two entry points [`Registry::from_dlpack`] and
+//! [`Registry::to_dlpack`] (with the stream hand-off of an export,
+//! [`Registry::stream_hand_off`]). Compaction ([`Registry::compact`]) is in [`compact`]; the
+//! process-wide default registry is in [`default`].
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+mod compact;
 mod default;
 
 pub use default::{from_dlpack, to_dlpack};
 
 use crate::abi::RawManaged;
 use crate::backend::{BackendRef, CpuBackend};
-use crate::device::{Device, DeviceField, reconcile_device};
+use crate::device::{Device, DeviceField, StreamRequest, reconcile_device};
 use crate::error::{
     AccessError, BackendError, BackendNames, CopyReason, DispatchError, Error, OptionRule,
 };
@@ -373,9 +376,34 @@ impl Registry {
         })
     }
 
+    /// The DLPack stream hand-off for memory on `device`: `device`'s backend makes the
+    /// consumer's stream wait for the work queued on `producer` (a stream of that backend;
+    /// `None`: the one it orders its own work and imports on), through
+    /// [`Backend::stream_hand_off`](crate::backend::Backend::stream_hand_off).
+    /// [`StreamRequest::NoSync`] does nothing. Every export with a stream
+    /// ([`to_dlpack`](Self::to_dlpack), [`ExportOptions::stream`]) goes through it, and so does
+    /// an export made outside the registry of memory one of its backends serves (a `CudaSlice`
+    /// exported by `dlport-native`). A device no backend serves or reaches is
+    /// [`DispatchError::NoBackend`].
+    pub fn stream_hand_off(
+        &self,
+        device: Device,
+        producer: Option<usize>,
+        consumer: StreamRequest,
+    ) -> Result<(), Error> {
+        if consumer == StreamRequest::NoSync {
+            return Ok(());
+        }
+        self.resolve(device)?
+            .stream_hand_off(device, producer, consumer)
+    }
+
     /// Exports a backend tensor, following `__dlpack__`: legacy or versioned from
     /// `max_version`; a copy when `dl_device` differs (host-accessible memory is shown to a
-    /// `cpu` consumer without one) or `copy` is Always; an external reference otherwise.
+    /// `cpu` consumer without one) or `copy` is Always; an external reference otherwise. Then
+    /// the consumer's `stream` waits for the tensor's pending work, through the backend that
+    /// holds the export ([`stream_hand_off`](Self::stream_hand_off)); an invalid `stream` is
+    /// refused before anything is exported.
     pub fn to_dlpack(
         &self,
         tensor: &Tensor,
@@ -387,6 +415,7 @@ impl Registry {
             Some(d) => d.check(DeviceField::DlDevice)?,
             None => own,
         };
+        let consumer = StreamRequest::parse(options.stream, wanted.device_type)?;
         // The backend that holds it, else the one serving its device (borrowed: no count).
         let backend = match self.get(tensor.backend()) {
             Some(b) => b,
@@ -403,7 +432,12 @@ impl Registry {
             crate::export::legacy_representable(tensor.flags()).err()
         };
         if relabel && options.copy != CopyPolicy::Always && unrepresentable.is_none() {
-            return backend.acquire_external(tensor, versioned, wanted);
+            let exported = backend.acquire_external(tensor, versioned, wanted)?;
+            if consumer != StreamRequest::NoSync {
+                // On error the export drops here: released, never handed out.
+                backend.stream_hand_off(wanted, None, consumer)?;
+            }
+            return Ok(exported);
         }
         if options.copy == CopyPolicy::Never {
             let reason = match unrepresentable {
@@ -432,6 +466,10 @@ impl Registry {
             Some(b) => b,
             None => self.resolve(wanted)?,
         };
-        holder.release_ownership(&copy, versioned, wanted)
+        let exported = holder.release_ownership(&copy, versioned, wanted)?;
+        if consumer != StreamRequest::NoSync {
+            holder.stream_hand_off(copy.device(), None, consumer)?;
+        }
+        Ok(exported)
     }
 }

@@ -379,7 +379,7 @@ impl Backend for PluginBackend {
         as_device: Device,
     ) -> Result<ManagedTensor, Error> {
         let dev = Device::new(as_device.device_type, self.export_id(as_device.device_id)?);
-        dlport_core::backend::release_ownership(tensor, versioned, dev)
+        tensor.release_ownership(versioned, dev)
     }
 
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {

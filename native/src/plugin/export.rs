@@ -68,7 +68,7 @@ impl PluginBackend {
     ) -> Result<ManagedTensor, Error> {
         self.wait(tensor.device())?;
         let dev = Device::new(as_device.device_type, self.export_id(as_device.device_id)?);
-        let inner = dlport_core::backend::acquire_external(tensor, versioned, dev)?;
+        let inner = tensor.acquire_external(versioned, dev)?;
         let Some(acquire) = self.cb.acquire else {
             return Ok(inner);
         };

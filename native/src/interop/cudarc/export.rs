@@ -8,7 +8,7 @@ use dlport_core::dtype::Element;
 use dlport_core::error::DispatchError;
 use dlport_core::{Device, Error, ExportBuilder, ManagedTensor};
 
-use crate::cuda::{CudaBackend, NAME};
+use crate::cuda::NAME;
 
 /// A `CudaSlice` owned by an export: the [`TensorStorage`] behind [`export_builder`]. Dropping
 /// it (the export's deleter) drops the slice, which frees the memory on the slice's stream.
@@ -75,10 +75,14 @@ pub fn export_builder<T: Element>(
 
 /// Exports `slice` as a compact `kDLCUDA` tensor of `shape`, without a copy, after ordering
 /// the slice's stream before the consumer's (`consumer` is what the consumer passed as
-/// `stream` to `__dlpack__`, parsed by `StreamRequest::parse`; `NoSync` orders nothing).
+/// `stream` to `__dlpack__`, parsed by `StreamRequest::parse`; `NoSync` orders nothing). The
+/// hand-off is the registry's, as every export's: `Registry::stream_hand_off` on the default
+/// registry ([`install_or_default`](crate::install_or_default)), whose CUDA backend makes the
+/// consumer's stream wait for the slice's.
 ///
-/// Errors: a shape the slice does not hold (`LayoutError::StorageTooSmall`); the driver's
-/// errors from the hand-off (`BackendError::Failed`, naming the call).
+/// Errors: a shape the slice does not hold (`LayoutError::StorageTooSmall`); a default
+/// registry without a CUDA backend (`DispatchError::NoBackend`: another default was installed
+/// first); the driver's errors from the hand-off (`BackendError::Failed`, naming the call).
 pub fn export<T: Element>(
     slice: CudaSlice<T>,
     shape: &[i64],
@@ -87,6 +91,11 @@ pub fn export<T: Element>(
     let producer = slice.stream().cu_stream() as usize;
     let builder = export_builder(slice, shape)?;
     let tensor = builder.build()?;
-    CudaBackend::new()?.hand_off(tensor.view().device(), producer, consumer)?;
+    // On error the export drops here: the slice is freed, never handed out.
+    crate::install_or_default().stream_hand_off(
+        tensor.view().device(),
+        Some(producer),
+        consumer,
+    )?;
     Ok(tensor)
 }
