@@ -243,3 +243,26 @@ def test_a_producer_claiming_kdlopencl_over_host_memory_is_refused_not_a_crash(l
     # Refused before any view or copy was made: nothing to release.
     for k in ["views_created", "copies_to_host", "refs_acquired", "allocations"]:
         assert after[k] == before[k], (k, before, after)
+
+
+def test_pickling_a_plugin_tensor_needs_permission_to_copy(lib):
+    # A plugin device is device memory: pickling sends host bytes, so it is refused unless the
+    # caller allows one copy to the host for the block (the CUDA case is test_cuda.py's).
+    import pickle
+
+    before = counts(lib)
+    x = ClBuffer(lib, 3.0, 32)
+    view = dlport.from_dlpack(x)
+    assert view.device == "opencl:0"
+    for protocol in (2, 5):
+        with pytest.raises(BufferError, match=r"dlport.pickling\(device_copy=True\)"):
+            pickle.dumps(view, protocol=protocol)
+    assert counts(lib)["copies_to_host"] == before["copies_to_host"], "a refusal copies nothing"
+    with dlport.pickling(device_copy=True):
+        s = pickle.dumps(view, protocol=5)
+    assert counts(lib)["copies_to_host"] == before["copies_to_host"] + 1
+    u = pickle.loads(s)
+    assert u.device == "cpu" and u.origin == "opencl:0" and u.dtype == "float32"
+    np.testing.assert_array_equal(np.from_dlpack(u), 3.0 + np.arange(32, dtype=np.float32))
+    del u, s, view, x
+    assert_all_released(lib, before)
