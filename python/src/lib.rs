@@ -21,16 +21,17 @@ mod limit;
 mod plugin;
 mod share;
 
+use dlport_pyo3::PyTensor;
 #[cfg(feature = "bench")]
-use dlport_pyo3::exchange;
-use dlport_pyo3::{adapter, args, capsule, errors, import, tensor};
+use dlport_pyo3::internal::exchange;
+use dlport_pyo3::internal::{adapter, args, capsule, errors, import, pjrt};
 use pyo3::prelude::*;
 
 /// The extension module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<PyTensor>()?;
     m.add_function(wrap_pyfunction!(import::from_dlpack, m)?)?;
     m.add_class::<share::PyShared>()?;
     m.add_function(wrap_pyfunction!(share::share, m)?)?;
@@ -38,7 +39,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(about::_about, m)?)?;
     m.add_function(wrap_pyfunction!(import::_route, m)?)?;
     plugin::add(m)?;
-    dlport_pyo3::pjrt::add(m)?;
+    pjrt::add(m)?;
     limit::add(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(

@@ -3,7 +3,7 @@
 //! binding only translates: core decides the limit in force, the lowest of a call's
 //! `max_alloc`, the registry's and this one.
 
-use dlport_pyo3::{adapter, errors};
+use dlport_pyo3::internal::{adapter, errors};
 use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 

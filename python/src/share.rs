@@ -14,12 +14,12 @@
 
 use pyo3::prelude::*;
 
+use crate::PyTensor;
 use crate::adapter::Failure;
 #[cfg(unix)]
 use crate::adapter::Kind;
 #[cfg(unix)]
 use crate::import;
-use crate::tensor::PyTensor;
 
 /// A tensor ready for another process: its descriptor and the fds that travel with it. The fds
 /// close when it is garbage-collected; the memory lives while any process maps it.
@@ -124,17 +124,17 @@ mod imp {
     ) -> PyResult<PyShared> {
         let py = x.py();
         let t = tensor_of(x)?;
-        let held = t.get().held();
+        let tensor = t.get().tensor();
         // A copy into the memfd can be large: let other threads run meanwhile.
-        let inner = py.detach(|| io::share(held, copy, read_only))?;
+        let inner = py.detach(|| io::share(tensor, copy, read_only))?;
         Ok(PyShared { inner })
     }
 
     pub(super) fn open_shared(descriptor: &[u8], fds: Vec<RawFd>) -> PyResult<PyTensor> {
         let d = Descriptor::from_bytes(descriptor).map_err(|e| argument_error(e.into()))?;
         let borrowed = borrow_fds(&fds)?;
-        let held = io::open_shared(&d, &borrowed).map_err(argument_error)?;
-        Ok(PyTensor::new(held, None))
+        let tensor = io::open_shared(&d, &borrowed).map_err(argument_error)?;
+        Ok(PyTensor::new(tensor, None))
     }
 
     impl PyShared {
@@ -160,8 +160,8 @@ mod imp {
 
         pub(super) fn open_here(&self) -> PyResult<PyTensor> {
             let fds: Vec<BorrowedFd<'_>> = self.inner.fds().iter().map(AsFd::as_fd).collect();
-            let held = io::open_shared(self.inner.descriptor(), &fds).map_err(argument_error)?;
-            Ok(PyTensor::new(held, None))
+            let tensor = io::open_shared(self.inner.descriptor(), &fds).map_err(argument_error)?;
+            Ok(PyTensor::new(tensor, None))
         }
 
         pub(super) fn send_to(&self, sock: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -361,23 +361,23 @@ impl PyShared {
 /// The two calls of dlport-native's `share` the package makes, over the registry's tensors.
 #[cfg(unix)]
 mod io {
-    use dlport_core::{CopyPolicy, ExportOptions, ImportOptions};
+    use dlport_core::{CopyPolicy, ExportOptions, ImportOptions, Tensor};
 
-    use crate::adapter::{self, Failure, Held};
+    use crate::adapter::{self, Failure};
 
-    /// Shares a held tensor with other processes (dlport-native's `share`): host memory through a
+    /// Shares a tensor with other processes (dlport-native's `share`): host memory through a
     /// sealed memfd (dlport's own memfds, such as an opened tensor's, without a copy; anything else
     /// copied into a new one as the array-API `copy` allows), CUDA memory through CUDA IPC. The
     /// tensor is exported as a reference first, so its memory lives as long as the share needs it.
     pub fn share(
-        t: &Held,
+        t: &Tensor,
         copy: Option<bool>,
         read_only: bool,
     ) -> Result<dlport_native::share::Shared, Failure> {
         let exported = adapter::registry().to_dlpack(
-            t.tensor(),
+            t,
             &ExportOptions {
-                dl_device: Some(t.tensor().device()),
+                dl_device: Some(t.device()),
                 ..ExportOptions::versioned()
             },
         )?;
@@ -394,14 +394,12 @@ mod io {
     pub fn open_shared(
         descriptor: &dlport_native::share::Descriptor,
         fds: &[std::os::fd::BorrowedFd<'_>],
-    ) -> Result<Held, Failure> {
+    ) -> Result<Tensor, Failure> {
         let opened = dlport_native::share::open(descriptor, fds)?;
         let options = ImportOptions {
             copy: CopyPolicy::Never,
             ..ImportOptions::default()
         };
-        Ok(Held::from_tensor(
-            adapter::registry().from_dlpack(opened, &options)?,
-        ))
+        Ok(adapter::registry().from_dlpack(opened, &options)?)
     }
 }

@@ -134,13 +134,12 @@ unsafe fn fill(
     }
     // SAFETY: a live instance (contract), borrowed for the call.
     let any = unsafe { Borrowed::from_ptr(py, obj) };
-    let t = any.cast::<PyTensor>()?.get();
-    let h = t.held();
-    let Some(address) = h.host_address() else {
+    let h = any.cast::<PyTensor>()?.get().tensor();
+    let Some(address) = h.first_element_address() else {
         return Err(buffer_error(format!(
             "the tensor is in {} memory, which the buffer protocol cannot reach: copy it to the \
              host with dlport.from_dlpack(t, device=\"cpu\")",
-            h.memory()
+            h.device()
         )));
     };
     if flags & PY_BUF_WRITABLE != 0 && h.is_read_only() {
@@ -154,14 +153,15 @@ unsafe fn fill(
             "dtype {dtype} has no buffer-protocol format: use DLPack instead (numpy.from_dlpack(t))"
         ))
     })?;
-    let c_ok = h.is_row_major();
+    let contiguity = h.contiguity();
+    let c_ok = contiguity.is_row_major();
     let strided = flags & PY_BUF_STRIDES == PY_BUF_STRIDES;
     let need = if !strided || flags & PY_BUF_C_CONTIGUOUS == PY_BUF_C_CONTIGUOUS {
         Some(("C-contiguous", c_ok))
     } else if flags & PY_BUF_F_CONTIGUOUS == PY_BUF_F_CONTIGUOUS {
-        Some(("Fortran-contiguous", h.is_column_major()))
+        Some(("Fortran-contiguous", contiguity.is_column_major()))
     } else if flags & PY_BUF_ANY_CONTIGUOUS == PY_BUF_ANY_CONTIGUOUS {
-        Some(("contiguous", c_ok || h.is_column_major()))
+        Some(("contiguous", c_ok || contiguity.is_column_major()))
     } else {
         None
     };

@@ -4,8 +4,8 @@
 use dlport_core::{Device, ImportOptions, Tensor};
 use pyo3::prelude::*;
 
-use crate::adapter::Held;
-use crate::{PyTensor, import};
+use crate::import;
+use crate::tensor::PyTensor;
 
 /// A tensor from any DLPack producer, held by dlport — and, returned from an extension
 /// function, a `dlport.Tensor` for Python.
@@ -66,9 +66,9 @@ impl DLPackTensor {
     /// }
     /// ```
     pub fn extract_with(obj: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<Self> {
-        crate::ready(obj.py())?;
-        import::take(obj, options, |held| {
-            let object = Bound::new(obj.py(), PyTensor::new(held, options.device))?;
+        crate::ready::ready(obj.py())?;
+        import::take(obj, options, |tensor| {
+            let object = Bound::new(obj.py(), PyTensor::new(tensor, options.device))?;
             Ok(Self(Inner::Object(object.unbind())))
         })
     }
@@ -91,7 +91,7 @@ impl DLPackTensor {
     pub fn into_tensor(self) -> Tensor {
         match self.0 {
             Inner::Object(object) => object.get().tensor().clone(),
-            Inner::Value(value) => value.into_held().into_tensor(),
+            Inner::Value(value) => value.into_tensor(),
         }
     }
 
@@ -106,10 +106,7 @@ impl From<Tensor> for DLPackTensor {
     /// A dlport tensor (made by `Tensor::from_vec`, a backend's `allocate`, or taken from
     /// another `DLPackTensor`) to return to Python.
     fn from(tensor: Tensor) -> Self {
-        Self(Inner::Value(Box::new(PyTensor::new(
-            Held::from_tensor(tensor),
-            None,
-        ))))
+        Self(Inner::Value(Box::new(PyTensor::new(tensor, None))))
     }
 }
 
@@ -128,7 +125,7 @@ impl<'py> IntoPyObject<'py> for DLPackTensor {
 
     #[inline]
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyTensor>> {
-        crate::ready(py)?;
+        crate::ready::ready(py)?;
         match self.0 {
             Inner::Object(object) => Ok(object.into_bound(py)),
             Inner::Value(value) => Bound::new(py, *value),

@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, Ordering};
 
 use dlport_core::abi::{
     DLManagedTensorVersioned, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DLPackExchangeAPI,
-    DLPackExchangeAPIHeader, DLPackSetError, DLPackVersion, DLTensor, DeviceType, RawManaged,
+    DLPackExchangeAPIHeader, DLPackSetError, DLPackVersion, DLTensor, DeviceType,
+    FLAG_IS_SUBBYTE_TYPE_PADDED, RawManaged,
 };
 use dlport_core::{CopyPolicy, ImportOptions};
 use pyo3::exceptions::{PyRuntimeError, PySystemError};
@@ -137,7 +138,7 @@ unsafe extern "C" fn to_py_object(
         let out = NonNull::new(out).ok_or_else(|| crate::errors::value_error("out is NULL"))?;
         // The class is prepared before its first instance (an extension's table can be asked
         // before the extension made a tensor itself); nothing is taken yet.
-        crate::ready(py)?;
+        crate::ready::ready(py)?;
         // SAFETY: a live tensor (contract); nothing is taken.
         let raw = unsafe { adapter::check_view(tensor) }.map_err(not_taken)?;
         let view_only = ImportOptions {
@@ -145,11 +146,12 @@ unsafe extern "C" fn to_py_object(
             ..ImportOptions::default()
         };
         // SAFETY: owned and handed over (contract); check_view showed it imports as a view.
-        let held = unsafe { adapter::import(raw, &view_only) }?;
+        let imported = unsafe { adapter::import(raw, &view_only) }?;
         // Were the object allocation to fail, this handle keeps the tensor alive for good: a
         // leak, never a deleter call the caller does not expect.
-        let keep = held.clone();
-        let obj = Py::new(py, PyTensor::new(held, None)).inspect_err(|_| std::mem::forget(keep))?;
+        let keep = imported.clone();
+        let obj =
+            Py::new(py, PyTensor::new(imported, None)).inspect_err(|_| std::mem::forget(keep))?;
         // SAFETY: writable (contract); the new reference goes to the caller.
         unsafe { out.as_ptr().write(obj.into_ptr().cast()) };
         Ok(())
@@ -180,8 +182,8 @@ unsafe extern "C" fn dltensor_from_py_object(py_obj: *mut c_void, out: *mut DLTe
         let out = NonNull::new(out).ok_or_else(|| crate::errors::value_error("out is NULL"))?;
         // SAFETY: forwarded contract.
         let t = unsafe { tensor_of(py, py_obj) }?;
-        let (h, device) = (t.get().held(), t.get().device());
-        if h.is_read_only() || h.is_subbyte_padded() {
+        let (h, device) = (t.get().tensor(), t.get().device());
+        if h.is_read_only() || h.flags() & FLAG_IS_SUBBYTE_TYPE_PADDED != 0 {
             return Err(buffer_error(
                 "the tensor is read-only or has padded sub-byte elements, which a bare DLTensor \
                  cannot say: take a managed tensor (managed_tensor_from_py_object_no_sync)",
@@ -197,7 +199,7 @@ unsafe extern "C" fn dltensor_from_py_object(py_obj: *mut c_void, out: *mut DLTe
             )
         };
         let lent = DLTensor {
-            data: h.data(),
+            data: h.buffer().ptr(),
             device,
             ndim: ndim as i32,
             dtype: h.dtype(),

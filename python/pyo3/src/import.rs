@@ -1,7 +1,7 @@
 //! `dlport.from_dlpack`: a tensor from any DLPack producer.
 
 use dlport_core::abi::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, DeviceType, RawManaged};
-use dlport_core::{CopyPolicy, Device, ImportOptions};
+use dlport_core::{CopyPolicy, Device, ImportOptions, Tensor};
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyException, PyMemoryError, PyTypeError};
 #[cfg(unix)]
 use pyo3::ffi;
@@ -15,7 +15,7 @@ use pyo3::types::PyString;
 #[cfg(unix)]
 use pyo3::types::PyTuple;
 
-use crate::adapter::{self, Held};
+use crate::adapter;
 use crate::args;
 use crate::capsule::{self, type_name};
 use crate::exchange;
@@ -76,19 +76,19 @@ pub fn from_dlpack<'py>(
         },
         ..ImportOptions::default()
     };
-    take(x, &options, |held| {
-        Bound::new(x.py(), PyTensor::new(held, target))
+    take(x, &options, |t| {
+        Bound::new(x.py(), PyTensor::new(t, target))
     })
 }
 
 /// Imports `x` as `from_dlpack` does, under core's `options` (their `advertised` is what the
-/// producer's `__dlpack_device__` says, when it was asked), handing the held tensor to `make`.
+/// producer's `__dlpack_device__` says, when it was asked), handing the tensor to `make`.
 /// `DLPackTensor`'s extraction and `from_dlpack` both take this one path.
 #[inline(always)]
 pub fn take<R>(
     x: &Bound<'_, PyAny>,
     options: &ImportOptions,
-    make: impl FnOnce(Held) -> PyResult<R>,
+    make: impl FnOnce(Tensor) -> PyResult<R>,
 ) -> PyResult<R> {
     let (raw, advertised) = produce(x)?;
     let options = ImportOptions {
@@ -96,10 +96,10 @@ pub fn take<R>(
         ..*options
     };
     // SAFETY: `raw` was just handed over by its producer and is owned by nobody else.
-    let held = unsafe { adapter::import(raw, &options) }?;
-    // The result is made here, where the held tensor is: a large value moved through fewer
-    // results on its way into it.
-    make(held)
+    let tensor = unsafe { adapter::import(raw, &options) }?;
+    // The result is made here, where the tensor is: a large value moved through fewer results
+    // on its way into it.
+    make(tensor)
 }
 
 /// The managed tensor of `x`, owned by the caller, and the device its producer advertised.

@@ -24,34 +24,71 @@
 //! `dlport.DLPackBufferError` (a `BufferError`) and its siblings when the package `dlport` is
 //! installed, the builtin classes otherwise, each naming the field and the value.
 //!
-//! The modules below [`DLPackTensor`] and [`PyTensor`] are the package's own rooms, public for
-//! the package (`python/src`) and hidden from these docs.
+//! The package's own rooms are private; what the package (`python/src`) calls of them is
+//! re-exported in one place, the hidden module `internal`, which is not part of this crate's
+//! API.
 #![deny(unsafe_op_in_unsafe_fn)]
 
-#[doc(hidden)]
-pub mod adapter;
-#[doc(hidden)]
-pub mod args;
+mod adapter;
+mod args;
 mod buffer;
-#[doc(hidden)]
-pub mod capsule;
+mod capsule;
 mod cpython;
 mod dlpack_tensor;
-#[doc(hidden)]
-pub mod errors;
-#[doc(hidden)]
-pub mod exchange;
-#[doc(hidden)]
-pub mod import;
+mod errors;
+mod exchange;
+mod import;
+mod methods;
 mod pickle;
-#[doc(hidden)]
-pub mod pjrt;
+mod pjrt;
 mod ready;
 mod reduce;
-#[doc(hidden)]
-pub mod tensor;
+mod tensor;
 
 pub use dlpack_tensor::DLPackTensor;
 pub use errors::error;
 pub use ready::ready;
 pub use tensor::PyTensor;
+
+/// What the Python package `dlport` (`python/src`, the crate `dlport-python`) calls of these
+/// rooms, and nothing else: the crate's only door to them beside the items above. Not part of
+/// this crate's API: it changes with the package, in any release.
+#[doc(hidden)]
+pub mod internal {
+    /// The registry and the errors' classes (`crate::adapter`).
+    pub mod adapter {
+        #[cfg(feature = "bench")]
+        pub use crate::adapter::validate_and_release;
+        pub use crate::adapter::{Failure, Kind, import, registry};
+    }
+
+    /// Keyword arguments (`crate::args`).
+    pub mod args {
+        pub use crate::args::{copy, flag};
+    }
+
+    /// Capsules and type names (`crate::capsule`).
+    pub mod capsule {
+        pub use crate::capsule::type_name;
+    }
+
+    /// The binding's own exceptions (`crate::errors`).
+    pub mod errors {
+        pub use crate::errors::{type_error, value_error};
+    }
+
+    /// The DLPack exchange API as a consumer (`crate::exchange`).
+    pub mod exchange {
+        pub use crate::exchange::{Route, route, take_from};
+    }
+
+    /// `dlport.from_dlpack` and `dlport._route` (`crate::import`).
+    pub mod import {
+        pub use crate::import::{_route, from_dlpack};
+    }
+
+    /// `dlport.pjrt`'s classes (`crate::pjrt`).
+    pub mod pjrt {
+        pub use crate::pjrt::add;
+    }
+}

@@ -38,13 +38,13 @@ use crate::tensor::PyTensor;
 pub fn reduce_ex<'py>(t: &Bound<'py, PyTensor>, protocol: i64) -> PyResult<Bound<'py, PyTuple>> {
     let py = t.py();
     let me = t.get();
-    let held = me.held();
-    let memory = held.memory();
+    let tensor = me.tensor();
+    let memory = tensor.device();
     let host = if memory.is_host_accessible() {
         // Row-major compact already: the same tensor; strided: one copy, here.
-        py.detach(|| adapter::compact(held, Some(1)))?
+        py.detach(|| adapter::compact(tensor, Some(1)))?
     } else if device_copy_allowed(py) {
-        py.detach(|| adapter::host_copy(held))?
+        py.detach(|| adapter::host_copy(tensor))?
     } else {
         return Err(buffer_error(format!(
             "a dlport.Tensor in {memory} memory is not pickled: pickling sends host bytes, and \
@@ -53,14 +53,13 @@ pub fn reduce_ex<'py>(t: &Bound<'py, PyTensor>, protocol: i64) -> PyResult<Bound
              dlport.from_dlpack(t, device=\"cpu\")"
         )));
     };
-    let (address, len) = host
-        .host_span()
+    let (address, len) = adapter::host_span(&host)
         .ok_or_else(|| buffer_error("the host copy of the tensor is not row-major compact"))?;
-    let read_only = held.is_read_only();
+    let read_only = tensor.is_read_only();
     let buffer: Bound<'py, PyAny> = if len == 0 {
         PyBytes::new(py, b"").into_any()
     } else if protocol >= 5 {
-        let bytes = Bound::new(py, PyTensor::new(host.host_bytes()?, None))?;
+        let bytes = Bound::new(py, PyTensor::new(adapter::host_bytes(&host)?, None))?;
         py.import("pickle")?
             .getattr("PickleBuffer")?
             .call1((bytes,))?
@@ -79,7 +78,7 @@ pub fn reduce_ex<'py>(t: &Bound<'py, PyTensor>, protocol: i64) -> PyResult<Bound
     if read_only {
         flags |= FLAG_READ_ONLY;
     }
-    if host.is_subbyte_padded() {
+    if host.flags() & FLAG_IS_SUBBYTE_TYPE_PADDED != 0 {
         flags |= FLAG_IS_SUBBYTE_TYPE_PADDED;
     }
     let origin = me.origin().unwrap_or(memory);
@@ -162,12 +161,12 @@ pub fn rebuild(buffer: &Bound<'_, PyAny>, fields: &Fields) -> PyResult<PyTensor>
         flags: fields.flags,
         memory: &fields.memory,
     };
-    let (held, origin) = adapter::rebuild(storage, &reduced).map_err(|f| Failure {
+    let (tensor, origin) = adapter::rebuild(storage, &reduced).map_err(|f| Failure {
         kind: Kind::Value,
         message: format!("unpickling a dlport.Tensor: {}", f.message),
         ..f
     })?;
-    Ok(PyTensor::new(held, None).with_origin(origin))
+    Ok(PyTensor::new(tensor, None).with_origin(origin))
 }
 
 /// A view of a Python object's buffer, released once, when dropped.

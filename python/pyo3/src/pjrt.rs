@@ -102,9 +102,9 @@ impl PyPjrtClient {
                 copy: CopyPolicy::Never,
                 ..ImportOptions::default()
             },
-            |held| {
+            |tensor| {
                 adapter::registry()
-                    .to_dlpack(held.tensor(), &ExportOptions::default())
+                    .to_dlpack(&tensor, &ExportOptions::default())
                     .map_err(|e| Failure::from(e).into())
             },
         )?;
