@@ -173,7 +173,7 @@ pub fn device(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Device>> {
 }
 
 /// `from_dlpack`'s `layout` and `align`: `None` each, `layout="compact"` (row-major compact) or
-/// `"any"`, `align` a power of two from 1 to 4096 bytes. Both absent: no requirement.
+/// `"any"`, `align` a power of two from 1 to 2^30 bytes (core's range). Both absent: no requirement.
 pub fn requirements(
     layout: Option<&Bound<'_, PyAny>>,
     align: Option<&Bound<'_, PyAny>>,
