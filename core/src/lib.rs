@@ -24,6 +24,8 @@ mod buffer;
 #[cfg(feature = "alloc")]
 mod copy;
 mod device;
+#[cfg(feature = "alloc")]
+mod dims;
 pub mod dtype;
 pub mod error;
 #[cfg(feature = "alloc")]
@@ -39,8 +41,6 @@ mod managed;
 mod options;
 #[cfg(feature = "alloc")]
 mod registry;
-#[cfg(feature = "alloc")]
-mod small;
 #[cfg(feature = "alloc")]
 mod storage;
 #[cfg(feature = "alloc")]

@@ -3,10 +3,12 @@
 //! [`Tensor::acquire_external`] exports a DLPack tensor that holds a counted use of the buffer
 //! (XLA's *external reference*); [`Tensor::release_ownership`] hands the memory itself to a
 //! consumer, after which every handle's access returns
-//! [`AccessError::BufferReleased`](crate::error::AccessError::BufferReleased).
+//! [`AccessError::BufferReleased`](crate::error::AccessError::BufferReleased). A backend makes
+//! one over its buffer with [`Tensor::builder`] (`builder.rs`).
+
+mod builder;
 
 use alloc::boxed::Box;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::ffi::c_void;
 
@@ -14,6 +16,7 @@ use crate::abi::{FLAG_IS_COPIED, FLAG_READ_ONLY};
 use crate::access::Access;
 use crate::buffer::{Buffer, SharedBuffer, Use};
 use crate::device::Device;
+use crate::dims::Dims;
 use crate::dtype::{DataType, Element};
 use crate::error::Error;
 use crate::export::{self, Form};
@@ -22,65 +25,7 @@ use crate::managed::ManagedTensor;
 use crate::storage::{ImportStorage, TensorStorage};
 use crate::view::TensorRef;
 
-/// A tensor's `shape` followed by its `strides`: inline up to [`Dims::INLINE`] dimensions, so
-/// that an import allocates nothing for them; shared beyond (a clone stays cheap). Not
-/// `export::Dims`, the export builder's scratch (8 inline, boxed beyond): these travel with
-/// every handle and every clone, so they stay small inline and are shared, not copied, beyond.
-#[derive(Clone)]
-enum Dims {
-    Inline {
-        ndim: u8,
-        buf: [i64; 2 * Dims::INLINE],
-    },
-    Shared(Arc<[i64]>),
-}
-
-impl Dims {
-    /// Dimensions kept inline: the tensors most programs exchange (up to 4-d, NCHW) fit.
-    const INLINE: usize = 4;
-
-    /// From a checked shape and its strides (as many).
-    fn new(shape: &[i64], strides: impl ExactSizeIterator<Item = i64>) -> Self {
-        let ndim = shape.len();
-        if ndim <= Self::INLINE {
-            let mut buf = [0; 2 * Self::INLINE];
-            // A fixed number of guarded stores: a copy of a length known only at run time is a
-            // call to `memcpy`, dearer than the one to four stores it makes here.
-            for (i, to) in buf[..Self::INLINE].iter_mut().enumerate() {
-                if let Some(&extent) = shape.get(i) {
-                    *to = extent;
-                }
-            }
-            for (to, from) in buf[ndim..2 * ndim].iter_mut().zip(strides) {
-                *to = from;
-            }
-            Self::Inline {
-                ndim: ndim as u8,
-                buf,
-            }
-        } else {
-            Self::Shared(shape.iter().copied().chain(strides).collect())
-        }
-    }
-
-    /// `shape` then `strides`.
-    fn all(&self) -> &[i64] {
-        match self {
-            Self::Inline { ndim, buf } => &buf[..2 * usize::from(*ndim)],
-            Self::Shared(all) => all,
-        }
-    }
-
-    fn shape(&self) -> &[i64] {
-        let all = self.all();
-        &all[..all.len() / 2]
-    }
-
-    fn strides(&self) -> &[i64] {
-        let all = self.all();
-        &all[all.len() / 2..]
-    }
-}
+pub use builder::TensorBuilder;
 
 /// A backend's tensor: a handle onto a [`Buffer`] plus shape, strides, dtype and offset.
 ///
@@ -127,54 +72,15 @@ impl core::fmt::Debug for Tensor {
 }
 
 impl Tensor {
-    /// A tensor over `buffer`, checked against the buffer's size: `byte_offset + span` must lie
-    /// inside it. `device` is the device as the backend numbers it (usually the buffer's).
-    pub fn new(
-        buffer: SharedBuffer,
-        backend: &'static str,
-        dtype: DataType,
-        shape: &[i64],
-        strides: Option<&[i64]>,
-        byte_offset: u64,
-        flags: u64,
-    ) -> Result<Self, Error> {
-        let (dims, layout) = export::checked_dims(
-            dtype,
-            shape,
-            strides,
-            byte_offset,
-            flags,
-            buffer.len() as u64,
-        )?;
-        let device = buffer.device();
-        Ok(Self {
-            buffer,
-            backend,
-            dtype,
-            dims: Dims::new(dims.shape(), dims.strides().iter().copied()),
-            byte_offset,
-            flags,
-            layout,
-            device,
-        })
-    }
-
     /// A compact row-major CPU tensor over `data`, without a copy (the CPU backend's tensor;
     /// the vector is freed when the last handle and the last DLPack reference are gone).
     /// `shape` must fit in `data`
     /// ([`LayoutError::DataTooShort`](crate::error::LayoutError::DataTooShort) otherwise,
     /// counted in elements).
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[i64]) -> Result<Self, Error> {
-        Self::new(
-            Buffer::new(Box::new(data)),
-            "cpu",
-            T::DTYPE,
-            shape,
-            None,
-            0,
-            0,
-        )
-        .map_err(|e| export::in_elements(e, size_of::<T>()))
+        Self::builder(Buffer::new(Box::new(data)), "cpu", T::DTYPE, shape)
+            .build()
+            .map_err(|e| export::in_elements(e, size_of::<T>()))
     }
 
     /// Imports a DLPack tensor as a view of its memory (no copy). The DLPack deleter runs when
@@ -419,7 +325,7 @@ impl Tensor {
             dtype: self.dtype,
             byte_offset: self.byte_offset,
             flags: self.flags,
-            dims: self.dims.all(),
+            dims: self.dims.as_slice(),
         }
     }
 }

@@ -291,22 +291,20 @@ impl CudaBackend {
     pub fn zeros(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         let bytes = compact_bytes(dtype, shape)?;
         let mem = DeviceMemory::new(self.ordinal(device)?, bytes)?;
-        Tensor::new(Buffer::new(Box::new(mem)), NAME, dtype, shape, None, 0, 0)
+        Tensor::builder(Buffer::new(Box::new(mem)), NAME, dtype, shape).build()
     }
 
     /// A zeroed CUDA-pinned host tensor (`cuda_host:0`).
     pub fn pinned_zeros(&self, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         let bytes = compact_bytes(dtype, shape)?;
         let mem = HostPinned::new(&context(0)?, bytes)?;
-        Tensor::new(
+        Tensor::builder(
             Buffer::new(Box::new(mem)),
             crate::names::PINNED,
             dtype,
             shape,
-            None,
-            0,
-            0,
         )
+        .build()
     }
 
     /// The stream hand-off of the DLPack protocol: the producer records an event on its stream
@@ -424,15 +422,14 @@ impl CudaBackend {
             .view()?
             .tensor_ref()
             .copy_to_compact(host.as_mut_slice())?;
-        Tensor::new(
+        Tensor::builder(
             Buffer::new(Box::new(host)),
             CpuBackend::NAME,
             src.dtype(),
             src.shape(),
-            None,
-            0,
-            FLAG_IS_COPIED,
         )
+        .flags(FLAG_IS_COPIED)
+        .build()
     }
 }
 

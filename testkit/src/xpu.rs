@@ -112,15 +112,7 @@ impl Backend for Xpu {
             device,
             freed: Arc::clone(&self.freed),
         };
-        Tensor::new(
-            Buffer::new(Box::new(memory)),
-            NAME,
-            dtype,
-            shape,
-            None,
-            0,
-            0,
-        )
+        Tensor::builder(Buffer::new(Box::new(memory)), NAME, dtype, shape).build()
     }
 
     /// Downloads to the CPU ("device" memory is host memory here); other pairs are not ours.

@@ -127,15 +127,14 @@ fn normalize_matches_the_cpu_reference_for_every_input_type() {
     .build()
     .unwrap();
     let g = b.gpu().upload(&host.view(), 0).unwrap();
-    let transposed = dlport_core::Tensor::new(
+    let transposed = dlport_core::Tensor::builder(
         g.buffer().clone(),
         "webgpu",
         DataType::FLOAT32,
         &[h * w, c as i64],
-        Some(&[1, h * w]),
-        0,
-        0,
     )
+    .strides(&[1, h * w])
+    .build()
     .unwrap();
     let out = b
         .gpu()
@@ -257,15 +256,14 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
             })),
         )
         .unwrap();
-    let t = dlport_core::Tensor::new(
+    let t = dlport_core::Tensor::builder(
         dlport_core::backend::Buffer::new(Box::new(storage)),
         "webgpu",
         DataType::FLOAT32,
         &[16, 3],
-        None,
-        16,
-        0,
     )
+    .byte_offset(16)
+    .build()
     .unwrap();
     assert_eq!(gpu.live_buffers(), live + 1);
     let back = b
@@ -358,15 +356,13 @@ fn adopted_buffers_are_read_in_place_and_released_once_through_their_callback() 
             })),
         )
         .unwrap();
-    let err = dlport_core::Tensor::new(
+    let err = dlport_core::Tensor::builder(
         dlport_core::backend::Buffer::new(Box::new(storage)),
         "webgpu",
         DataType::FLOAT32,
         &[17],
-        None,
-        0,
-        0,
     )
+    .build()
     .unwrap_err();
     assert!(
         matches!(

@@ -36,15 +36,7 @@ impl CpuBackend {
     pub fn zeros_aligned(dtype: DataType, shape: &[i64], align: usize) -> Result<Tensor, Error> {
         let bytes = compact_bytes(dtype, shape)?;
         let buf = AlignedBuffer::zeroed(bytes, align.max(CPU_ALIGN))?;
-        Tensor::new(
-            Buffer::new(Box::new(buf)),
-            Self::NAME,
-            dtype,
-            shape,
-            None,
-            0,
-            0,
-        )
+        Tensor::builder(Buffer::new(Box::new(buf)), Self::NAME, dtype, shape).build()
     }
 
     /// Copies any host-accessible tensor into a new compact, 64-byte-aligned one marked
@@ -55,15 +47,14 @@ impl CpuBackend {
     /// it asks a backend for a copy).
     pub(crate) fn compact(src: &TensorRef<'_>) -> Result<Tensor, Error> {
         let buf = compact_copy(src, Some(u64::MAX))?;
-        Tensor::new(
+        Tensor::builder(
             Buffer::new(Box::new(buf)),
             Self::NAME,
             src.dtype(),
             src.shape(),
-            None,
-            0,
-            FLAG_IS_COPIED,
         )
+        .flags(FLAG_IS_COPIED)
+        .build()
     }
 }
 

@@ -21,7 +21,7 @@
 //!    `translate_device_id` / `export_device_id` if your numbering differs from the producers'.
 //!    State what you need to view foreign memory in `view_requirements` (alignment, layout).
 //! 3. **Allocate and copy.** `allocate` makes a compact tensor over a [`Buffer`]
-//!    (`Tensor::new(Buffer::new(Box::new(storage)), name, dtype, shape, None, 0, 0)`); `copy`
+//!    (`Tensor::builder(Buffer::new(Box::new(storage)), name, dtype, shape).build()`); `copy`
 //!    moves a validated view to another device, or returns `Ok(None)` for a pair of devices you
 //!    do not handle (the registry then asks the other side). Host-side copies reuse the CPU
 //!    kernels: [`compact_bytes`] sizes the destination and
@@ -86,6 +86,8 @@ pub use crate::options::{
 };
 #[cfg(feature = "alloc")]
 pub use crate::storage::TensorStorage;
+#[cfg(feature = "alloc")]
+pub use crate::tensor::TensorBuilder;
 #[cfg(feature = "alloc")]
 pub use api::{Backend, BackendRef, platform_id};
 #[cfg(feature = "alloc")]

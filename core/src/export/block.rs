@@ -2,8 +2,6 @@
 //! shape and strides arrays (exactly as many values as the tensor needs, after the storage);
 //! `manager_ctx` points at the block and the deleter frees it at once.
 
-use alloc::boxed::Box;
-use alloc::vec::Vec;
 use core::alloc::Layout as AllocLayout;
 use core::ffi::c_void;
 use core::ptr::NonNull;
@@ -11,71 +9,7 @@ use core::ptr::NonNull;
 use crate::abi::{DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, RawManaged};
 use crate::device::Device;
 use crate::dtype::DataType;
-
 use crate::storage::TensorStorage;
-
-/// Shape followed by strides: inline up to [`Dims::INLINE`] dimensions (no allocation), on the
-/// heap beyond.
-#[derive(Clone, Debug)]
-pub(crate) enum Dims {
-    Inline {
-        ndim: u8,
-        buf: [i64; 2 * Dims::INLINE],
-    },
-    Heap(Box<[i64]>),
-}
-
-impl Dims {
-    /// Dimensions kept inline.
-    pub(crate) const INLINE: usize = 8;
-
-    /// `shape` followed by `ndim` zeroed strides.
-    pub(crate) fn with_shape(shape: &[i64]) -> Self {
-        let ndim = shape.len();
-        if ndim <= Self::INLINE {
-            let mut buf = [0i64; 2 * Self::INLINE];
-            buf[..ndim].copy_from_slice(shape);
-            Self::Inline {
-                ndim: ndim as u8,
-                buf,
-            }
-        } else {
-            let mut v = Vec::with_capacity(2 * ndim);
-            v.extend_from_slice(shape);
-            v.resize(2 * ndim, 0);
-            Self::Heap(v.into_boxed_slice())
-        }
-    }
-
-    pub(crate) fn ndim(&self) -> usize {
-        match self {
-            Self::Inline { ndim, .. } => usize::from(*ndim),
-            Self::Heap(b) => b.len() / 2,
-        }
-    }
-
-    pub(crate) fn as_slice(&self) -> &[i64] {
-        match self {
-            Self::Inline { ndim, buf } => &buf[..2 * usize::from(*ndim)],
-            Self::Heap(b) => b,
-        }
-    }
-
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [i64] {
-        match self {
-            Self::Inline { ndim, buf } => &mut buf[..2 * usize::from(*ndim)],
-            Self::Heap(b) => b,
-        }
-    }
-
-    pub(crate) fn shape(&self) -> &[i64] {
-        &self.as_slice()[..self.ndim()]
-    }
-
-    pub(crate) fn strides(&self) -> &[i64] {
-        &self.as_slice()[self.ndim()..]
-    }
-}
 
 /// Which struct to emit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,8 +14,8 @@ use crate::error::{AccessError, Error, Flag, LayoutError};
 use crate::layout;
 use crate::managed::ManagedTensor;
 
-use super::block::{Dims, Header, NewBlock, tensor_at};
-use crate::small::Small;
+use super::block::{Header, NewBlock, tensor_at};
+use crate::dims::Dims;
 use crate::storage::TensorStorage;
 
 /// Builds an exported tensor from owned storage: a DLPack tensor whose deleter drops the
@@ -36,7 +36,7 @@ use crate::storage::TensorStorage;
 /// assert!(t.is_read_only());
 /// # Ok::<(), dlport_core::Error>(())
 /// ```
-// The builder is over 200 bytes (two inline dimension lists). Its constructors (the adapters'
+// The builder is about 200 bytes (an inline list of dimensions). Its constructors (the adapters'
 // included), its plain setters and `build` are `#[inline]`: a builder returned from a call that
 // is not inlined goes through memory, and the caller's wide loads of what the callee has just
 // stored stall the export.
@@ -44,8 +44,12 @@ use crate::storage::TensorStorage;
 pub struct ExportBuilder<S: TensorStorage> {
     storage: S,
     dtype: DataType,
-    shape: Small<i64>,
-    strides: Option<Small<i64>>,
+    /// The shape, then the strides the caller set (zeros until then).
+    dims: Dims,
+    /// How many strides the caller set (`None`: compact row-major, written by the build); the
+    /// values are in `dims` when they are as many as the axes, a `StridesLength` error
+    /// otherwise.
+    strides: Option<usize>,
     byte_offset: u64,
     flags: u64,
     /// The size of the vector's element for [`from_vec`](ExportBuilder::from_vec), so that
@@ -67,23 +71,19 @@ impl<S: TensorStorage> ExportBuilder<S> {
     /// Exports `storage` as `dtype` with `shape`. The storage's size is checked at build time.
     #[inline]
     pub fn new(storage: S, dtype: DataType, shape: &[i64]) -> Self {
-        Self::with_dims(storage, dtype, Small::from_slice(shape), None)
+        Self::with_dims(storage, dtype, Dims::with_shape(shape), false)
     }
 
-    /// As [`new`](Self::new) with [`strides`](Self::strides), for the adapters: the shape and
-    /// strides they collected from their container, taken without another copy.
+    /// As [`new`](Self::new), and [`strides`](Self::strides) when `strides` is set, for the
+    /// adapters: the shape and strides they collected from their container, taken without
+    /// another copy.
     #[inline]
-    pub(crate) fn with_dims(
-        storage: S,
-        dtype: DataType,
-        shape: Small<i64>,
-        strides: Option<Small<i64>>,
-    ) -> Self {
+    pub(crate) fn with_dims(storage: S, dtype: DataType, dims: Dims, strides: bool) -> Self {
         Self {
             storage,
             dtype,
-            shape,
-            strides,
+            strides: strides.then(|| dims.ndim()),
+            dims,
             byte_offset: 0,
             flags: 0,
             elem_size: 0,
@@ -94,7 +94,11 @@ impl<S: TensorStorage> ExportBuilder<S> {
     /// DLPack 1.2+ requires).
     #[inline]
     pub fn strides(mut self, strides: &[i64]) -> Self {
-        self.strides = Some(Small::from_slice(strides));
+        let to = self.dims.strides_mut();
+        if to.len() == strides.len() {
+            to.copy_from_slice(strides);
+        }
+        self.strides = Some(strides.len());
         self
     }
 
@@ -152,8 +156,8 @@ impl<S: TensorStorage> ExportBuilder<S> {
                 reason: "fp4 conventions convert only compact, packed tensors",
             }));
         }
-        let axis = self.shape.as_slice().len().saturating_sub(1);
-        let last = self.shape.as_mut_slice().last_mut();
+        let axis = self.dims.ndim().saturating_sub(1);
+        let last = self.dims.shape_mut().last_mut();
         match (current, convention, last) {
             (a, b, _) if a == b => {}
             (Fp4Convention::Packed, Fp4Convention::X2, Some(extent)) if *extent % 2 == 0 => {
@@ -204,7 +208,7 @@ impl<S: TensorStorage> ExportBuilder<S> {
         let Self {
             storage,
             dtype,
-            shape,
+            dims,
             strides,
             byte_offset,
             mut flags,
@@ -219,18 +223,22 @@ impl<S: TensorStorage> ExportBuilder<S> {
         }
         let device = storage.device().check(crate::device::DeviceField::Tensor)?;
         let available = storage.byte_len() as u64;
-        let shape = shape.as_slice();
-        let ndim = shape.len();
+        let (shape, ndim) = (dims.shape(), dims.ndim());
         if ndim > layout::MAX_NDIM {
             return Err(ndim_out_of_range(ndim));
         }
+        let strides = match strides {
+            None => None,
+            Some(len) if len == ndim => Some(dims.strides()),
+            Some(len) => return Err(strides_length(len, ndim)),
+        };
         let block = NewBlock::<H, S>::new(2 * ndim);
-        let dims = block.dims();
+        let values = block.dims();
         // SAFETY: the block holds 2 × ndim values: the shape, then the strides, whose half is
         // handed out as uninitialised values.
         let stride_half = unsafe {
-            core::ptr::copy_nonoverlapping(shape.as_ptr(), dims, ndim);
-            core::slice::from_raw_parts_mut(dims.add(ndim).cast::<MaybeUninit<i64>>(), ndim)
+            core::ptr::copy_nonoverlapping(shape.as_ptr(), values, ndim);
+            core::slice::from_raw_parts_mut(values.add(ndim).cast::<MaybeUninit<i64>>(), ndim)
         };
         let fast = match strides {
             None => layout::compact_fast(dtype, shape, stride_half, flags)
@@ -243,7 +251,7 @@ impl<S: TensorStorage> ExportBuilder<S> {
                 let checked = strides_slow(
                     dtype,
                     shape,
-                    strides.as_ref().map(Small::as_slice),
+                    strides,
                     stride_half,
                     byte_offset,
                     flags,
@@ -303,6 +311,12 @@ fn ndim_out_of_range(ndim: usize) -> Error {
     Error::Layout(LayoutError::NdimOutOfRange { ndim: ndim as i64 })
 }
 
+#[cold]
+#[inline(never)]
+fn strides_length(strides: usize, ndim: usize) -> Error {
+    Error::Layout(LayoutError::StridesLength { strides, ndim })
+}
+
 /// `byte_offset + span` lies inside `available` bytes (what [`check_storage`] accepts).
 #[inline(always)]
 fn storage_fits(checked: layout::Layout, byte_offset: u64, available: u64) -> bool {
@@ -330,12 +344,6 @@ fn strides_slow(
     // SAFETY: every value was just initialised.
     let out = unsafe { &mut *(out as *mut [MaybeUninit<i64>] as *mut [i64]) };
     match strides {
-        Some(s) if s.len() != shape.len() => {
-            return Err(Error::Layout(LayoutError::StridesLength {
-                strides: s.len(),
-                ndim: shape.len(),
-            }));
-        }
         Some(s) => out.copy_from_slice(s),
         None => layout::compact_row_major(shape, out)?,
     }
@@ -378,7 +386,9 @@ pub(crate) fn legacy_representable(flags: u64) -> Result<(), Error> {
 }
 
 /// Shape followed by strides (compact row-major when `strides` is `None`), validated as a
-/// DLPack 1.3 tensor with `flags` and checked to lie inside `available` bytes of storage.
+/// DLPack 1.3 tensor with `flags` and checked to lie inside `available` bytes of storage: the
+/// dimensions a [`Tensor`](crate::Tensor) keeps, filled in place (the strides written next to
+/// the shape, the whole moved into the tensor, never copied into another list).
 pub(crate) fn checked_dims(
     dtype: DataType,
     shape: &[i64],
@@ -387,44 +397,21 @@ pub(crate) fn checked_dims(
     flags: u64,
     available: u64,
 ) -> Result<(Dims, layout::Layout), Error> {
-    layout::check_ndim(shape.len() as i64)?;
-    let mut dims = Dims::with_shape(shape);
-    let layout = checked_dims_in_place(dtype, &mut dims, strides, byte_offset, flags, available)?;
-    Ok((dims, layout))
-}
-
-/// As [`checked_dims`], filling the stride half of `dims` in place (no 136-byte moves of the
-/// dimensions on the export path).
-pub(crate) fn checked_dims_in_place(
-    dtype: DataType,
-    dims: &mut Dims,
-    strides: Option<&[i64]>,
-    byte_offset: u64,
-    flags: u64,
-    available: u64,
-) -> Result<layout::Layout, Error> {
-    let ndim = layout::check_ndim(dims.ndim() as i64)?;
+    let ndim = layout::check_ndim(shape.len() as i64)?;
+    if let Some(s) = strides.filter(|s| s.len() != ndim) {
+        return Err(strides_length(s.len(), ndim));
+    }
+    let mut dims = Dims::new(shape, strides.into_iter().flatten().copied());
     if strides.is_none() {
-        let (sh, st) = dims.as_mut_slice().split_at_mut(ndim);
+        let (sh, st) = dims.split_mut();
         // SAFETY: `compact_fast` writes only initialised values.
         let st = unsafe { &mut *(st as *mut [i64] as *mut [MaybeUninit<i64>]) };
         if let Some(checked) = layout::compact_fast(dtype, sh, st, flags) {
             check_storage(checked, byte_offset, available)?;
-            return Ok(checked);
+            return Ok((dims, checked));
         }
-    }
-    {
-        let (sh, st) = dims.as_mut_slice().split_at_mut(ndim);
-        match strides {
-            Some(s) if s.len() != ndim => {
-                return Err(Error::Layout(LayoutError::StridesLength {
-                    strides: s.len(),
-                    ndim,
-                }));
-            }
-            Some(s) => st.copy_from_slice(s),
-            None => layout::compact_row_major(sh, st)?,
-        }
+        let (sh, st) = dims.split_mut();
+        layout::compact_row_major(sh, st)?;
     }
     let checked = layout::validate_metadata(
         dtype,
@@ -434,7 +421,7 @@ pub(crate) fn checked_dims_in_place(
         flags,
     )?;
     check_storage(checked, byte_offset, available)?;
-    Ok(checked)
+    Ok((dims, checked))
 }
 
 /// A [`StorageTooSmall`](LayoutError::StorageTooSmall) of a typed vector, recounted in the

@@ -218,3 +218,48 @@ fn exports_of_every_rank_and_stride_kind_are_what_import_validates() {
     assert_eq!(revalidate(&t), t.view().layout());
     assert_eq!(t.view().get::<i32>(&[1, 2]).unwrap(), Some(5));
 }
+
+#[test]
+fn strides_are_written_beside_the_shape_inline_and_on_the_heap() {
+    // Reversed (Fortran-order) strides, at every rank up to past the inline count.
+    for ndim in [
+        1usize,
+        4,
+        crate::dims::Dims::INLINE,
+        crate::dims::Dims::INLINE + 3,
+    ] {
+        let shape: Vec<i64> = (0..ndim).map(|a| 1 + (a as i64 % 3)).collect();
+        let mut strides = vec![0i64; ndim];
+        let mut reach = 1;
+        for (s, &e) in strides.iter_mut().zip(&shape) {
+            *s = reach;
+            reach *= e;
+        }
+        let t = ExportBuilder::from_vec(vec![0u8; reach as usize], &shape)
+            .strides(&strides)
+            .build()
+            .unwrap();
+        assert_eq!(revalidate(&t), t.view().layout(), "{ndim}");
+        assert_eq!(t.view().shape(), &shape[..]);
+        assert_eq!(t.view().raw_strides(), Some(&strides[..]));
+    }
+    // Strides that are not as many as the axes are refused, naming both counts; the last
+    // strides set are the ones that count.
+    let e = ExportBuilder::from_vec(vec![0u8; 6], &[2, 3])
+        .strides(&[3, 1, 1])
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        e,
+        Error::Layout(LayoutError::StridesLength {
+            strides: 3,
+            ndim: 2
+        })
+    );
+    let t = ExportBuilder::from_vec(vec![0u8; 6], &[2, 3])
+        .strides(&[3])
+        .strides(&[1, 2])
+        .build()
+        .unwrap();
+    assert_eq!(t.view().raw_strides(), Some(&[1, 2][..]));
+}

@@ -2,14 +2,14 @@
 //! (all off by default). The table on the [crate's front page](crate#adapters) says what each
 //! one produces and consumes and whether data moves.
 
+#[cfg(feature = "ndarray")]
+mod absolute;
 #[cfg(feature = "burn")]
 #[cfg_attr(docsrs, doc(cfg(feature = "burn")))]
 pub mod burn;
 #[cfg(feature = "candle")]
 #[cfg_attr(docsrs, doc(cfg(feature = "candle")))]
 pub mod candle;
-#[cfg(feature = "ndarray")]
-mod dims;
 #[cfg(feature = "image")]
 #[cfg_attr(docsrs, doc(cfg(feature = "image")))]
 pub mod image;

@@ -337,15 +337,14 @@ impl Registry {
         crate::limit::check_alloc(2 * bytes as u128, Some(limit))?;
         let view = copied.view()?;
         let buf = crate::copy::compact_copy_aligned(&view.tensor_ref(), alignment, Some(u64::MAX))?;
-        let realigned = Tensor::new(
+        let realigned = Tensor::builder(
             super::buffer::Buffer::new(alloc::boxed::Box::new(buf)),
             copied.backend(),
             copied.dtype(),
             copied.shape(),
-            None,
-            0,
-            copied.flags(),
-        )?;
+        )
+        .flags(copied.flags())
+        .build()?;
         Ok(realigned.with_device(copied.device()))
     }
 

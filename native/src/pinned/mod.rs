@@ -152,7 +152,7 @@ impl PinnedBackend {
     pub fn zeros(&self, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         let bytes = compact_bytes(dtype, shape)?;
         let storage = self.alloc_bytes(bytes)?;
-        Tensor::new(Buffer::new(storage), Self::NAME, dtype, shape, None, 0, 0)
+        Tensor::builder(Buffer::new(storage), Self::NAME, dtype, shape).build()
     }
 }
 

@@ -119,14 +119,9 @@ impl Backend for PjrtBackend {
             len: info.span as usize,
             device: memory,
         };
-        Tensor::new(
-            Buffer::new(Box::new(held)),
-            self.name,
-            dtype,
-            &shape,
-            Some(&info.strides),
-            0,
-            flags,
-        )
+        Tensor::builder(Buffer::new(Box::new(held)), self.name, dtype, &shape)
+            .strides(&info.strides)
+            .flags(flags)
+            .build()
     }
 }

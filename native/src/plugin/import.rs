@@ -110,15 +110,11 @@ impl PluginBackend {
             plugin,
         };
         // On error the storage drops: view_destroy, then the producer's deleter, once each.
-        Tensor::new(
-            Buffer::new(Box::new(storage)),
-            self.name,
-            dtype,
-            &shape,
-            Some(&strides),
-            byte_offset,
-            flags,
-        )
-        .map(|t| t.with_device(local))
+        Tensor::builder(Buffer::new(Box::new(storage)), self.name, dtype, &shape)
+            .strides(&strides)
+            .byte_offset(byte_offset)
+            .flags(flags)
+            .build()
+            .map(|t| t.with_device(local))
     }
 }

@@ -121,16 +121,9 @@ impl PluginBackend {
         let bytes = compact_bytes(dtype, shape)?;
         let alloc = self.allocate_raw(device, bytes)?;
         let local = alloc.local;
-        Tensor::new(
-            Buffer::new(Box::new(alloc)),
-            self.name,
-            dtype,
-            shape,
-            None,
-            0,
-            0,
-        )
-        .map(|t| t.with_device(local))
+        Tensor::builder(Buffer::new(Box::new(alloc)), self.name, dtype, shape)
+            .build()
+            .map(|t| t.with_device(local))
     }
 
     /// A copy of a plugin tensor goes to the plugin that made it (recorded with its buffer,
@@ -190,15 +183,8 @@ impl PluginBackend {
                 )
             };
             self.check("copy_to_host", status)?;
-            let t = Tensor::new(
-                Buffer::new(Box::new(host)),
-                "cpu",
-                src.dtype(),
-                src.shape(),
-                None,
-                0,
-                0,
-            )?;
+            let t = Tensor::builder(Buffer::new(Box::new(host)), "cpu", src.dtype(), src.shape())
+                .build()?;
             return Ok(Some(t));
         }
         if self.serves(target) && from.is_host_accessible() {
@@ -239,15 +225,13 @@ impl PluginBackend {
             };
             // On error `alloc` drops: deallocate runs once.
             self.check("copy_from_host", status)?;
-            let t = Tensor::new(
+            let t = Tensor::builder(
                 Buffer::new(Box::new(alloc)),
                 self.name,
                 src.dtype(),
                 src.shape(),
-                None,
-                0,
-                0,
-            )?;
+            )
+            .build()?;
             return Ok(Some(t.with_device(local)));
         }
         Ok(None)

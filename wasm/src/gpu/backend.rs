@@ -61,15 +61,7 @@ impl Backend for WebGpuBackend {
         }
         let bytes = compact_bytes(dtype, shape)? as u64;
         let storage = self.gpu.alloc(bytes)?;
-        Tensor::new(
-            Buffer::new(Box::new(storage)),
-            NAME,
-            dtype,
-            shape,
-            None,
-            0,
-            0,
-        )
+        Tensor::builder(Buffer::new(Box::new(storage)), NAME, dtype, shape).build()
     }
 
     fn copy(&self, src: &TensorRef<'_>, target: Device) -> Result<Option<Tensor>, Error> {

@@ -26,15 +26,13 @@ impl GpuDevice {
         let (from, from_size) = self.source_of(src)?;
         let storage = self.alloc(len)?;
         let to = storage.wgpu_buffer();
-        let out = Tensor::new(
+        let out = Tensor::builder(
             Buffer::new(Box::new(storage)),
             NAME,
             src.dtype(),
             src.shape(),
-            None,
-            0,
-            0,
-        )?;
+        )
+        .build()?;
         if len == 0 {
             return Ok(out.with_copied(true));
         }

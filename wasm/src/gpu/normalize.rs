@@ -75,15 +75,13 @@ impl GpuDevice {
         }
         let storage = self.alloc(elements * 4)?;
         let to = storage.wgpu_buffer();
-        let out = Tensor::new(
+        let out = Tensor::builder(
             Buffer::new(Box::new(storage)),
             NAME,
             DataType::FLOAT32,
             src.shape(),
-            None,
-            0,
-            0,
-        )?;
+        )
+        .build()?;
         if elements == 0 {
             return Ok(out);
         }

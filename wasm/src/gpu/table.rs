@@ -104,7 +104,7 @@ impl GpuDevice {
     }
 
     /// Adopts a buffer made on this device by someone else, without a copy: the returned
-    /// storage (wrap it with [`Tensor::new`](dlport_core::Tensor::new)) keeps it in the
+    /// storage (wrap it with [`Tensor::builder`](dlport_core::Tensor::builder)) keeps it in the
     /// table until dlport's last reference goes, and then `on_release` runs, exactly once.
     /// dlport never destroys an adopted buffer; with no callback it is simply dropped. The
     /// buffer needs `STORAGE | COPY_SRC` usage (kernels read it, downloads copy from it).

@@ -54,15 +54,14 @@ impl GpuDevice {
             self.queue
                 .write_buffer(&storage.wgpu_buffer(), byte_offset, src.as_bytes()?);
             self.queue.submit(std::iter::empty());
-            return Tensor::new(
+            return Tensor::builder(
                 Buffer::new(Box::new(storage)),
                 NAME,
                 src.dtype(),
                 src.shape(),
-                None,
-                byte_offset,
-                0,
-            );
+            )
+            .byte_offset(byte_offset)
+            .build();
         }
         // Stage [round_down4(offset), round_up4(offset + len)) so that the write is whole words.
         let start = byte_offset / 4 * 4;
@@ -76,15 +75,14 @@ impl GpuDevice {
                 .write_buffer(&storage.wgpu_buffer(), start, &staged);
         }
         self.queue.submit(std::iter::empty());
-        Tensor::new(
+        Tensor::builder(
             Buffer::new(Box::new(storage)),
             NAME,
             src.dtype(),
             src.shape(),
-            None,
-            byte_offset,
-            0,
         )
+        .byte_offset(byte_offset)
+        .build()
     }
 
     /// WebGPU tensor → its elements as compact bytes, in row-major order (a strided tensor is

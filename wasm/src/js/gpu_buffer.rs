@@ -74,16 +74,10 @@ impl Tensor {
             Some(Box::new(move || drop(release))),
         );
         // A refusal here drops the storage, which runs onRelease.
-        let inner = CoreTensor::new(
-            Buffer::new(Box::new(storage)),
-            WEBGPU,
-            dtype,
-            &a.shape,
-            None,
-            a.byte_offset,
-            0,
-        )
-        .map_err(|e| refuse(CALL, e))?;
+        let inner = CoreTensor::builder(Buffer::new(Box::new(storage)), WEBGPU, dtype, &a.shape)
+            .byte_offset(a.byte_offset)
+            .build()
+            .map_err(|e| refuse(CALL, e))?;
         Ok(Tensor { inner })
     }
 }

@@ -6,8 +6,8 @@ use core::ffi::c_void;
 use burn_std::{BoolStore, Bytes, DType, Reader, TensorData, Writer};
 
 use crate::access::Access;
+use crate::dims::Dims;
 use crate::error::{DispatchError, ValueRule};
-use crate::small::Small;
 use crate::storage::TensorStorage;
 use crate::{DataType, Error, ExportBuilder, ManagedTensor};
 
@@ -118,7 +118,11 @@ impl ExportBuilder<BurnStorage> {
                 &format!("{d}"),
             )));
         }
-        let extents = Small::collect(dims.iter().map(|&d| d as i64));
+        let extents = Dims::collect(
+            dims.len(),
+            dims.iter().map(|&d| d as i64),
+            None::<core::iter::Empty<i64>>,
+        );
         let access = if bytes.write(Writer::new().no_copy()).is_ok() {
             Access::Exclusive
         } else {
@@ -134,7 +138,7 @@ impl ExportBuilder<BurnStorage> {
             Access::ReadOnly
         };
         let storage = BurnStorage { bytes, access };
-        Ok(ExportBuilder::with_dims(storage, dtype, extents, None))
+        Ok(ExportBuilder::with_dims(storage, dtype, extents, false))
     }
 }
 

@@ -6,8 +6,8 @@ use core::ffi::c_void;
 use candle_core::{CpuStorage, Storage, Tensor};
 
 use crate::access::Access;
+use crate::dims::Dims;
 use crate::error::{AccessError, DispatchError, ValueRule};
-use crate::small::Small;
 use crate::storage::TensorStorage;
 use crate::{DataType, Error, ExportBuilder, ManagedTensor};
 
@@ -157,15 +157,18 @@ impl ExportBuilder<CandleStorage> {
                 )));
             }
         }
-        let shape = Small::collect(layout.dims().iter().map(|&d| d as i64));
-        let strides = (!layout.is_contiguous())
-            .then(|| Small::collect(layout.stride().iter().map(|&s| s as i64)));
+        let strided = !layout.is_contiguous();
+        let dims = Dims::collect(
+            layout.dims().len(),
+            layout.dims().iter().map(|&d| d as i64),
+            strided.then(|| layout.stride().iter().map(|&s| s as i64)),
+        );
         let storage = CandleStorage {
             tensor,
             base,
             bytes,
         };
-        Ok(ExportBuilder::with_dims(storage, dtype, shape, strides).byte_offset(offset_bits / 8))
+        Ok(ExportBuilder::with_dims(storage, dtype, dims, strided).byte_offset(offset_bits / 8))
     }
 }
 

@@ -5,8 +5,8 @@ use core::ffi::c_void;
 use ndarray::{ArrayBase, Dimension, OwnedArcRepr, OwnedRepr};
 
 use crate::access::Access;
+use crate::dims::Dims;
 use crate::dtype::Element;
-use crate::small::Small;
 use crate::storage::TensorStorage;
 use crate::{Error, ExportBuilder, ManagedTensor};
 
@@ -152,12 +152,15 @@ where
     pub fn from_ndarray(array: ArrayBase<S, D>) -> Self {
         let storage = ArrayStorage::new(array);
         let offset = (storage.below_first * size_of::<S::Elem>()) as u64;
-        let shape = Small::collect(storage.array.shape().iter().map(|&e| e as i64));
         // Compact row-major arrays leave the strides to the builder, which writes them itself
         // on its fast path.
-        let strides = (!storage.array.is_standard_layout())
-            .then(|| Small::collect(storage.array.strides().iter().map(|&s| s as i64)));
-        ExportBuilder::with_dims(storage, <S::Elem as Element>::DTYPE, shape, strides)
+        let strided = !storage.array.is_standard_layout();
+        let dims = Dims::collect(
+            storage.array.ndim(),
+            storage.array.shape().iter().map(|&e| e as i64),
+            strided.then(|| storage.array.strides().iter().map(|&s| s as i64)),
+        );
+        ExportBuilder::with_dims(storage, <S::Elem as Element>::DTYPE, dims, strided)
             .byte_offset(offset)
     }
 }

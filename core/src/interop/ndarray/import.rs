@@ -6,7 +6,7 @@ use core::ptr::NonNull;
 
 use ndarray::{ArrayBase, ArrayViewD, ArrayViewMutD, Axis, IxDyn, RawData, ShapeBuilder};
 
-use super::super::dims::{Dims, host_elements, non_overlapping};
+use super::super::absolute::{AbsoluteStrides, host_elements, non_overlapping};
 use crate::dtype::Element;
 use crate::error::{AccessError, DispatchError, ValueRule};
 use crate::{Error, ManagedTensor, TensorRef};
@@ -14,14 +14,14 @@ use crate::{Error, ManagedTensor, TensorRef};
 /// Shape and strides as ndarray takes them, from the lowest element: extents, the absolute
 /// strides, and the axes to invert afterwards (those whose stride is negative).
 struct Plan {
-    dims: Dims,
+    dims: AbsoluteStrides,
     /// Element offset from the first (logical) element down to the lowest one touched.
     below_first: usize,
 }
 
 fn plan<T: Element>(view: &TensorRef<'_>) -> Result<(Plan, *mut T), Error> {
     let first = host_elements::<T>(view)?;
-    let dims = Dims::of(view);
+    let dims = AbsoluteStrides::of(view);
     let below_first = dims.below_first();
     Ok((Plan { dims, below_first }, first))
 }

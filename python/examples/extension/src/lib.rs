@@ -62,7 +62,7 @@ fn scale(x: &Bound<'_, PyAny>, factor: f32) -> PyResult<DLPackTensor> {
         o.copy_from_slice(&(v * factor).to_ne_bytes());
     }
     let buffer = Buffer::new(Box::new(out));
-    let result = Tensor::new(buffer, "cpu", DataType::FLOAT32, t.shape(), None, 0, 0);
+    let result = Tensor::builder(buffer, "cpu", DataType::FLOAT32, t.shape()).build();
     Ok(result.map_err(dlport_pyo3::error)?.into())
 }
 

@@ -1,16 +1,18 @@
-//! Shape and strides of a host tensor as ndarray's `usize` dimensions, for its views, which take
-//! absolute strides from the lowest element, and the checks they share.
+//! A host tensor's extents and absolute strides as ndarray's `usize` dimensions, for its views,
+//! which take absolute strides from the lowest element and flip the axes whose DLPack stride is
+//! negative; and the checks they share. Not the crate's `Dims` (a tensor's own signed shape and
+//! strides): this is what ndarray is given for them.
 
 use ndarray::{Dimension, IxDyn};
 
 use crate::dtype::Element;
 use crate::error::AccessError;
-use crate::small::Small;
+use crate::layout::MAX_NDIM;
 use crate::{Error, TensorRef};
 
 /// Extents and absolute strides (in elements), as ndarray's dimensions (so a view takes them
 /// without another copy), and which strides are negative.
-pub(crate) struct Dims {
+pub(crate) struct AbsoluteStrides {
     extents: IxDyn,
     strides: IxDyn,
     /// Bit `i`: axis `i`'s stride is negative (DLPack allows at most 64 axes).
@@ -18,8 +20,8 @@ pub(crate) struct Dims {
     empty: bool,
 }
 
-impl Dims {
-    /// The dims of a validated tensor. Validation bounds every extent by the element count and
+impl AbsoluteStrides {
+    /// The extents and absolute strides of a validated tensor. Validation bounds every extent by the element count and
     /// every reach `(extent - 1) × |stride|` by the span, both inside the address space, so the
     /// casts are exact for non-empty tensors; an empty one reaches nothing and its strides are
     /// never used.
@@ -115,16 +117,18 @@ pub(crate) fn host_elements<T: Element>(view: &TensorRef<'_>) -> Result<*mut T, 
 /// Whether no two indices reach the same element: axes of extent > 1 sorted by stride, each
 /// stride clears everything the smaller ones reach. Sufficient, and exactly what every dense,
 /// sliced, transposed or flipped layout satisfies; zero strides and interleaved overlaps fail.
-pub(crate) fn non_overlapping(dims: &Dims) -> bool {
+pub(crate) fn non_overlapping(dims: &AbsoluteStrides) -> bool {
     if dims.is_empty() {
         return true;
     }
-    let n = dims.extents().iter().filter(|&&e| e > 1).count();
-    let mut axes = Small::collect_n(
-        n,
-        (0..dims.extents().len()).filter(|&a| dims.extents()[a] > 1),
-    );
-    let axes = axes.as_mut_slice();
+    // A validated tensor has at most MAX_NDIM axes (as `negative`'s bits count them).
+    let mut axes = [0usize; MAX_NDIM];
+    let mut n = 0;
+    for a in (0..dims.extents().len()).filter(|&a| dims.extents()[a] > 1) {
+        axes[n] = a;
+        n += 1;
+    }
+    let axes = &mut axes[..n];
     axes.sort_unstable_by_key(|&a| dims.abs_strides()[a]);
     let mut reach = 1usize;
     for &a in axes.iter() {
