@@ -7,14 +7,13 @@
 //! `CpuBackend` already serves (`kDLCPU`); its buffers are exported as `kDLCPU` and host
 //! memory is imported into it with [`PjrtClient::import`].
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use dlport_core::abi::DeviceType;
-use dlport_core::backend::{Access, Backend, Buffer, LayoutNeed, TensorStorage, ViewRequirements};
+use dlport_core::backend::{Backend, Buffer, LayoutNeed, ViewRequirements};
 use dlport_core::{CopyPolicy, Device, Error, ManagedTensor, Tensor};
 
-use super::buffer::PjrtBuffer;
+use super::buffer::BufferMemory;
 use super::client::PjrtClient;
 use super::import::{VIEW_ALIGN, first_element};
 use crate::plugin::intern;
@@ -29,7 +28,8 @@ pub struct PjrtBackend {
 
 impl PjrtBackend {
     /// The backend of `client`, named `pjrt:<platform>`. A CPU platform is refused: host
-    /// memory is the CPU backend's (use [`PjrtClient::import`] and [`PjrtBuffer::to_dlpack`]).
+    /// memory is the CPU backend's (use [`PjrtClient::import`] and
+    /// [`PjrtBuffer::to_dlpack`](crate::pjrt::PjrtBuffer::to_dlpack)).
     pub fn new(client: PjrtClient) -> Result<Arc<Self>, Error> {
         let t = client.device_type();
         if t == DeviceType::CPU {
@@ -51,36 +51,6 @@ impl PjrtBackend {
     /// The client.
     pub fn client(&self) -> &PjrtClient {
         &self.client
-    }
-}
-
-/// An imported tensor held by the plugin's view of it: dropping it destroys the view, whose
-/// on-delete callback releases the producer's tensor.
-struct Held {
-    _buffer: PjrtBuffer,
-    data: *mut c_void,
-    len: usize,
-    device: Device,
-}
-
-// SAFETY: the pointer is the producer's memory, valid while the view (which holds the
-// producer's tensor) lives; PJRT buffers may be dropped from any thread.
-unsafe impl Send for Held {}
-
-// SAFETY: `data` is valid for `len` bytes (the view's span) while the view lives, as long as
-// this value; the memory is shared with the plugin.
-unsafe impl TensorStorage for Held {
-    fn data_ptr(&mut self) -> *mut c_void {
-        self.data
-    }
-    fn byte_len(&self) -> usize {
-        self.len
-    }
-    fn device(&self) -> Device {
-        self.device
-    }
-    fn access(&self) -> Access {
-        Access::Shared
     }
 }
 
@@ -113,12 +83,9 @@ impl Backend for PjrtBackend {
             .client
             .import(tensor, CopyPolicy::Never, Some(memory.device_id))?;
         let info = buffer.info()?;
-        let held = Held {
-            _buffer: buffer,
-            data,
-            len: info.span as usize,
-            device: memory,
-        };
+        // Dropping the storage destroys the view, whose on-delete callback releases the
+        // producer's tensor.
+        let held = BufferMemory::of_view(buffer, data, info.span as usize, memory);
         Tensor::builder(Buffer::new(Box::new(held)), self.name, dtype, &shape)
             .strides(&info.strides)
             .flags(flags)

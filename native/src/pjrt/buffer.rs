@@ -294,11 +294,12 @@ impl PjrtBuffer {
         // SAFETY: the args of PJRT_Buffer_IncreaseExternalReferenceCount.
         unsafe { api.call(sys::BUFFER_INCREASE_EXTERNAL_REF, &mut a) }?;
         // From here the reference is held by `held`: any error drops it once.
-        let mut held = Exported {
+        let mut held = BufferMemory {
             buffer: self.clone(),
             data: std::ptr::null_mut(),
             len: info.span as usize,
             device: info.device,
+            external_ref: true,
         };
         let mut p = sys::Buffer_OpaqueDeviceMemoryDataPointer_Args::new();
         p.buffer = self.owned.raw;
@@ -338,21 +339,46 @@ pub(super) unsafe fn await_event(api: &Api, event: *mut sys::PJRT_Event) -> Resu
     awaited.and(destroyed)
 }
 
-/// An export: the buffer's external reference and a share of the buffer, released in that
-/// order, once each, when the consumer's deleter drops it.
-struct Exported {
+/// A PJRT buffer's memory as dlport storage: `data`, `len` bytes on `device`, kept valid by a
+/// share of `buffer`. An export also holds the buffer's external reference, taken before this
+/// value is made and given back once, when it drops, before the share of the buffer goes; an
+/// import's view holds the producer's tensor itself (the plugin's on-delete callback releases
+/// it when the view, the last share, is destroyed).
+pub(super) struct BufferMemory {
     buffer: PjrtBuffer,
     data: *mut c_void,
     len: usize,
     device: Device,
+    external_ref: bool,
 }
 
-// SAFETY: the pointer is the buffer's device memory, only handed to the consumer; PJRT calls
-// may come from any thread.
-unsafe impl Send for Exported {}
+impl BufferMemory {
+    /// The memory of a view the plugin made of `device`'s memory at `data` (`len` bytes).
+    pub(super) fn of_view(
+        buffer: PjrtBuffer,
+        data: *mut c_void,
+        len: usize,
+        device: Device,
+    ) -> Self {
+        Self {
+            buffer,
+            data,
+            len,
+            device,
+            external_ref: false,
+        }
+    }
+}
 
-impl Drop for Exported {
+// SAFETY: the pointer is memory the buffer keeps in place (device memory or the producer's),
+// only handed to the consumer; PJRT buffers may be used and dropped from any thread.
+unsafe impl Send for BufferMemory {}
+
+impl Drop for BufferMemory {
     fn drop(&mut self) {
+        if !self.external_ref {
+            return;
+        }
         let mut a = sys::Buffer_ExternalReference_Args::new();
         a.buffer = self.buffer.owned.raw;
         // SAFETY: the reference taken at export, given back once, here, before the share of
@@ -365,10 +391,11 @@ impl Drop for Exported {
     }
 }
 
-// SAFETY: `data` is the buffer's memory for `len` bytes (the plugin's size, checked against
-// the layout's span), valid while the external reference is held, which is as long as this
-// value lives. Other holders of the buffer (executions) may write it: the access is shared.
-unsafe impl TensorStorage for Exported {
+// SAFETY: `data` is valid for `len` bytes (the plugin's size for an export, the view's span
+// for an import, each checked against the layout's span) as long as this value lives: the
+// external reference or the view keeps it in place. Other holders of the buffer (executions)
+// may write it: the access is shared.
+unsafe impl TensorStorage for BufferMemory {
     fn data_ptr(&mut self) -> *mut c_void {
         self.data
     }
