@@ -121,6 +121,31 @@ int main(void) {
   CHECK(dlport_alloc("nope", 1, 0, 2, 32, 1, ashape, 1, &t) == DLPORT_INVALID_ARGUMENT, "unknown backend");
   CHECK(strstr(dlport_last_error(), "registered: cpu, pinned") != NULL, "names the backends");
 
+  /* the stream hand-off and compaction of the registry: host memory takes stream NULL or -1 */
+  int64_t no_sync = -1, legacy_stream = 1;
+  CHECK(dlport_alloc(NULL, 1, 0, 2, 32, 1, ashape, 1, &t) == DLPORT_OK, "alloc float32");
+  CHECK(dlport_export_stream(t, 1, 3, 0, 0, DLPORT_COPY_IF_NEEDED, NULL, &out, &versioned) == DLPORT_OK,
+        "export, stream NULL");
+  dlport_release(out, versioned);
+  CHECK(dlport_export_stream(t, 1, 3, 0, 0, DLPORT_COPY_IF_NEEDED, &no_sync, &out, &versioned) == DLPORT_OK,
+        "export, stream -1");
+  dlport_release(out, versioned);
+  out = NULL;
+  CHECK(dlport_export_stream(t, 1, 3, 0, 0, DLPORT_COPY_IF_NEEDED, &legacy_stream, &out, &versioned) ==
+                DLPORT_ERR_INVALID_STREAM &&
+            out == NULL,
+        "host memory refuses stream 1");
+  DlportTensor* tc = NULL;
+  void *p1 = NULL, *p2 = NULL;
+  CHECK(dlport_tensor_compact(t, 0, DLPORT_COPY_NEVER, 0, &tc) == DLPORT_OK, "compact and aligned already");
+  CHECK(dlport_tensor_data(t, &p1, &off) == DLPORT_OK && dlport_tensor_data(tc, &p2, &off) == DLPORT_OK && p1 == p2,
+        "compaction gives the same memory");
+  dlport_tensor_free(tc);
+  tc = NULL;
+  CHECK(dlport_tensor_compact(t, 48, DLPORT_COPY_IF_NEEDED, 0, &tc) == DLPORT_ERR_INVALID_OPTION && tc == NULL,
+        "alignment 48 refused");
+  dlport_tensor_free(t);
+
   /* host view of "pinned" memory advertised the PyTorch way */
   m = legacy(shape);
   CHECK(dlport_host_view(&m, 0, 3, 0, 0, &out) == DLPORT_OK, "host view");
