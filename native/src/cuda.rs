@@ -16,7 +16,7 @@ use dlport_core::backend::{
     compact_bytes,
 };
 use dlport_core::error::{BackendError, BackendReport, DispatchError, Driver};
-use dlport_core::{DataType, Device, Error, ManagedTensor, Tensor, TensorRef};
+use dlport_core::{DataType, Device, Error, Tensor, TensorRef};
 
 /// The backend's name.
 pub const NAME: &str = crate::names::CUDA;
@@ -347,20 +347,6 @@ impl CudaBackend {
         // SAFETY: destroying a recorded event is allowed; its resources go once the wait is done.
         let _ = unsafe { result::event::destroy(event) };
         outcome
-    }
-
-    /// Exports a device tensor for a consumer that passed `stream` to `__dlpack__`: the hand-off
-    /// from `producer_stream`, then an external reference.
-    pub fn export_for_stream(
-        &self,
-        tensor: &Tensor,
-        versioned: bool,
-        stream: Option<i64>,
-        producer_stream: usize,
-    ) -> Result<ManagedTensor, Error> {
-        let request = StreamRequest::parse(stream, tensor.device().device_type)?;
-        self.hand_off(tensor.device(), producer_stream, request)?;
-        self.acquire_external(tensor, versioned, tensor.device())
     }
 
     /// Host → device: compacts into pinned staging unless the source is already pinned and

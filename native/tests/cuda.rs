@@ -8,7 +8,9 @@ use dlport_testkit::harness::{self, Check};
 mod gpu {
     use dlport_core::abi::DeviceType;
     use dlport_core::backend::{Backend, StreamRequest};
-    use dlport_core::{CopyPolicy, DataType, Device, ExportBuilder, ExportOptions, ImportOptions};
+    use dlport_core::{
+        CopyPolicy, DataType, Device, ExportBuilder, ExportOptions, ImportOptions, Registry,
+    };
     use dlport_native::cuda::{self, CudaBackend};
 
     fn backend() -> CudaBackend {
@@ -139,11 +141,21 @@ mod gpu {
         let t = b
             .zeros(Device::cuda(0), DataType::FLOAT32, &[16])
             .map_err(|e| e.to_string())?;
+        // The registry's export makes the hand-off, through the backend that holds the tensor.
+        let mut registry = Registry::with_cpu();
+        registry
+            .register(std::sync::Arc::new(b))
+            .map_err(|e| e.to_string())?;
+        let with_stream = |stream| ExportOptions {
+            stream,
+            ..ExportOptions::default()
+        };
         for stream in [None, Some(1), Some(2), Some(-1)] {
-            b.export_for_stream(&t, true, stream, 1)
+            registry
+                .to_dlpack(&t, &with_stream(stream))
                 .map_err(|e| format!("stream {stream:?}: {e}"))?;
         }
-        if b.export_for_stream(&t, true, Some(0), 1).is_ok() {
+        if registry.to_dlpack(&t, &with_stream(Some(0))).is_ok() {
             return Err("stream 0 accepted".into());
         }
         Ok(())
