@@ -6,19 +6,20 @@
 # reads the READMEs. Prints one line per block (FILE:LINE LANG passed|failed|SKIPPED) and
 # `snippets: N passed, N failed, N skipped`; fails when a block fails.
 #
-# Builds are shared by every block and kept between runs: cargo's in target/snippets/target
-# (CARGO_TARGET_DIR; the copy's path stays the same, so a warm run rebuilds nothing that did not
-# change), pip's and npm's downloads in ${XDG_CACHE_HOME:-~/.cache}/dlport/snippets (npm prefers
-# its cache, so `npm create vite@latest` reuses the scaffold it fetched). Cold, on 2 cores: the
-# C library, the Python wheel and both wasm builds, about 15 minutes; warm: a few minutes.
+# Builds are shared by every block and kept between runs, outside the clone, so that a fresh
+# clone (as CI makes) reuses them: the copy and cargo's builds in
+# ${XDG_CACHE_HOME:-~/.cache}/dlport/snippets/state (CARGO_TARGET_DIR; the copy's path stays the
+# same, so a warm run rebuilds only what changed), pip's and npm's downloads beside them (npm
+# prefers its cache, so `npm create vite@latest` reuses the scaffold it fetched). Cold, on 2
+# cores: the C library, the Python wheel and both wasm builds, about 15 minutes; warm: a few.
 # Usage: scripts/snippets-test.sh [README ...]   (default: every README)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 # DLPORT_SNIPPETS_STATE: another folder for the copy and the builds (a cold run, timed).
-state=${DLPORT_SNIPPETS_STATE:-$repo/target/snippets}
-clone=$state/dlport
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/dlport/snippets
+state=${DLPORT_SNIPPETS_STATE:-$cache/state}
+clone=$state/dlport
 mkdir -p "$cache/pip" "$cache/npm"
 
 # What the READMEs ask the user to install with apt (blocks the runner skips: they need root).
