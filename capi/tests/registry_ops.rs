@@ -5,48 +5,22 @@
 
 use std::ffi::{c_int, c_void};
 use std::ptr::{null, null_mut};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use dlport::cabi::*;
 use dlport::ffi::*;
-use dlport_core::abi::{DLTensor, DeviceType, RawManaged};
-use dlport_core::backend::{Backend, StreamRequest};
-use dlport_core::{DataType, Device, Error, ExportBuilder, ManagedTensor, Registry};
+use dlport_core::abi::{DLTensor, RawManaged};
+use dlport_core::backend::StreamRequest;
+use dlport_core::{DataType, Device, ExportBuilder, ManagedTensor, Registry};
 use dlport_testkit::storage::HostAs;
-
-/// Host memory labelled `kDLVulkan` (a device type whose streams are handles) and a backend
-/// for it that records every hand-off.
-struct Streams(Mutex<Vec<(Device, Option<usize>, StreamRequest)>>);
-
-const FAKE: Device = Device::new(DeviceType::VULKAN, 0);
-
-impl Backend for Streams {
-    fn name(&self) -> &'static str {
-        "streams"
-    }
-    fn device_types(&self) -> &[DeviceType] {
-        &[DeviceType::VULKAN]
-    }
-    fn can_access(&self, memory: Device) -> bool {
-        memory.device_type == DeviceType::VULKAN
-    }
-    fn stream_hand_off(
-        &self,
-        memory: Device,
-        producer: Option<usize>,
-        consumer: StreamRequest,
-    ) -> Result<(), Error> {
-        self.0.lock().unwrap().push((memory, producer, consumer));
-        Ok(())
-    }
-}
+use dlport_testkit::streams::{FAKE, Streams};
 
 /// The fake backend, registered in the process's default registry (the one the C ABI uses),
 /// installed by the first test that runs.
 fn streams() -> &'static Arc<Streams> {
     static STREAMS: OnceLock<Arc<Streams>> = OnceLock::new();
     STREAMS.get_or_init(|| {
-        let s = Arc::new(Streams(Mutex::new(Vec::new())));
+        let s = Arc::new(Streams::new(false));
         let mut r = Registry::with_cpu();
         r.register(s.clone()).unwrap();
         r.install_default()
@@ -107,7 +81,7 @@ fn export(t: *const DlportTensor, stream: Option<i64>) -> c_int {
 
 #[test]
 fn the_stream_hand_off_from_c_goes_through_the_registrys_backend() {
-    let calls = || streams().0.lock().unwrap().clone();
+    let calls = || streams().calls();
     let t = import(FAKE, vec![1.0; 4], &[4], &[1]);
     let before = calls().len();
     assert_eq!(export(t, Some(0x7000)), DLPORT_OK);

@@ -5,16 +5,17 @@
 //! backend with streams that records each hand-off it is asked for.
 
 use std::ffi::c_void;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
-use dlport_core::abi::{DeviceType, FLAG_IS_COPIED};
+use dlport_core::abi::FLAG_IS_COPIED;
 use dlport_core::backend::{Backend, CompactOptions, StreamRequest, TensorStorage};
 use dlport_core::error::{BackendError, CopyReason, DispatchError, OptionRule, StreamReason};
 use dlport_core::{
     CopyPolicy, DataType, Device, Error, ExportBuilder, ExportOptions, ImportOptions, Registry,
     Tensor,
 };
+use dlport_testkit::streams::{FAKE, Streams};
 
 /// Host bytes whose drop is counted (an export's deleter drops them), on a device of choice.
 struct Counted(Vec<f32>, Arc<AtomicUsize>, Device);
@@ -216,51 +217,8 @@ fn compact_is_refused_over_the_limit_in_force_before_allocating() {
     assert_eq!(c.to_vec::<f32>().unwrap(), vec![7.0; 2048]);
 }
 
-/// A device with streams, as a test sees one: host memory labelled `kDLVulkan` (which
-/// DLPack gives no stream numbering, so streams are handles), and a backend that records
-/// every hand-off it is asked for, or fails them.
-struct Streams {
-    calls: Mutex<Vec<(Device, Option<usize>, StreamRequest)>>,
-    fail: bool,
-}
-
-const FAKE: Device = Device::new(DeviceType::VULKAN, 0);
-
-impl Backend for Streams {
-    fn name(&self) -> &'static str {
-        "streams"
-    }
-    fn device_types(&self) -> &[DeviceType] {
-        &[DeviceType::VULKAN]
-    }
-    fn can_access(&self, memory: Device) -> bool {
-        memory.device_type == DeviceType::VULKAN
-    }
-    fn stream_hand_off(
-        &self,
-        memory: Device,
-        producer: Option<usize>,
-        consumer: StreamRequest,
-    ) -> Result<(), Error> {
-        self.calls
-            .lock()
-            .unwrap()
-            .push((memory, producer, consumer));
-        if self.fail {
-            return Err(Error::Backend(BackendError::unsupported(
-                "streams",
-                "a hand-off",
-            )));
-        }
-        Ok(())
-    }
-}
-
 fn with_streams(fail: bool) -> (Registry, Arc<Streams>) {
-    let streams = Arc::new(Streams {
-        calls: Mutex::new(Vec::new()),
-        fail,
-    });
+    let streams = Arc::new(Streams::new(fail));
     let mut r = Registry::with_cpu();
     r.register(streams.clone()).unwrap();
     (r, streams)
@@ -277,7 +235,7 @@ fn with_stream(stream: Option<i64>) -> ExportOptions {
 fn an_export_hands_the_consumers_stream_to_the_tensors_backend() {
     let (r, streams) = with_streams(false);
     let (t, drops) = imported(&r, FAKE, vec![1.0; 4], &[4], None);
-    let calls = || streams.calls.lock().unwrap().clone();
+    let calls = || streams.calls();
     drop(r.to_dlpack(&t, &with_stream(Some(0x7000))).unwrap());
     drop(r.to_dlpack(&t, &with_stream(None)).unwrap());
     assert_eq!(
@@ -321,7 +279,7 @@ fn a_failed_hand_off_releases_the_export() {
         err,
         Error::Backend(BackendError::Unsupported { .. })
     ));
-    assert_eq!(streams.calls.lock().unwrap().len(), 1);
+    assert_eq!(streams.calls().len(), 1);
     drop(t);
     assert_eq!(
         drops.load(Ordering::SeqCst),
@@ -344,7 +302,7 @@ fn host_memory_takes_no_stream() {
             ..
         })
     ));
-    assert!(streams.calls.lock().unwrap().is_empty());
+    assert!(streams.calls().is_empty());
     // A backend without streams (the CPU's default) is asked and does nothing.
     dlport_core::backend::CpuBackend
         .stream_hand_off(Device::cpu(), None, StreamRequest::LegacyDefault)

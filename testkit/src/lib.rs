@@ -8,7 +8,8 @@
 //!   dlport-core's tests drive it through the Rust API, dlport-capi's through the C ABI;
 //! - [`process`]: the test binary started again as a child, also under an emulator's runner;
 //! - [`harness`]: the harness of test binaries for hardware a machine may lack (skips visibly);
-//! - [`storage`]: storages of the tests' own (host memory labelled as another device).
+//! - [`storage`]: storages of the tests' own (host memory labelled as another device);
+//! - [`streams`]: a backend with streams that records every stream hand-off it is asked for.
 //!
 //! Not published: it exists so that no test, example or bench carries its own copy.
 
@@ -16,4 +17,5 @@ pub mod harness;
 pub mod malformed;
 pub mod process;
 pub mod storage;
+pub mod streams;
 pub mod xpu;
