@@ -83,14 +83,20 @@ def bench_dask(objs):
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         for name, x in objs.items():
             trip = []
-            for i in range(ROUNDS + 1):
-                t0 = time.perf_counter()
-                f = client.scatter(x, hash=False)
-                y = f.result()
-                t1 = time.perf_counter()
-                del f, y
-                if i:
-                    trip.append(t1 - t0)
+            try:
+                for i in range(ROUNDS + 1):
+                    t0 = time.perf_counter()
+                    f = client.scatter(x, hash=False)
+                    y = f.result()
+                    t1 = time.perf_counter()
+                    del f, y
+                    if i:
+                        trip.append(t1 - t0)
+            except Exception as e:  # noqa: BLE001 (the engine's own refusal is the row's result)
+                while e.__cause__ is not None:  # the root cause names what the engine lacks
+                    e = e.__cause__
+                rows[name] = {"scatter+result": {"error": f"{type(e).__name__}: {str(e)[:80]}"}}
+                continue
             rows[name] = {"scatter+result": stats(trip)}
     return rows
 
@@ -108,6 +114,8 @@ def main():
     out.write_text(json.dumps(result, indent=1))
 
     def cell(s):
+        if "error" in s:
+            return f"fails: {s['error']}"
         return f"{s['median_ms']:.2f} ({s['p25_ms']:.2f}–{s['p75_ms']:.2f})"
 
     print("| what | Ray put, ms | Ray get, ms | Ray put+get, ms | Dask scatter+result, ms |")
