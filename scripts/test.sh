@@ -310,7 +310,7 @@ python_package
 bash scripts/sanitize.sh
 done_with target/sanitize
 
-step fuzz "fuzz smoke run (${DLPORT_FUZZ_SECONDS:=30} s per target, on a copy of the corpus)"
+step fuzz "fuzz smoke run (${DLPORT_FUZZ_SECONDS:=20} s per target, on a copy of the corpus)"
 cargo +nightly fuzz build
 fuzz_tmp=$(mktemp -d)
 for t in validate c_abi roundtrip convert parse compact share_descriptor arrow_ipc pickle_rebuild; do
