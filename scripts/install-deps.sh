@@ -59,8 +59,21 @@ if ! want hardening; then
   :
 elif cargo fuzz --version 2>/dev/null | grep -q "0.13.2"; then
   log "cargo-fuzz 0.13.2: present"
+elif [[ $(uname -m) == x86_64 ]]; then
+  # The wheel that carries the binary (scripts/requirements-tools.txt: pinned by hash), in a
+  # venv in the cache, linked where cargo finds its subcommands: seconds, where `cargo install`
+  # compiles for about a minute on 2 cores.
+  log "cargo-fuzz 0.13.2: installing (the binary in its PyPI wheel, scripts/requirements-tools.txt)"
+  tools_venv="${XDG_CACHE_HOME:-$HOME/.cache}/dlport/venv-tools"
+  [ -x "$tools_venv/bin/pip" ] || "$(bash "$here/find-python.sh" 3.12 DLPORT_PYTHON)" -m venv "$tools_venv"
+  "$tools_venv/bin/pip" install --quiet --disable-pip-version-check --only-binary :all: \
+    --require-hashes -r "$here/requirements-tools.txt"
+  cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
+  mkdir -p "$cargo_bin"
+  ln -sf "$tools_venv/bin/cargo-fuzz" "$cargo_bin/cargo-fuzz"
+  cargo fuzz --version | grep -q "0.13.2"
 else
-  log "cargo-fuzz 0.13.2: installing (cargo install, a few minutes)"
+  log "cargo-fuzz 0.13.2: installing (cargo install, a few minutes: no wheel carries it for $(uname -m))"
   bash "$here/cargo-tool-install.sh" cargo-fuzz --version 0.13.2 --locked
 fi
 # valgrind and LeakSanitizer's runtime for the sanitizer checks.
