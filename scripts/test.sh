@@ -310,16 +310,41 @@ python_package
 bash scripts/sanitize.sh
 done_with target/sanitize
 
-step fuzz "fuzz smoke run (${DLPORT_FUZZ_SECONDS:=20} s per target, on a copy of the corpus)"
+step fuzz "fuzz smoke run (${DLPORT_FUZZ_SECONDS:=20} s per target, one target per core, on a copy of the corpus)"
 cargo +nightly fuzz build
 fuzz_tmp=$(mktemp -d)
-for t in validate c_abi roundtrip convert parse compact share_descriptor arrow_ipc pickle_rebuild; do
-  cp -r "fuzz/corpus/$t" "$fuzz_tmp/$t"
+# One libFuzzer process per target, as many at once as there are cores (each is one thread);
+# a target's output goes to its log, printed in full when it fails.
+fuzz_one() {
+  local t=$1 limits=()
   # arrow_ipc runs with dlport's allocation limit at 64 MiB: one allocation past 128 MiB, or
   # 1 GiB resident, is a crash.
-  limits=(); [ "$t" = arrow_ipc ] && limits=(-malloc_limit_mb=128 -rss_limit_mb=1024)
-  cargo +nightly fuzz run "$t" "$fuzz_tmp/$t" -- -max_total_time="$DLPORT_FUZZ_SECONDS" "${limits[@]}" -print_final_stats=1 2>&1 \
-    | grep -E '^(stat::number_of_executed_units|Done)' | sed "s/^/$t: /"
+  [ "$t" = arrow_ipc ] && limits=(-malloc_limit_mb=128 -rss_limit_mb=1024)
+  cargo +nightly fuzz run "$t" "$fuzz_tmp/$t" -- -max_total_time="$DLPORT_FUZZ_SECONDS" "${limits[@]}" \
+    -print_final_stats=1 >"$fuzz_tmp/$t.log" 2>&1
+}
+fuzz_wait() { # waits for the running targets in start order; prints each one's result
+  local i t failed=0
+  for i in "${!fuzz_pids[@]}"; do
+    t=${fuzz_names[$i]}
+    if wait "${fuzz_pids[$i]}"; then
+      grep -E '^(stat::number_of_executed_units|Done)' "$fuzz_tmp/$t.log" | sed "s/^/$t: /"
+    else
+      sed "s/^/$t: /" "$fuzz_tmp/$t.log"
+      echo "[fuzz] FAILED: $t (its input is in the log above; reproduce with cargo +nightly fuzz run $t FILE)"
+      failed=1
+    fi
+  done
+  fuzz_pids=() fuzz_names=()
+  return "$failed"
+}
+fuzz_pids=() fuzz_names=()
+for t in validate c_abi roundtrip convert parse compact share_descriptor arrow_ipc pickle_rebuild; do
+  cp -r "fuzz/corpus/$t" "$fuzz_tmp/$t"
+  fuzz_one "$t" &
+  fuzz_pids+=("$!") fuzz_names+=("$t")
+  [ "${#fuzz_pids[@]}" -lt "$(nproc)" ] || fuzz_wait
 done
+fuzz_wait
 
 fi
