@@ -120,23 +120,15 @@ pub fn parse_device(name: &str) -> Result<Device, Failure> {
     Ok(name.parse::<Device>()?)
 }
 
-/// A copy of a tensor on its own memory, with its own buffer (`copy.deepcopy`): the backend's
-/// copy, as `__dlpack__(copy=True)` makes; writable, and marked copied.
+/// A copy of a tensor on its own memory, with its own buffer (`copy.deepcopy`): core's
+/// [`Registry::compact`] with [`CopyPolicy::Always`], the backend's copy into a row-major compact
+/// tensor; writable, and marked copied.
 pub fn deep_copy(t: &Tensor) -> Result<Tensor, Failure> {
-    let own = t.device();
-    let exported = registry().to_dlpack(
-        t,
-        &ExportOptions {
-            dl_device: Some(own),
-            copy: CopyPolicy::Always,
-            ..ExportOptions::versioned()
-        },
-    )?;
-    let options = ImportOptions {
-        device: Some(own),
-        ..ImportOptions::default()
+    let options = CompactOptions {
+        copy: CopyPolicy::Always,
+        ..CompactOptions::default()
     };
-    Ok(registry().from_dlpack(exported, &options)?)
+    Ok(registry().compact(t, &options)?)
 }
 
 /// A row-major compact copy in host memory (`cpu`) of a tensor in device memory, for pickling
