@@ -192,8 +192,20 @@ cargo run -q -p dlport-native --example pinned_to_host --locked
 fi
 
 if run miri; then
-step miri "(core, the copy kernels included)"
-cargo +nightly miri test -p dlport-core --all-features --locked
+step miri "(core, the copy kernels included; the unit tests beside the integration and doc tests)"
+miri=(cargo +nightly miri test -p dlport-core --all-features --locked)
+# Miri interprets on one thread: once everything is built, the unit tests (the copy kernels',
+# the longest) run in a second process beside the integration and doc tests, and their output
+# follows those.
+"${miri[@]}" --lib --tests --no-run
+"${miri[@]}" --lib >"$run_tmp/miri-lib.log" 2>&1 &
+miri_lib=$!
+"${miri[@]}" --test '*'
+"${miri[@]}" --doc
+miri_rc=0
+wait "$miri_lib" || miri_rc=$?
+cat "$run_tmp/miri-lib.log"
+[ "$miri_rc" = 0 ] || { echo "[miri] FAILED: the unit tests (their output is above)"; exit 1; }
 done_with target/miri
 
 fi
