@@ -44,8 +44,8 @@ mkdir -p "$dir/home" "$dir/cargo-home/bin" "$dir/cache"
 rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
 # rustup's proxies (cargo, rustc, cargo-miri, ...: the files of the old CARGO_HOME's bin that are
 # rustup itself) are linked into a directory of their own; the old bin leaves PATH, so a tool
-# that `cargo install` put there earlier (cargo-fuzz, cbindgen, wasm-pack) is not found, and the
-# fresh CARGO_HOME's bin, where the run installs them, comes first.
+# that `cargo install` put there earlier (cargo-fuzz, cbindgen, wasm-bindgen-cli) is not found, and
+# the fresh CARGO_HOME's bin, where the run installs them, comes first.
 old_bin=$(dirname "$(command -v rustup)")
 mkdir -p "$dir/rustup-bin"
 for f in "$old_bin"/*; do

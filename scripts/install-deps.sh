@@ -94,7 +94,7 @@ else
   log "mesa-vulkan-drivers: installing"
   bash "$here/apt-install.sh" mesa-vulkan-drivers
 fi
-# The browser tests: Debian's Chromium and ChromeDriver; wasm-bindgen-cli and wasm-pack come
+# The browser tests: Debian's Chromium and ChromeDriver; wasm-bindgen-cli (the test runner) comes
 # from scripts/install-wasm-tools.sh (which scripts/wasm-build.sh runs too).
 # Node.js and npm (the demo's end-to-end test): on the machine image; Debian's otherwise.
 if ! want wasm; then

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building the npm package needs (idempotent; seconds when all is present):
 # the wasm32 target, wasm-bindgen-cli at exactly the wasm-bindgen crate's version (without
-# --locked: the registry's lock lags), wasm-pack, so that wasm-pack downloads nothing, and
-# wasm-opt from the npm package binaryen (wasm/tools/package-lock.json, `npm ci`).
+# --locked: the registry's lock lags; it brings wasm-bindgen, which scripts/wasm-build.sh runs
+# after cargo, and wasm-bindgen-test-runner, cargo's runner for the wasm32 tests), and wasm-opt
+# from the npm package binaryen (wasm/tools/package-lock.json, `npm ci`).
 # Used by scripts/install-deps.sh and scripts/wasm-build.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,12 +23,6 @@ if wasm-bindgen --version 2>/dev/null | grep -q "^wasm-bindgen 0.2.130$"; then
 else
   log "wasm-bindgen-cli 0.2.130: installing (cargo install: it compiles about 160 crates, several minutes on 2 cores; once per machine)"
   bash scripts/cargo-tool-install.sh wasm-bindgen-cli --version 0.2.130 --force
-fi
-if wasm-pack --version 2>/dev/null | grep -q "0.15.1"; then
-  log "wasm-pack 0.15.1: present"
-else
-  log "wasm-pack 0.15.1: installing (cargo install: it compiles about 185 crates, 5 to 6 minutes on 2 cores, more on a busy machine; once per machine)"
-  bash scripts/cargo-tool-install.sh wasm-pack --version 0.15.1 --locked
 fi
 if [[ -f wasm/tools/node_modules/.package-lock.json && ! wasm/tools/package-lock.json -nt wasm/tools/node_modules/.package-lock.json ]] \
   && wasm/tools/node_modules/.bin/wasm-opt --version >/dev/null 2>&1; then

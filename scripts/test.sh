@@ -284,10 +284,14 @@ simd128=(env RUSTFLAGS='-C target-feature=+simd128' CARGO_TARGET_DIR=target/wasm
 "${simd128[@]}" cargo test -p dlport-core --target wasm32-unknown-unknown --locked --lib copy::arch
 done_with target/wasm-simd128
 
-step browser "the WebGPU backend in headless Chromium (SwiftShader), through wasm-pack"
-WASM_BINDGEN_TEST_TIMEOUT=300 wasm-pack test --headless --chrome --chromedriver /usr/bin/chromedriver wasm
+step browser "the WebGPU backend in headless Chromium (SwiftShader): wasm-bindgen-test-runner as cargo's runner, ChromeDriver, wasm/webdriver.json"
+# The runner runs in wasm/ (cargo's directory for a package's tests), where it reads
+# webdriver.json; WASM_BINDGEN_TEST_ONLY_WEB skips the test binaries not configured for a browser.
+env CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner CHROMEDRIVER=/usr/bin/chromedriver \
+  WASM_BINDGEN_TEST_ONLY_WEB=1 WASM_BINDGEN_TEST_TIMEOUT=300 \
+  cargo test -p dlport-wasm --target wasm32-unknown-unknown --locked
 
-step npm-build "the npm package dlport: wasm-pack build (simd128 and scalar wasm, one glue), bundle sizes"
+step npm-build "the npm package dlport: cargo + wasm-bindgen (simd128 and scalar wasm, one glue), bundle sizes"
 bash scripts/wasm-build.sh
 bash scripts/release.sh npm --dry-run
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the npm package `dlport` (ESM for the web, .d.ts, README, licences) into wasm/pkg with
-# wasm-pack and the local wasm-bindgen, optimised for size: the release profile with
+# cargo and the pinned wasm-bindgen (wasm-bindgen-cli, the wasm-bindgen crate's exact version),
+# optimised for size: the release profile with
 # opt-level "s", fat LTO and one codegen unit (set here, for this build only: the workspace's
 # native release profile stays as it is), then wasm-opt -Os from the npm package binaryen
 # (pinned in wasm/tools/package-lock.json). dlport-core's simd128 copy kernels are written to be
@@ -21,8 +22,12 @@
 # scalar wasm is checked to hold no SIMD instruction (wasm-opt with SIMD disabled).
 #
 # Prints the sizes (raw and gzipped), records them in target/bench/wasm.json, and fails when
-# either gzipped wasm is over 100 KB (100,000 bytes). Installs wasm-pack, wasm-bindgen-cli and
-# binaryen first when they are missing (scripts/install-wasm-tools.sh). `npm pack` in wasm/pkg
+# either gzipped wasm is over 100 KB (100,000 bytes). Installs the wasm32 target,
+# wasm-bindgen-cli and binaryen first when they are missing (scripts/install-wasm-tools.sh).
+# package.json comes from wasm/Cargo.toml's fields (`cargo metadata`): name `dlport`, type
+# module, description, version, licence, repository, the shipped files, main, types and
+# sideEffects (then authors, homepage and keywords where the crate sets them), plus the
+# @webgpu/types dependency and typesVersions below. `npm pack` in wasm/pkg
 # then makes the tarball to install into an app (README: "Getting started on the web"); a
 # tarball older than the new build is named, with the command that remakes it.
 #
@@ -59,7 +64,7 @@ started=$SECONDS
 
 # The scalar build keeps the usual target directory (and its cache); the SIMD one has its own,
 # since other RUSTFLAGS would rebuild every crate there (scripts/test.sh's simd128 tests use it
-# too). Both paths absolute: wasm-pack resolves --out-dir against the crate's folder.
+# too).
 target=${CARGO_TARGET_DIR:-target}
 [[ $target = /* ]] || target=$root/$target
 # The package is assembled in $new (the simd128 build, then the scalar wasm moved in), and
@@ -71,12 +76,16 @@ scalar_pkg=$(mktemp -d "$target/wasm-scalar-pkg.XXXXXX")
 check=$(mktemp -d "$target/wasm-check.XXXXXX")
 trap 'rm -rf "$new" "$scalar_pkg" "$check"' EXIT
 size_profile=(env CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1)
-build() { # out-dir, then env assignments
-  local out=$1
-  shift
+build() { # out-dir, cargo target directory, then env assignments
+  local out=$1 dir=$2
+  shift 2
   rm -rf "$out"
-  "${size_profile[@]}" "$@" \
-    wasm-pack build --release --target web --weak-refs --out-dir "$out" --out-name dlport wasm
+  "${size_profile[@]}" CARGO_TARGET_DIR="$dir" "$@" \
+    cargo build --release --locked --lib --target wasm32-unknown-unknown -p dlport-wasm
+  # The JS glue for the web (ES module) and its .d.ts; wasm-bindgen 0.2.130 detects weak
+  # references (FinalizationRegistry) at run time and writes TypeScript by default.
+  wasm-bindgen --target web --out-dir "$out" --out-name dlport \
+    "$dir/wasm32-unknown-unknown/release/dlport_wasm.wasm"
 }
 # How long each build takes depends on what cargo has cached (measured on 2 shared cores):
 # from nothing (wgpu and every dependency, fat LTO) 7 to 9 minutes each; after a change to
@@ -86,16 +95,16 @@ if [[ -d $target/wasm-simd128/wasm32-unknown-unknown/release ]]; then
 else
   echo "[wasm] build 1 of 2: simd128 (dlport_bg.wasm): cargo + wasm-bindgen, 7 to 9 minutes on 2 cores (no cargo cache yet in $target/wasm-simd128)"
 fi
-build "$new" CARGO_TARGET_DIR="$target/wasm-simd128" \
+build "$new" "$target/wasm-simd128" \
   RUSTFLAGS="${RUSTFLAGS:-}${RUSTFLAGS:+ }-C target-feature=+simd128"
 if [[ -d $target/wasm32-unknown-unknown/release ]]; then
   echo "[wasm] build 2 of 2: scalar (dlport_scalar_bg.wasm): cargo + wasm-bindgen, seconds to a minute with cargo's cache"
 else
   echo "[wasm] build 2 of 2: scalar (dlport_scalar_bg.wasm): cargo + wasm-bindgen, 7 to 9 minutes on 2 cores (no cargo cache yet in $target)"
 fi
-build "$scalar_pkg" CARGO_TARGET_DIR="$target"
+build "$scalar_pkg" "$target"
 
-# One glue for both: everything wasm-pack wrote but the wasm itself must be byte for byte the
+# One glue for both: everything wasm-bindgen wrote but the wasm itself must be byte for byte the
 # same (the import and export names wasm-bindgen generates depend on the Rust source, not on
 # target features).
 if ! glue_diff=$(diff -r --exclude=dlport_bg.wasm "$new" "$scalar_pkg"); then
@@ -105,8 +114,8 @@ if ! glue_diff=$(diff -r --exclude=dlport_bg.wasm "$new" "$scalar_pkg"); then
 fi
 echo "[wasm] the two builds' glue is identical: $(cd "$new" && find . -type f ! -name '*.wasm' | sort | paste -sd' ')"
 
-# wasm-pack's own wasm-opt step is off (it would download binaryen); this one comes from npm.
-# The wasm's target_features section tells wasm-opt which features it may use.
+# wasm-opt comes from the npm package binaryen. The wasm's target_features section tells wasm-opt
+# which features it may use.
 echo "[wasm] wasm-opt -Os on both wasm, then their SIMD check (under a minute in all)"
 mv "$scalar_pkg/dlport_bg.wasm" "$new/dlport_scalar_bg.wasm"
 declare -A before_raw before_gz
@@ -137,30 +146,57 @@ if simd_free dlport_bg; then
   exit 1
 fi
 echo "[wasm] dlport_bg.wasm uses SIMD; dlport_scalar_bg.wasm validates without it"
-# The licence texts (wasm-pack copies only a `license-file`; ours is the `license` expression).
+# The package's other files: the licence texts, and a .gitignore of `*` (the folder is a build
+# output wherever it is copied); the README and package.json below.
 cp -L LICENSE-MIT LICENSE-APACHE "$new/"
+printf '*' > "$new/.gitignore"
 NEW=$new python3 - <<'PY'
-import json, os, pathlib
+import json, os, pathlib, shutil, subprocess
 new = pathlib.Path(os.environ["NEW"])
+# wasm/Cargo.toml's fields, with those it inherits from the workspace filled in by cargo.
+meta = json.loads(subprocess.run(
+    ["cargo", "metadata", "--no-deps", "--format-version", "1", "--locked"],
+    check=True, capture_output=True, text=True).stdout)
+crate = next(c for c in meta["packages"] if c["name"] == "dlport-wasm")
+crate_dir = pathlib.Path(crate["manifest_path"]).parent
+if crate["readme"]:
+    shutil.copyfile(crate_dir / crate["readme"], new / "README.md")
 p = new / "package.json"
-pkg = json.loads(p.read_text())
-pkg["name"] = "dlport"
-# The .d.ts names GPUDevice and GPUBuffer. TypeScript's DOM lib declares them from 6.0 on;
-# before, they come from @webgpu/types, which the package depends on and which only those
-# versions load: `typesVersions` sends TypeScript < 6.0 to ts5/dlport.d.ts, which references
-# @webgpu/types and re-exports dlport.d.ts. TypeScript 6.0 and later read dlport.d.ts, which
-# references nothing of WebGPU: both declaring it are "Duplicate identifier
-# 'GPUCommandBufferDescriptor'" and 180 more such errors, with skipLibCheck: false.
-pkg["dependencies"] = {"@webgpu/types": "^0.1.60"}
-pkg["typesVersions"] = {"<6.0": {"dlport.d.ts": ["ts5/dlport.d.ts"]}}
-if pkg.get("types") != "dlport.d.ts":
-    raise SystemExit(f"[wasm] package.json: expected types dlport.d.ts, found {pkg.get('types')!r}")
-# wasm-pack lists the shipped files explicitly; npm adds only LICENSE/LICENCE[.ext] on its own.
-files = pkg.get("files")
-if files is not None:
-    for name in ("dlport_scalar_bg.wasm", "ts5/dlport.d.ts", "LICENSE-MIT", "LICENSE-APACHE"):
-        if name not in files:
-            files.append(name)
+if p.exists():
+    raise SystemExit("[wasm] wasm-bindgen wrote a package.json (npm dependencies of a JS snippet): "
+                     "its dependencies belong in the one written here")
+license = crate["license"] or (crate["license_file"] and f"SEE LICENSE IN {crate['license_file']}")
+# npm ships the files listed here, and package.json, the README and LICENSE/LICENCE[.ext] on
+# its own. `sideEffects`: a bundler may leave out any of the package's modules that an app does
+# not use, but the snippets.
+files = ["dlport_bg.wasm", "dlport.js", "dlport.d.ts"]
+if (new / "snippets").is_dir():
+    files.append("snippets")
+files += ["dlport_scalar_bg.wasm", "ts5/dlport.d.ts", "LICENSE-MIT", "LICENSE-APACHE"]
+fields = [
+    ("name", "dlport"),
+    ("type", "module"),
+    ("collaborators", crate["authors"] or None),
+    ("description", crate["description"]),
+    ("version", crate["version"]),
+    ("license", license or None),
+    ("repository", crate["repository"] and {"type": "git", "url": crate["repository"]}),
+    ("files", files),
+    ("main", "dlport.js"),
+    ("homepage", crate["homepage"]),
+    ("types", "dlport.d.ts"),
+    ("sideEffects", ["./snippets/*"]),
+    ("keywords", crate["keywords"] or None),
+    # The .d.ts names GPUDevice and GPUBuffer. TypeScript's DOM lib declares them from 6.0 on;
+    # before, they come from @webgpu/types, which the package depends on and which only those
+    # versions load: `typesVersions` sends TypeScript < 6.0 to ts5/dlport.d.ts, which
+    # references @webgpu/types and re-exports dlport.d.ts. TypeScript 6.0 and later read
+    # dlport.d.ts, which references nothing of WebGPU: both declaring it are "Duplicate
+    # identifier 'GPUCommandBufferDescriptor'" and 180 more such errors, with skipLibCheck: false.
+    ("dependencies", {"@webgpu/types": "^0.1.60"}),
+    ("typesVersions", {"<6.0": {"dlport.d.ts": ["ts5/dlport.d.ts"]}}),
+]
+pkg = {key: value for key, value in fields if value is not None}
 p.write_text(json.dumps(pkg, indent=2) + "\n")
 # `Tensor` has `[Symbol.dispose]()` (for `using`). Its type lives in TypeScript's
 # esnext.disposable lib, which a default tsconfig (target ES2022/ES2023, lib of the same + DOM)

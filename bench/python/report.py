@@ -491,9 +491,9 @@ def main():
     if ws.exists():
         z = json.loads(ws.read_text())
         w("## The npm package's wasm\n")
-        w("Command: `scripts/wasm-build.sh` (wasm-pack release build with opt-level \"s\", fat LTO and "
-          "one codegen unit, then `wasm-opt -Os` from the npm package binaryen, pinned in "
-          "`wasm/tools/package-lock.json`), twice: `dlport_bg.wasm` with `-C "
+        w("Command: `scripts/wasm-build.sh` (cargo release build and wasm-bindgen, with opt-level "
+          "\"s\", fat LTO and one codegen unit, then `wasm-opt -Os` from the npm package binaryen, "
+          "pinned in `wasm/tools/package-lock.json`), twice: `dlport_bg.wasm` with `-C "
           "target-feature=+simd128` (dlport-core's simd128 copy kernels), `dlport_scalar_bg.wasm` "
           "without, for engines without WebAssembly SIMD; one JS glue loads either (the build "
           "checks the two builds' glue is identical), and its default initialisation picks the "

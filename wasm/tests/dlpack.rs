@@ -1,6 +1,7 @@
-//! `Tensor.fromDLPack(address)` in the browser (`wasm-pack test --headless --chrome wasm`): it
-//! takes back only addresses that `toDLPack` returned and that were neither taken back nor
-//! released by their deleter, exactly once; everything else is a JS `Error` naming the value.
+//! `Tensor.fromDLPack(address)` in the browser (scripts/test.sh's `browser` step: `cargo test
+//! --target wasm32-unknown-unknown` with wasm-bindgen-test-runner and ChromeDriver): it takes
+//! back only addresses that `toDLPack` returned and that were neither taken back nor released
+//! by their deleter, exactly once; everything else is a JS `Error` naming the value.
 #![cfg(target_arch = "wasm32")]
 
 use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned};

@@ -1,5 +1,6 @@
-//! The WebGPU backend in the browser (`wasm-pack test --headless --chrome wasm`): the same
-//! behaviours as the native tests, on Chromium's WebGPU (SwiftShader, no GPU needed).
+//! The WebGPU backend in the browser (`cargo test --target wasm32-unknown-unknown` with
+//! wasm-bindgen-test-runner as the runner and ChromeDriver: scripts/test.sh's `browser` step):
+//! the same behaviours as the native tests, on Chromium's WebGPU (SwiftShader, no GPU needed).
 #![cfg(target_arch = "wasm32")]
 
 use dlport_core::{DataType, Device, ExportBuilder, ExportOptions, ImportOptions, Registry};
