@@ -60,7 +60,10 @@ pub struct Tensor {
 // A `Tensor` moves by value through every import and export (into a `Result`, into a binding's
 // object); at 160 bytes on 64-bit targets those moves stay register copies (`Dims::INLINE`).
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(size_of::<Tensor>() <= 160, "a Tensor outgrew 160 bytes: see Dims::INLINE");
+const _: () = assert!(
+    size_of::<Tensor>() <= 160,
+    "a Tensor outgrew 160 bytes: see Dims::INLINE"
+);
 
 impl core::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
