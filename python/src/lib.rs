@@ -24,7 +24,7 @@ mod share;
 use dlport_pyo3::PyTensor;
 #[cfg(feature = "bench")]
 use dlport_pyo3::internal::exchange;
-use dlport_pyo3::internal::{adapter, args, capsule, errors, import, pjrt};
+use dlport_pyo3::internal::{adapter, args, capsule, errors, import, jax, pjrt};
 use pyo3::prelude::*;
 
 /// The extension module.
@@ -40,6 +40,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import::_route, m)?)?;
     plugin::add(m)?;
     pjrt::add(m)?;
+    jax::add(m)?;
     limit::add(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(

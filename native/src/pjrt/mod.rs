@@ -22,6 +22,7 @@ mod buffer;
 mod client;
 mod execute;
 mod import;
+pub mod interpose;
 mod result;
 pub mod sys;
 mod types;

@@ -38,6 +38,7 @@ mod dlpack_tensor;
 mod errors;
 mod exchange;
 mod import;
+mod jax;
 mod methods;
 mod pickle;
 mod pjrt;
@@ -85,6 +86,11 @@ pub mod internal {
     /// `dlport.from_dlpack` and `dlport._route` (`crate::import`).
     pub mod import {
         pub use crate::import::{_route, from_dlpack};
+    }
+
+    /// `dlport.jax`'s native functions (`crate::jax`).
+    pub mod jax {
+        pub use crate::jax::add;
     }
 
     /// `dlport.pjrt`'s classes (`crate::pjrt`).

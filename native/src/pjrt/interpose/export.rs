@@ -1,0 +1,312 @@
+//! The export of a host buffer learnt through an interposed table: readiness awaited, type,
+//! dims, layout and size asked of the vendor, an external reference and the pin held until
+//! the DLPack deleter runs (once, on any thread), READ_ONLY (the host's arrays are immutable).
+
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+
+use dlport_core::abi::DeviceType;
+use dlport_core::backend::{Access, TensorStorage};
+use dlport_core::{DataType, Device, Error, ExportBuilder, ManagedTensor};
+
+use super::super::buffer::await_event;
+use super::super::result::Api;
+use super::super::{sys, types};
+use super::{Learnt, room};
+use crate::plugin::plugin_error;
+
+/// Exports the learnt buffer without a copy. The export holds the pin (the host's `Destroy`
+/// and `Delete` of the buffer wait for its deleter) and an external reference
+/// (`PJRT_Buffer_IncreaseExternalReferenceCount`, given back once in the deleter).
+/// `versioned` picks DLPack 1.x, else the legacy form (which carries no READ_ONLY flag).
+pub fn export(learnt: Learnt, versioned: bool) -> Result<ManagedTensor, Error> {
+    let ip = room(learnt.room).ok_or_else(|| {
+        plugin_error(
+            "pjrt",
+            "dlport.jax",
+            "export",
+            -1,
+            &format!("no interposed table in room {}", learnt.room),
+        )
+    })?;
+    let api = ip.vendor;
+    let raw = learnt.buffer;
+    let mut r = sys::Buffer_ReadyEvent_Args::new();
+    r.buffer = raw;
+    // SAFETY: the args of PJRT_Buffer_ReadyEvent; the pin keeps the buffer alive.
+    unsafe { api.call(sys::BUFFER_READY_EVENT, &mut r) }?;
+    if r.event.is_null() {
+        return Err(api.error(sys::BUFFER_READY_EVENT.name, -1, "returned a NULL event"));
+    }
+    // SAFETY: a live event we own, destroyed once there.
+    unsafe { await_event(&api, r.event) }?;
+    let mut t = sys::Buffer_ElementType_Args::new();
+    t.buffer = raw;
+    // SAFETY: the args of PJRT_Buffer_ElementType.
+    unsafe { api.call(sys::BUFFER_ELEMENT_TYPE, &mut t) }?;
+    let dtype =
+        types::to_dlpack(t.kind).map_err(|e| api.error(sys::BUFFER_ELEMENT_TYPE.name, -1, &e))?;
+    let shape = dims(&api, raw)?;
+    let strides = strides(&api, raw, &shape, dtype)?;
+    let numel = shape.iter().try_fold(1u64, |n, &x| n.checked_mul(x as u64));
+    let span = numel
+        .and_then(|n| dtype.bytes_for(n, false))
+        .ok_or_else(|| {
+            api.error(
+                sys::BUFFER_DIMENSIONS.name,
+                -1,
+                "the shape's size overflows",
+            )
+        })?;
+    let mut s = sys::Buffer_OnDeviceSizeInBytes_Args::new();
+    s.buffer = raw;
+    // SAFETY: the args of PJRT_Buffer_OnDeviceSizeInBytes.
+    unsafe { api.call(sys::BUFFER_ON_DEVICE_SIZE, &mut s) }?;
+    if (s.on_device_size_in_bytes as u64) < span {
+        return Err(api.error(
+            sys::BUFFER_ON_DEVICE_SIZE.name,
+            -1,
+            &format!(
+                "the buffer has {} bytes, smaller than its shape {shape:?} of {dtype} ({span} \
+                 bytes)",
+                s.on_device_size_in_bytes
+            ),
+        ));
+    }
+    let device = device_of(&api, raw, ip.device_type, ip.client.load(Ordering::Acquire))?;
+    for slot in [
+        sys::BUFFER_DECREASE_EXTERNAL_REF,
+        sys::BUFFER_OPAQUE_POINTER,
+    ] {
+        api.function(slot)?;
+    }
+    let mut a = sys::Buffer_ExternalReference_Args::new();
+    a.buffer = raw;
+    // SAFETY: the args of PJRT_Buffer_IncreaseExternalReferenceCount.
+    unsafe { api.call(sys::BUFFER_INCREASE_EXTERNAL_REF, &mut a) }?;
+    // From here `held` gives the reference back and unpins, once, whatever follows.
+    let mut held = HostMemory {
+        api,
+        learnt,
+        data: std::ptr::null_mut(),
+        len: span as usize,
+        device,
+    };
+    let mut p = sys::Buffer_OpaqueDeviceMemoryDataPointer_Args::new();
+    p.buffer = raw;
+    // SAFETY: the args of PJRT_Buffer_OpaqueDeviceMemoryDataPointer; the external reference
+    // keeps the pointer valid (header).
+    unsafe { api.call(sys::BUFFER_OPAQUE_POINTER, &mut p) }?;
+    if p.device_memory_ptr.is_null() && span > 0 {
+        return Err(api.error(
+            sys::BUFFER_OPAQUE_POINTER.name,
+            -1,
+            "returned a NULL device pointer for a non-empty buffer: the plugin stubs what a \
+             view needs",
+        ));
+    }
+    held.data = p.device_memory_ptr;
+    let builder = ExportBuilder::new(held, dtype, &shape).strides(&strides);
+    if versioned {
+        builder.read_only(true).build()
+    } else {
+        builder.build_legacy()
+    }
+}
+
+/// The buffer's dims (`PJRT_Buffer_Dimensions`), checked.
+fn dims(api: &Api, raw: *mut sys::PJRT_Buffer) -> Result<Vec<i64>, Error> {
+    let mut d = sys::Buffer_Dimensions_Args::new();
+    d.buffer = raw;
+    // SAFETY: the args of PJRT_Buffer_Dimensions.
+    unsafe { api.call(sys::BUFFER_DIMENSIONS, &mut d) }?;
+    if d.num_dims > 64 || (d.dims.is_null() && d.num_dims > 0) {
+        return Err(api.error(
+            sys::BUFFER_DIMENSIONS.name,
+            -1,
+            &format!("returned num_dims {} with dims {:?}", d.num_dims, d.dims),
+        ));
+    }
+    let shape: Vec<i64> = if d.num_dims == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: `num_dims` values, valid while the buffer lives (header).
+        unsafe { std::slice::from_raw_parts(d.dims, d.num_dims) }.to_vec()
+    };
+    if let Some(bad) = shape.iter().find(|&&x| x < 0) {
+        return Err(api.error(
+            sys::BUFFER_DIMENSIONS.name,
+            -1,
+            &format!("returned a dim {bad}"),
+        ));
+    }
+    Ok(shape)
+}
+
+/// The strides in elements from `PJRT_Buffer_GetMemoryLayout`: a tiled layout without tiles
+/// (its minor-to-major order), or byte strides that divide into whole, non-negative elements.
+/// Tiles are refused: DLPack has no tiled layout.
+fn strides(
+    api: &Api,
+    raw: *mut sys::PJRT_Buffer,
+    shape: &[i64],
+    dtype: DataType,
+) -> Result<Vec<i64>, Error> {
+    let mut l = sys::Buffer_GetMemoryLayout_Args::new();
+    l.buffer = raw;
+    // SAFETY: the args of PJRT_Buffer_GetMemoryLayout.
+    unsafe { api.call(sys::BUFFER_GET_MEMORY_LAYOUT, &mut l) }?;
+    let n = shape.len();
+    let lie = |what: String| api.error(sys::BUFFER_GET_MEMORY_LAYOUT.name, -1, &what);
+    match l.layout.kind {
+        sys::LAYOUT_TILED => {
+            // SAFETY: the plugin wrote the tiled member (kind says so).
+            let t = unsafe { l.layout.u.tiled };
+            if t.num_tiles != 0 {
+                return Err(lie(format!(
+                    "a tiled layout with {} tiles: DLPack has no tiled layout, so the buffer \
+                     cannot be exported as a view",
+                    t.num_tiles
+                )));
+            }
+            if t.minor_to_major_size != n || (n > 0 && t.minor_to_major.is_null()) {
+                return Err(lie(format!(
+                    "minor_to_major has {} entries for {n} dims",
+                    t.minor_to_major_size
+                )));
+            }
+            let order = if n == 0 {
+                &[][..]
+            } else {
+                // SAFETY: `minor_to_major_size` values, valid while the buffer lives.
+                unsafe { std::slice::from_raw_parts(t.minor_to_major, n) }
+            };
+            let mut out = vec![0i64; n];
+            let mut seen = vec![false; n];
+            let mut step = 1i64;
+            for &axis in order {
+                let Some(a) = usize::try_from(axis).ok().filter(|&a| a < n && !seen[a]) else {
+                    return Err(lie(format!(
+                        "minor_to_major {order:?} is not a permutation"
+                    )));
+                };
+                seen[a] = true;
+                out[a] = step;
+                step = step.saturating_mul(shape[a].max(1));
+            }
+            Ok(out)
+        }
+        sys::LAYOUT_STRIDES => {
+            // SAFETY: the plugin wrote the strides member (kind says so).
+            let s = unsafe { l.layout.u.strides };
+            let size = dtype.size_bytes() as i64;
+            if s.num_byte_strides != n || (n > 0 && s.byte_strides.is_null()) || dtype.is_sub_byte()
+            {
+                return Err(lie(format!(
+                    "{} byte strides for {n} dims of {dtype}",
+                    s.num_byte_strides
+                )));
+            }
+            let bytes = if n == 0 {
+                &[][..]
+            } else {
+                // SAFETY: `num_byte_strides` values, valid while the buffer lives.
+                unsafe { std::slice::from_raw_parts(s.byte_strides, n) }
+            };
+            if bytes.iter().any(|b| b % size != 0 || *b < 0) {
+                return Err(lie(format!(
+                    "byte strides {bytes:?} are not non-negative multiples of {dtype}'s {size} \
+                     bytes"
+                )));
+            }
+            Ok(bytes.iter().map(|b| b / size).collect())
+        }
+        k => Err(lie(format!(
+            "layout type {k} is neither tiled (0) nor strides (1)"
+        ))),
+    }
+}
+
+/// The DLPack device of the buffer: the platform's device type, and its device's place among
+/// the host client's addressable devices (0 for host memory, which has one id).
+fn device_of(
+    api: &Api,
+    raw: *mut sys::PJRT_Buffer,
+    device_type: DeviceType,
+    client: *mut sys::PJRT_Client,
+) -> Result<Device, Error> {
+    if device_type == DeviceType::CPU {
+        return Ok(Device::cpu());
+    }
+    let mut v = sys::Buffer_Device_Args::new();
+    v.buffer = raw;
+    // SAFETY: the args of PJRT_Buffer_Device.
+    unsafe { api.call(sys::BUFFER_DEVICE, &mut v) }?;
+    if client.is_null() {
+        return Err(api.error(
+            sys::CLIENT_CREATE.name,
+            -1,
+            "the host's client was not created through the interposed table: install before \
+             the backend is made",
+        ));
+    }
+    let mut d = sys::Client_AddressableDevices_Args::new();
+    d.client = client;
+    // SAFETY: the args of PJRT_Client_AddressableDevices on the host's live client.
+    unsafe { api.call(sys::CLIENT_ADDRESSABLE_DEVICES, &mut d) }?;
+    let devices = if d.num_addressable_devices == 0 || d.addressable_devices.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: `num_addressable_devices` pointers, valid while the client lives.
+        unsafe { std::slice::from_raw_parts(d.addressable_devices, d.num_addressable_devices) }
+    };
+    let id = devices.iter().position(|&x| x == v.device).ok_or_else(|| {
+        api.error(
+            sys::BUFFER_DEVICE.name,
+            -1,
+            "returned a device that is not addressable",
+        )
+    })?;
+    Ok(Device::new(device_type, id as i32))
+}
+
+/// The host buffer's memory as dlport storage: valid while the external reference and the pin
+/// are held; the drop gives the reference back, then unpins (which runs a deferred `Destroy`).
+struct HostMemory {
+    api: Api,
+    learnt: Learnt,
+    data: *mut c_void,
+    len: usize,
+    device: Device,
+}
+
+// SAFETY: the pointer is only handed to the consumer; PJRT calls may be made from any thread.
+unsafe impl Send for HostMemory {}
+
+impl Drop for HostMemory {
+    fn drop(&mut self) {
+        let mut a = sys::Buffer_ExternalReference_Args::new();
+        a.buffer = self.learnt.buffer;
+        // SAFETY: the reference taken at export, given back once, here, while the pin (a
+        // field, dropped after this) keeps the buffer alive. An error cannot be reported.
+        let _ = unsafe { self.api.call(sys::BUFFER_DECREASE_EXTERNAL_REF, &mut a) };
+    }
+}
+
+// SAFETY: `data` is valid for `len` bytes (checked against the plugin's size) while this value
+// lives: the pin keeps the host from destroying or deleting the buffer, and the external
+// reference keeps the vendor from moving it. The host's arrays are immutable: READ_ONLY.
+unsafe impl TensorStorage for HostMemory {
+    fn data_ptr(&mut self) -> *mut c_void {
+        self.data
+    }
+    fn byte_len(&self) -> usize {
+        self.len
+    }
+    fn device(&self) -> Device {
+        self.device
+    }
+    fn access(&self) -> Access {
+        Access::ReadOnly
+    }
+}

@@ -1,0 +1,261 @@
+"""JAX's own arrays on any PJRT plugin platform as DLPack tensors, both ways, with no patch to
+JAX.
+
+JAX's DLPack serves a closed list of platforms (cpu, cuda, rocm, oneapi). For any other plugin
+("xpu", a new vendor's), dlport interposes a ``PJRT_Api`` table between JAX and the vendor's
+table: it forwards every call, and sees JAX's own client and buffers::
+
+    import jax, dlport.jax
+    dlport.jax.install("xpu")              # after the plugin registered, before JAX uses it
+    x = jax.numpy.arange(6.0)              # on "xpu"
+    y = numpy.from_dlpack(dlport.jax.export(x))   # a read-only view of x's memory
+    z = dlport.jax.from_dlpack(y)          # a jax.Array viewing the same memory
+
+An export holds JAX's ``PJRT_Buffer`` (an external reference, and JAX's ``Destroy``/``Delete``
+of it deferred) until its consumer releases it: ``x.delete()``, donation and garbage
+collection never free or overwrite exported memory.
+
+JAX's private surfaces this module uses are named once, in ``_Surfaces``, and each is checked
+before use: a JAX that lacks one makes ``install`` refuse, never crash. ``import dlport``
+installs nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import threading
+from typing import Any
+
+from . import _native
+from ._native import from_dlpack as _dlport_from_dlpack
+
+__all__ = ["install", "installed", "export", "to_dlpack", "from_dlpack"]
+
+#: The oldest JAX whose private surfaces this module was checked against.
+MIN_JAX = (0, 12)
+#: The signature prefix of ``_jax.dlpack_managed_tensor_to_buffer`` this module calls.
+_IMPORT_SIGNATURE = (
+    "dlpack_managed_tensor_to_buffer(dlpack: types.CapsuleType, device: Device, "
+    "stream: int | None, copy: bool | None = ..., dl_device_type: int | None = ..."
+)
+_KDLCPU = 1
+_lock = threading.Lock()
+#: platform -> (the interposed table's capsule, the DLPack device type of its memory)
+_installed: dict[str, tuple[Any, int]] = {}
+
+
+class _Surfaces:
+    """Every private JAX surface dlport.jax uses, looked up and checked in one place."""
+
+    def __init__(self) -> None:
+        if sys.version_info < (3, 12):
+            raise RuntimeError(
+                f"dlport.jax needs Python 3.12 or newer (JAX {'.'.join(map(str, MIN_JAX))}+ "
+                f"does); this is Python {sys.version.split()[0]}"
+            )
+        try:
+            import jax
+            from jax._src import xla_bridge
+            from jax._src.lib import _jax
+        except ImportError as e:
+            raise RuntimeError(f"dlport.jax needs JAX {MIN_JAX[0]}.{MIN_JAX[1]}+: {e}") from e
+        version = tuple(int(p) for p in re.findall(r"\d+", jax.__version__)[:2])
+        if version < MIN_JAX:
+            raise RuntimeError(
+                f"dlport.jax needs JAX {MIN_JAX[0]}.{MIN_JAX[1]} or newer; this is JAX "
+                f"{jax.__version__}"
+            )
+        self.jax = jax
+        self.version = jax.__version__
+        need = {
+            "jax._src.xla_bridge._backend_factories": (xla_bridge, "_backend_factories", dict),
+            "jax._src.xla_bridge._backends": (xla_bridge, "_backends", dict),
+            "jax._src.xla_bridge.register_backend_factory": (
+                xla_bridge, "register_backend_factory", None),
+            "jax._src.xla_bridge.make_pjrt_c_api_client": (
+                xla_bridge, "make_pjrt_c_api_client", None),
+            "jax._src.xla_bridge._discover_and_register_pjrt_plugins": (
+                xla_bridge, "_discover_and_register_pjrt_plugins", None),
+            "jax._src.lib._jax.get_pjrt_plugin": (_jax, "get_pjrt_plugin", None),
+            "jax._src.lib._jax.load_pjrt_plugin": (_jax, "load_pjrt_plugin", None),
+            "jax._src.lib._jax.pjrt_plugin_loaded": (_jax, "pjrt_plugin_loaded", None),
+            "jax._src.lib._jax.dlpack_managed_tensor_to_buffer": (
+                _jax, "dlpack_managed_tensor_to_buffer", None),
+        }
+        found = {}
+        for name, (where, attr, kind) in need.items():
+            value = getattr(where, attr, None)
+            ok = isinstance(value, kind) if kind is not None else callable(value)
+            if not ok:
+                raise RuntimeError(
+                    f"dlport.jax: JAX {jax.__version__} has no {name} of the kind dlport.jax "
+                    f"uses (found {type(value).__name__}); this JAX is not supported: nothing "
+                    f"was installed"
+                )
+            found[attr] = value
+        doc = (found["dlpack_managed_tensor_to_buffer"].__doc__ or "").strip()
+        if not doc.startswith(_IMPORT_SIGNATURE):
+            raise RuntimeError(
+                f"dlport.jax: JAX {jax.__version__}'s "
+                f"jax._src.lib._jax.dlpack_managed_tensor_to_buffer has another signature "
+                f"({doc.splitlines()[0] if doc else 'undocumented'}); nothing was installed"
+            )
+        self.factories: dict[str, Any] = found["_backend_factories"]
+        self.backends: dict[str, Any] = found["_backends"]
+        self.register_backend_factory = found["register_backend_factory"]
+        self.make_client = found["make_pjrt_c_api_client"]
+        self.discover = found["_discover_and_register_pjrt_plugins"]
+        self.get_pjrt_plugin = found["get_pjrt_plugin"]
+        self.load_pjrt_plugin = found["load_pjrt_plugin"]
+        self.plugin_loaded = found["pjrt_plugin_loaded"]
+        self.to_buffer = found["dlpack_managed_tensor_to_buffer"]
+
+
+def install(platform: str, *, device_type: int | None = None) -> None:
+    """Puts dlport's interposed table between JAX and the PJRT plugin registered as
+    ``platform``: JAX's backend for it is then made through dlport's table, with the vendor's
+    options. Call it after the plugin registered itself (entry-point plugins are discovered
+    here) and before anything makes JAX's backends (``jax.devices()``, the first array).
+    ``device_type`` is the DLPack code of the platform's memory (default: the platform's
+    name's, else kDLExtDev). Installing a platform twice is harmless. Refuses, changing
+    nothing, when the backend already exists, the platform is not registered, or this JAX
+    lacks a surface dlport uses."""
+    with _lock:
+        if platform in _installed:
+            if device_type is not None and device_type != _installed[platform][1]:
+                raise ValueError(
+                    f"dlport.jax: {platform!r} is installed with device type "
+                    f"{_installed[platform][1]}, not {device_type}: install it once"
+                )
+            return
+        s = _Surfaces()
+        s.discover()
+        registration = s.factories.get(platform)
+        if registration is None:
+            raise LookupError(
+                f"dlport.jax.install({platform!r}): no PJRT plugin is registered under that "
+                f"name (registered: {sorted(s.factories)}); register the vendor's plugin first "
+                f"(jax._src.xla_bridge.register_plugin or its jax_plugins entry point)"
+            )
+        if platform in s.backends:
+            raise RuntimeError(
+                f"dlport.jax.install({platform!r}): JAX already made the {platform!r} backend, "
+                f"so its buffers cannot be seen any more; restart the process and call "
+                f"install before anything uses JAX's devices (jax.devices(), an array)"
+            )
+        factory = registration.factory
+        if not (
+            isinstance(factory, functools.partial)
+            and factory.func is s.make_client
+            and factory.args == (platform,)
+        ):
+            raise RuntimeError(
+                f"dlport.jax.install({platform!r}): the plugin registered its own backend "
+                f"factory ({factory!r}), not JAX's PJRT plugin factory, so dlport cannot make "
+                f"its client in the vendor's place; nothing was installed"
+            )
+        options = factory.keywords.get("options")
+        vendor = s.get_pjrt_plugin(platform)
+        ours = _native._jax_interpose(vendor, origin=platform, device_type=device_type)
+        internal = f"{platform}_dlport"
+        if not s.plugin_loaded(internal):
+            s.load_pjrt_plugin(internal, None, ours)
+        s.register_backend_factory(
+            platform,
+            functools.partial(s.make_client, internal, options=options),
+            priority=registration.priority,
+            fail_quietly=registration.fail_quietly,
+            experimental=registration.experimental,
+            c_api=ours,
+        )
+        code = _native._jax_device_type(ours)
+        _installed[platform] = (ours, code)
+
+
+def installed() -> dict[str, int]:
+    """The installed platforms and the DLPack device type of each one's memory."""
+    with _lock:
+        return {p: t for p, (_, t) in _installed.items()}
+
+
+def _single(x: Any) -> Any:
+    """``x`` when it is a single-device jax.Array on an installed platform; else an error."""
+    import jax
+
+    if not isinstance(x, jax.Array):
+        raise TypeError(f"dlport.jax: expected a jax.Array, got {type(x).__name__}")
+    shards = x.addressable_shards
+    if len(shards) != 1:
+        raise ValueError(
+            f"dlport.jax: the array has {len(shards)} addressable shards; export each one: "
+            f"[dlport.jax.export(s.data) for s in x.addressable_shards]"
+        )
+    platform = shards[0].device.platform
+    with _lock:
+        names = sorted(_installed)
+    if platform not in names:
+        raise BufferError(
+            f"dlport.jax: the array is on platform {platform!r}, which dlport.jax.install did "
+            f"not interpose (installed: {names}); use JAX's own DLPack for cpu, cuda and rocm"
+        )
+    return x
+
+
+def to_dlpack(x: Any, *, versioned: bool = True) -> Any:
+    """A DLPack capsule of a single-device ``jax.Array`` on an installed platform: a view of
+    JAX's own buffer, READ_ONLY (versioned, the default) and kept alive until the consumer
+    releases it."""
+    x = _single(x)
+    return _native._jax_export(x.unsafe_buffer_pointer, versioned=versioned)
+
+
+def export(x: Any) -> Any:
+    """A ``dlport.Tensor`` viewing a single-device ``jax.Array`` on an installed platform:
+    any DLPack consumer takes it (``__dlpack__``, ``__dlpack_device__``)."""
+    return _dlport_from_dlpack(to_dlpack(x))
+
+
+def from_dlpack(t: Any, device: Any = None, *, copy: bool | None = None) -> Any:
+    """A ``jax.Array`` viewing any DLPack producer's tensor on an installed platform's device
+    (host memory for a platform installed with ``device_type=1``), without a copy. dlport
+    checks what JAX's entry point does not: the device, alignment (64 bytes), a layout PJRT
+    takes (compact), and READ_ONLY memory, which is copied (``copy=None`` or ``True``) or
+    refused (``copy=False``): never handed to a program that may write it."""
+    s = _Surfaces()
+    tensor = _dlport_from_dlpack(t, copy=copy, layout="compact", align=64)
+    if tensor.readonly:
+        if copy is False:
+            raise BufferError(
+                "dlport.jax.from_dlpack: the tensor is READ_ONLY and copy=False; a JAX view "
+                "may be donated and written: pass copy=None or copy=True"
+            )
+        tensor = _dlport_from_dlpack(tensor, copy=True, layout="compact", align=64)
+    dev_type, dev_id = tensor.__dlpack_device__()
+    with _lock:
+        candidates = [p for p, (_, code) in _installed.items() if code == dev_type]
+    if device is not None:
+        if device.platform not in candidates:
+            raise BufferError(
+                f"dlport.jax.from_dlpack: device {device} is on platform {device.platform!r}, "
+                f"whose memory is not the tensor's (device type {dev_type}); installed for it: "
+                f"{candidates}"
+            )
+        target = device
+    else:
+        if not candidates:
+            raise BufferError(
+                f"dlport.jax.from_dlpack: no installed platform has memory of device type "
+                f"{dev_type} (installed: {installed()})"
+            )
+        devices = s.jax.devices(candidates[0])
+        index = 0 if dev_type == _KDLCPU else dev_id
+        if not 0 <= index < len(devices):
+            raise BufferError(
+                f"dlport.jax.from_dlpack: device id {dev_id} is not one of {candidates[0]!r}'s "
+                f"{len(devices)} devices"
+            )
+        target = devices[index]
+    capsule = tensor.__dlpack__(max_version=(1, 3))
+    return s.to_buffer(capsule, target, None, False, dev_type)

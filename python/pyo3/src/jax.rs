@@ -1,0 +1,128 @@
+//! `dlport.jax`'s native half: the interposed `PJRT_Api` table (dlport-native's
+//! `pjrt::interpose`) as a `pjrt_c_api` capsule JAX registers in the vendor's place, and the
+//! export of a `jax.Array`'s own `PJRT_Buffer`, learnt through that table. The JAX surfaces
+//! themselves are named in the Python half (`python/dlport/jax.py`).
+
+use std::ffi::{CStr, c_void};
+
+use dlport_core::abi::{DeviceType, RawManaged};
+use dlport_native::pjrt::interpose::{self, Interposition};
+use pyo3::ffi;
+use pyo3::prelude::*;
+
+use crate::adapter::Failure;
+use crate::{capsule, errors};
+
+/// The name JAX gives a capsule holding a `PJRT_Api*`.
+const PJRT_C_API: &CStr = c"pjrt_c_api";
+
+/// The `PJRT_Api*` in a `pjrt_c_api` capsule; anything else is a `TypeError`.
+fn table_of(obj: &Bound<'_, PyAny>) -> PyResult<*const c_void> {
+    // SAFETY: a live object; IsValid checks the type and the name, and never raises.
+    if unsafe { ffi::PyCapsule_IsValid(obj.as_ptr(), PJRT_C_API.as_ptr()) } != 1 {
+        return Err(errors::type_error(format!(
+            "expected a \"pjrt_c_api\" capsule (a PJRT_Api*, as \
+             jax._src.lib._jax.get_pjrt_plugin returns), got {}",
+            capsule::type_name(obj)
+        )));
+    }
+    // SAFETY: a valid capsule of this name: GetPointer returns its (non-NULL) pointer.
+    Ok(unsafe { ffi::PyCapsule_GetPointer(obj.as_ptr(), PJRT_C_API.as_ptr()) }.cast_const())
+}
+
+/// Interposes dlport's table over the vendor's (`vendor`, a `pjrt_c_api` capsule) and returns
+/// it as a `pjrt_c_api` capsule. `device_type` is the DLPack code of the platform's memory
+/// (kDLExtDev when `None`); `rename` makes the table answer that platform name;
+/// `hooks=False` interposes the renaming alone (a stand-in vendor for tests). The same vendor
+/// and arguments give the same table.
+#[pyfunction]
+#[pyo3(signature = (vendor, /, *, origin, device_type=None, rename=None, hooks=true))]
+pub fn _jax_interpose<'py>(
+    py: Python<'py>,
+    vendor: &Bound<'py, PyAny>,
+    origin: &str,
+    device_type: Option<i32>,
+    rename: Option<String>,
+    hooks: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let table = table_of(vendor)?;
+    let what = Interposition {
+        rename,
+        hooks,
+        device_type: device_type.map(DeviceType),
+    };
+    // SAFETY: JAX's capsule holds the vendor's loaded PJRT_Api, which stays loaded for the
+    // process (JAX never unloads plugins).
+    let ours = unsafe { interpose::interpose(table, &what, origin) }.map_err(Failure::from)?;
+    // SAFETY: a non-NULL pointer that lives for the process, a static name, no destructor.
+    let cap = unsafe { ffi::PyCapsule_New(ours.cast_mut(), PJRT_C_API.as_ptr(), None) };
+    if cap.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new reference we own.
+    Ok(unsafe { Bound::from_owned_ptr(py, cap) })
+}
+
+/// Exports the `PJRT_Buffer` that `learn()` makes JAX touch through an interposed table (JAX's
+/// `unsafe_buffer_pointer()`, called on this thread) as a DLPack capsule: readiness awaited,
+/// its layout asked, the buffer pinned (JAX's `Destroy`/`Delete` of it wait) and an external
+/// reference held until the capsule's consumer releases it. `versioned` gives DLPack 1.x with
+/// READ_ONLY. When no interposed table saw a buffer, a `BufferError` says so, with `learn()`'s
+/// own error if it raised.
+#[pyfunction]
+#[pyo3(signature = (learn, /, *, versioned=true))]
+pub fn _jax_export<'py>(
+    py: Python<'py>,
+    learn: &Bound<'py, PyAny>,
+    versioned: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (called, learnt) = interpose::learn(|| learn.call0());
+    let Some(learnt) = learnt else {
+        let why = match called {
+            Err(e) => format!(" (it raised: {e})"),
+            Ok(_) => String::new(),
+        };
+        return Err(errors::buffer_error(format!(
+            "dlport's interposed PJRT table saw no buffer of this array{why}: the array must \
+             be on a platform that dlport.jax.install(platform) interposed before JAX made its \
+             backend, and not deleted"
+        )));
+    };
+    let m = py
+        .detach(move || interpose::export(learnt, versioned))
+        .map_err(Failure::from)?;
+    let raw: RawManaged = m.into_raw();
+    capsule::wrap(py, raw)
+}
+
+/// How many exports pin the `PJRT_Buffer*` at `address` (0: none), for tests.
+#[pyfunction]
+pub fn _jax_pins(address: usize) -> usize {
+    interpose::pins(address as *const c_void)
+}
+
+/// The `PJRT_Client*` JAX created through the interposed table `table` (a `pjrt_c_api`
+/// capsule), as an address; 0 before JAX made the backend.
+#[pyfunction]
+pub fn _jax_client(table: &Bound<'_, PyAny>) -> PyResult<usize> {
+    Ok(interpose::host_client(table_of(table)?) as usize)
+}
+
+/// The DLPack device type of an interposed table's platform (a `pjrt_c_api` capsule that
+/// `_jax_interpose` returned).
+#[pyfunction]
+pub fn _jax_device_type(table: &Bound<'_, PyAny>) -> PyResult<i32> {
+    interpose::table_device_type(table_of(table)?)
+        .map(|t| t.0)
+        .ok_or_else(|| errors::value_error("the capsule is not one of dlport's interposed tables"))
+}
+
+/// Adds `dlport.jax`'s native functions to the module.
+pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_jax_interpose, m)?)?;
+    m.add_function(wrap_pyfunction!(_jax_export, m)?)?;
+    m.add_function(wrap_pyfunction!(_jax_pins, m)?)?;
+    m.add_function(wrap_pyfunction!(_jax_client, m)?)?;
+    m.add_function(wrap_pyfunction!(_jax_device_type, m)?)?;
+    Ok(())
+}
