@@ -1,0 +1,401 @@
+"""One JAX configuration per process (JAX's backends are process-global): the stand-in vendor
+is the real XLA CPU plugin (DLPORT_PJRT_PLUGIN) behind a table that answers
+PJRT_Client_PlatformName with "xpu", registered with JAX like any plugin. Usage:
+``python child.py SETUP CASE...``; each case prints ``PASS name`` or raises."""
+
+import ctypes
+import gc
+import os
+import sys
+import threading
+
+import numpy as np
+
+SO = os.environ["DLPORT_PJRT_PLUGIN"]
+
+
+def vendor(name="xpu", install=True, device_type=1):
+    """Registers the stand-in vendor as ``name`` and, when ``install``, dlport's table over it."""
+    from jax._src import xla_bridge
+    from jax._src.lib import _jax
+
+    import dlport._native as n
+
+    raw = _jax.load_pjrt_plugin(f"{name}_vendor", SO, None)
+    stand_in = n._jax_interpose(raw, origin=f"{name}-stand-in", rename=name, hooks=False)
+    xla_bridge.register_plugin(name, c_api=stand_in)
+    if install:
+        import dlport.jax
+
+        dlport.jax.install(name, device_type=device_type)
+
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def aligned(values, align=64):
+    raw = np.empty(values.nbytes + align, dtype=np.uint8)
+    start = (-raw.ctypes.data) % align
+    out = raw[start : start + values.nbytes].view(values.dtype).reshape(values.shape)
+    out[...] = values
+    return out
+
+
+def expect(exc, f, *words):
+    try:
+        f()
+    except exc as e:
+        for w in words:
+            assert w in str(e), f"{w!r} not in {e!r}"
+        return str(e)
+    raise AssertionError(f"{f} did not raise {exc.__name__}")
+
+
+CASES = {}
+
+
+def case(f):
+    CASES[f.__name__] = f
+    return f
+
+
+@case
+def jax_refuses():
+    import jax.numpy as jnp
+
+    x = jnp.arange(6.0)
+    assert x.devices().pop().platform == "xpu"
+    expect(BufferError, x.__dlpack_device__, "xpu")
+    expect(Exception, x.__dlpack__)
+
+
+@case
+def export_view():
+    import jax
+    import jax.numpy as jnp
+
+    import dlport
+    import dlport.jax
+
+    x = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
+    t = dlport.jax.export(x)
+    assert t.readonly and t.__dlpack_device__() == (1, 0) and t.shape == (3, 4)
+    y = np.from_dlpack(t)
+    assert y.ctypes.data == x.unsafe_buffer_pointer(), "a copy, not a view"
+    assert not y.flags.writeable
+    np.testing.assert_array_equal(y, np.arange(12, dtype=np.float32).reshape(3, 4))
+    out = jax.jit(lambda a: a * 2 + 1)(x)
+    np.testing.assert_array_equal(np.from_dlpack(dlport.jax.export(out)), np.asarray(out))
+    cap = dlport.jax.to_dlpack(x)
+    assert "dltensor_versioned" in repr(cap)
+    np.testing.assert_array_equal(np.from_dlpack(dlport.from_dlpack(cap)), y)
+    # Each shard of a multi-device array; the array itself is refused with the recipe.
+    devs = jax.devices("xpu")
+    assert len(devs) >= 2
+    mesh = jax.sharding.Mesh(np.array(devs[:2]), ("i",))
+    sh = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("i"))
+    m = jax.device_put(jnp.arange(8, dtype=jnp.float32), sh)
+    expect(ValueError, lambda: dlport.jax.export(m), "addressable_shards")
+    parts = [np.from_dlpack(dlport.jax.export(s.data)) for s in m.addressable_shards]
+    np.testing.assert_array_equal(np.concatenate(parts), np.arange(8, dtype=np.float32))
+
+
+@case
+def import_view():
+    import jax
+    import jax.numpy as jnp
+
+    import dlport.jax
+
+    a = aligned(np.arange(6, dtype=np.float32).reshape(2, 3))
+    z = dlport.jax.from_dlpack(a)
+    assert z.devices().pop().platform == "xpu"
+    assert z.unsafe_buffer_pointer() == a.ctypes.data, "a copy, not a view"
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda v: v + 1)(z)), a + 1)
+    np.testing.assert_array_equal(np.from_dlpack(dlport.jax.export(z)), a)
+    # Read-only memory: copied by default, refused without copies.
+    r = aligned(np.arange(4, dtype=np.float32))
+    r.flags.writeable = False
+    expect(BufferError, lambda: dlport.jax.from_dlpack(r, copy=False), "READ_ONLY")
+    c = dlport.jax.from_dlpack(r)
+    assert c.unsafe_buffer_pointer() != r.ctypes.data
+    np.testing.assert_array_equal(np.asarray(c), r)
+    # A stride PJRT cannot take, and misaligned memory: copied, or refused with copy=False.
+    s = aligned(np.arange(12, dtype=np.float32).reshape(3, 4))[:, ::2]
+    expect(Exception, lambda: dlport.jax.from_dlpack(s, copy=False))
+    np.testing.assert_array_equal(np.asarray(dlport.jax.from_dlpack(s)), s)
+    m = aligned(np.arange(5, dtype=np.float32))[1:]
+    assert m.ctypes.data % 64 != 0
+    expect(Exception, lambda: dlport.jax.from_dlpack(m, copy=False))
+    np.testing.assert_array_equal(np.asarray(dlport.jax.from_dlpack(m)), m)
+    # An explicit device of the platform, and one that is not.
+    d1 = jax.devices("xpu")[1]
+    z1 = dlport.jax.from_dlpack(aligned(np.ones(3, np.float32)), device=d1)
+    assert z1.devices() == {d1}
+    cpu = jax.devices("cpu")[0]
+    expect(BufferError, lambda: dlport.jax.from_dlpack(a, device=cpu), "cpu")
+    # The producer is released once the view is gone.
+    import weakref
+
+    t = aligned(np.arange(3, dtype=np.float32))
+    w = weakref.ref(t)
+    v = dlport.jax.from_dlpack(t)
+    del t
+    gc.collect()
+    assert w() is not None, "released while JAX's view lives"
+    del v
+    gc.collect()
+    assert w() is None, "not released after JAX's view went"
+    del jnp
+
+
+@case
+def delete_while_exported():
+    import jax.numpy as jnp
+
+    import dlport._native as n
+    import dlport.jax
+
+    x = jnp.arange(1, 9, dtype=jnp.float32) * 3
+    handle = []
+    y = np.from_dlpack(dlport.jax.export(x))
+    addr = y.ctypes.data
+    x.delete()
+    assert x.is_deleted()
+    expect(Exception, lambda: np.asarray(x + 1))
+    gc.collect()
+    others = [jnp.full((8,), 100.0 + i, dtype=jnp.float32) * 1 for i in range(16)]
+    assert all(o.unsafe_buffer_pointer() != addr for o in others), "exported memory reused"
+    np.testing.assert_array_equal(y, np.arange(1, 9, dtype=np.float32) * 3)
+    # Garbage collection and jax.clear_caches() of an exported array.
+    import jax
+
+    g = jnp.arange(4, dtype=jnp.float32) + 10
+    gy = np.from_dlpack(dlport.jax.export(g))
+    del g
+    gc.collect()
+    jax.clear_caches()
+    more = [jnp.zeros((4,), jnp.float32) + i for i in range(16)]
+    np.testing.assert_array_equal(gy, np.arange(4, dtype=np.float32) + 10)
+    del handle, more, others
+
+
+@case
+def donation_while_exported():
+    import jax
+    import jax.numpy as jnp
+    from jax._src.interpreters import mlir
+
+    import dlport.jax
+
+    mlir._platforms_with_donation.append("xpu")
+    x = jnp.arange(1, 5, dtype=jnp.float32)
+    y = np.from_dlpack(dlport.jax.export(x))
+    f = jax.jit(lambda a: a * 2, donate_argnums=0)
+    try:
+        out = f(x)
+        np.testing.assert_array_equal(np.asarray(out), [2, 4, 6, 8])
+        assert out.unsafe_buffer_pointer() != y.ctypes.data, "the output reused exported memory"
+        print("donation: copied around the export")
+    except Exception as e:  # XLA refuses to donate a buffer with an external reference
+        assert "external reference" in str(e) or "donat" in str(e).lower(), e
+        print("donation: refused:", str(e).splitlines()[0])
+    np.testing.assert_array_equal(y, [1, 2, 3, 4])
+    # Without an export, donation still works (the interposer changes nothing else).
+    z = jnp.arange(4, dtype=jnp.float32)
+    np.testing.assert_array_equal(np.asarray(f(z)), [0, 2, 4, 6])
+    assert z.is_deleted()
+
+
+@case
+def threads_release():
+    import jax.numpy as jnp
+
+    import dlport._native as n
+    import dlport.jax
+
+    xs = [jnp.full((64,), float(i), dtype=jnp.float32) + 0 for i in range(64)]
+    raws = []
+    views = []
+    for x in xs:
+        raws.append(x)
+        views.append(np.from_dlpack(dlport.jax.export(x)))
+    del xs, raws  # JAX's Destroy of each waits for its export
+    gc.collect()
+    errors = []
+
+    def drop(chunk):
+        try:
+            for i, v in chunk:
+                assert v[0] == float(i)
+            chunk.clear()
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    chunks = [[(i, views[i]) for i in range(k, 64, 8)] for k in range(8)]
+    views.clear()
+    ts = [threading.Thread(target=drop, args=(c,)) for c in chunks]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
+    del chunks
+    gc.collect()
+
+
+@case
+def round_trips():
+    import jax.numpy as jnp
+
+    import dlport.jax
+
+    x = jnp.arange(256, dtype=jnp.float32)
+
+    def once():
+        y = np.from_dlpack(dlport.jax.export(x))
+        z = dlport.jax.from_dlpack(aligned(y))
+        assert float(z[3]) == 3.0
+        t = dlport.jax.to_dlpack(x)
+        del y, z, t
+
+    for _ in range(300):
+        once()
+    gc.collect()
+    before = rss()
+    n = int(os.environ.get("DLPORT_JAX_ROUND_TRIPS", "3000"))
+    for _ in range(n):
+        once()
+    gc.collect()
+    grown = rss() - before
+    assert grown < 16 << 20, f"RSS grew {grown >> 20} MiB over {n} round trips"
+    print(f"round trips: {n}, RSS growth {grown >> 10} KiB")
+
+
+@case
+def dtypes():
+    import jax
+    import jax.numpy as jnp
+    import ml_dtypes
+
+    import dlport.jax
+
+    names = ["bool", "int8", "int16", "int32", "uint8", "uint16", "uint32", "float16",
+             "bfloat16", "float32", "complex64", "float8_e4m3fn", "float8_e5m2",
+             "float8_e4m3b11fnuz", "float8_e4m3fnuz", "float8_e5m2fnuz"]
+    for name in names:
+        dt = jnp.dtype(getattr(ml_dtypes, name, None) or name)
+        x = jnp.asarray(np.arange(6).reshape(2, 3) % 2, dtype=dt)
+        t = dlport.jax.export(x)
+        assert t.shape == (2, 3), name
+        host = np.asarray(x)
+        assert t.nbytes == host.nbytes, (name, t.nbytes)
+        assert ctypes.string_at(t.data_ptr(), t.nbytes) == host.tobytes(), name
+    # int4: PJRT packs two per byte; DLPack's int4 is that packing.
+    x = jnp.asarray([1, -2, 3, -4, 5, -6], dtype=jnp.int4)
+    t = dlport.jax.export(x)
+    assert t.dtype in ("int4", "int4x1"), t.dtype
+    assert t.nbytes == 3, t.nbytes
+    del jax
+
+
+@case
+def refuse_unknown_array():
+    import jax
+    import jax.numpy as jnp
+
+    import dlport.jax
+
+    c = jax.device_put(jnp.arange(3.0), jax.devices("cpu")[0])
+    expect(BufferError, lambda: dlport.jax.export(c), "cpu")
+    expect(TypeError, lambda: dlport.jax.export(np.arange(3)), "jax.Array")
+
+
+# Processes of their own: the refusals of install.
+@case
+def refuse_unregistered():
+    import dlport.jax
+    from jax._src import xla_bridge
+
+    before = dict(xla_bridge._backend_factories)
+    expect(LookupError, lambda: dlport.jax.install("nope"), "nope", "registered")
+    assert xla_bridge._backend_factories == before
+
+
+@case
+def refuse_backend_exists():
+    import jax
+
+    import dlport.jax
+    from jax._src import xla_bridge
+
+    jax.devices()
+    f = xla_bridge._backend_factories["xpu"]
+    expect(RuntimeError, lambda: dlport.jax.install("xpu"), "already made", "restart")
+    assert xla_bridge._backend_factories["xpu"] is f
+    assert dlport.jax.installed() == {}
+
+
+@case
+def refuse_missing_surface():
+    import dlport.jax
+    from jax._src import xla_bridge
+    from jax._src.lib import _jax
+
+    f = xla_bridge._backend_factories["xpu"]
+    saved = xla_bridge._discover_and_register_pjrt_plugins
+    del xla_bridge._discover_and_register_pjrt_plugins
+    expect(RuntimeError, lambda: dlport.jax.install("xpu"),
+           "_discover_and_register_pjrt_plugins", "nothing was installed")
+    xla_bridge._discover_and_register_pjrt_plugins = saved
+    real = _jax.dlpack_managed_tensor_to_buffer
+
+    def other(capsule, device):
+        """dlpack_managed_tensor_to_buffer(capsule, device) -> ArrayImpl"""
+
+    _jax.dlpack_managed_tensor_to_buffer = other
+    try:
+        expect(RuntimeError, lambda: dlport.jax.install("xpu"), "another signature")
+    finally:
+        _jax.dlpack_managed_tensor_to_buffer = real
+    assert xla_bridge._backend_factories["xpu"] is f
+    assert dlport.jax.installed() == {}
+    # Then the real surfaces: installed, twice harmlessly.
+    dlport.jax.install("xpu", device_type=1)
+    dlport.jax.install("xpu", device_type=1)
+    expect(ValueError, lambda: dlport.jax.install("xpu", device_type=2), "once")
+    assert dlport.jax.installed() == {"xpu": 1}
+
+
+@case
+def refuse_custom_factory():
+    import dlport.jax
+    from jax._src import xla_bridge
+
+    reg = xla_bridge._backend_factories["xpu"]
+    xla_bridge._backend_factories["xpu"] = type(reg)(lambda: None, reg.priority)
+    expect(RuntimeError, lambda: dlport.jax.install("xpu"), "own backend factory")
+
+
+@case
+def import_installs_nothing():
+    import dlport  # noqa: F401
+    from jax._src import xla_bridge
+
+    import functools
+
+    f = xla_bridge._backend_factories["xpu"].factory
+    assert isinstance(f, functools.partial) and f.args == ("xpu",), f
+    import dlport.jax
+
+    assert dlport.jax.installed() == {}
+
+
+if __name__ == "__main__":
+    setup, *names = sys.argv[1:]
+    vendor(install=setup == "installed")
+    for name in names:
+        CASES[name]()
+        print("PASS", name, flush=True)
