@@ -3,10 +3,10 @@
 #  1. The plugin: xla-cpu-pjrt 0.0.1 from PyPI (xla_cpu_pjrt.so, ~250 MB unpacked), downloaded
 #     once into ${XDG_CACHE_HOME:-~/.cache}/dlport/pjrt/ and reused (idempotent); exported as
 #     DLPORT_PJRT_PLUGIN. Where it cannot be had, every step SKIPS with the reason printed.
-#  2. The Rust tests (native/tests/pjrt.rs, pjrt_lying.rs; feature pjrt).
+#  2. The Rust tests (native/tests/pjrt.rs, pjrt_lying.rs, pjrt_attack.rs; feature pjrt).
 #  3. The C program capi/examples/pjrt/pjrt_roundtrip.c under ASan + UBSan (leaks checked).
-#  4. The Python tests (python/tests/test_pjrt.py) and python/examples/pjrt/roundtrip.py when
-#     .venv exists with a wheel that has dlport.pjrt.
+#  4. The Python tests (python/tests/test_pjrt.py, and test_jax_interpose.py for dlport.jax) and
+#     python/examples/pjrt/roundtrip.py when .venv exists with a wheel that has dlport.pjrt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}
@@ -35,7 +35,7 @@ fi
 
 # The tests print SKIP lines (shown by --nocapture) when the plugin is missing.
 cargo test -q -p dlport-native --features pjrt --locked --lib pjrt
-cargo test -q -p dlport-native --features pjrt --locked --test pjrt --test pjrt_lying -- --nocapture 2>&1 \
+cargo test -q -p dlport-native --features pjrt --locked --test pjrt --test pjrt_lying --test pjrt_attack -- --nocapture 2>&1 \
   | grep -vE '^$' | tail -n 40
 
 cargo build -q -p dlport-capi --locked
@@ -56,6 +56,8 @@ if [ -x .venv/bin/python ]; then
     # The unpacked wheel on PYTHONPATH: its dist-info registers the `xla_plugins` entry point,
     # so loading by package name is tested too.
     PYTHONPATH=${DLPORT_PJRT_PLUGIN:+$dir} .venv/bin/python -m pytest -q -rs python/tests/test_pjrt.py
+    # dlport.jax (issue #55): JAX's own arrays on a plugin platform JAX's DLPack refuses ("xpu").
+    .venv/bin/python -m pytest -q -rs -p no:cacheprovider python/tests/test_jax_interpose.py
     .venv/bin/python python/examples/pjrt/roundtrip.py ${DLPORT_PJRT_PLUGIN:+"$DLPORT_PJRT_PLUGIN"}
   else
     echo "[pjrt] SKIPPED python/tests/test_pjrt.py: the dlport wheel in .venv has no dlport.pjrt (scripts/python-build.sh rebuilds it)"

@@ -154,9 +154,9 @@ impl fmt::Debug for StaticReport {
 /// [`source`](core::error::Error::source) of the error that carries it).
 ///
 /// 16 bytes: a `&'static StaticReport`, or with `alloc` a shared allocation made by
-/// [`new`](Self::new) (so that a backend can pass any `&'static str` at run time, and attach
-/// an owned error with [`with_source`](Self::with_source)). Reports are equal when their texts
-/// are and their sources are the same object.
+/// [`new`](Self::new) or [`owned`](Self::owned) (so that a backend can pass any text at run
+/// time, and attach an owned error with [`with_source`](Self::with_source)). Reports are equal
+/// when their texts are and their sources are the same object.
 #[derive(Clone)]
 pub struct BackendReport(Repr);
 
@@ -170,6 +170,8 @@ enum Repr {
 #[cfg(feature = "alloc")]
 struct Owned {
     text: StaticReport,
+    /// A detail made at run time, owned by the report (it replaces `text.detail`).
+    detail: Option<alloc::boxed::Box<str>>,
     source: Option<alloc::boxed::Box<dyn core::error::Error + Send + Sync>>,
 }
 
@@ -189,6 +191,28 @@ impl BackendReport {
                 detail,
                 source: None,
             },
+            detail: None,
+            source: None,
+        })))
+    }
+
+    /// A report whose detail is made at run time and owned by the report (freed with the
+    /// last clone of the error), so that texts from outside (a plugin's messages, paths)
+    /// never need to live for the whole process.
+    #[cfg(feature = "alloc")]
+    pub fn owned(
+        backend: &'static str,
+        operation: &'static str,
+        detail: alloc::string::String,
+    ) -> Self {
+        Self(Repr::Shared(alloc::sync::Arc::new(Owned {
+            text: StaticReport {
+                backend,
+                operation,
+                detail: "",
+                source: None,
+            },
+            detail: Some(detail.into_boxed_str()),
             source: None,
         })))
     }
@@ -197,8 +221,13 @@ impl BackendReport {
     #[cfg(feature = "alloc")]
     pub fn with_source(self, source: impl core::error::Error + Send + Sync + 'static) -> Self {
         let text = *self.text();
+        let detail = match &self.0 {
+            Repr::Shared(owned) => owned.detail.clone(),
+            Repr::Static(_) => None,
+        };
         Self(Repr::Shared(alloc::sync::Arc::new(Owned {
             text,
+            detail,
             source: Some(alloc::boxed::Box::new(source)),
         })))
     }
@@ -222,7 +251,13 @@ impl BackendReport {
     }
 
     /// What the code means and what to do ("" when there is nothing to add).
-    pub fn detail(&self) -> &'static str {
+    pub fn detail(&self) -> &str {
+        #[cfg(feature = "alloc")]
+        if let Repr::Shared(owned) = &self.0 {
+            if let Some(detail) = &owned.detail {
+                return detail;
+            }
+        }
         self.text().detail
     }
 
@@ -243,7 +278,7 @@ impl PartialEq for BackendReport {
         let (a, b) = (self.text(), other.text());
         a.backend == b.backend
             && a.operation == b.operation
-            && a.detail == b.detail
+            && self.detail() == other.detail()
             && match (self.source(), other.source()) {
                 (None, None) => true,
                 (Some(a), Some(b)) => core::ptr::addr_eq(a, b),

@@ -5,6 +5,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
+use dlport_core::abi::DeviceType;
 use dlport_core::backend::{Access, TensorStorage};
 use dlport_core::{DataType, Device, Error, ExportBuilder, ManagedTensor};
 
@@ -16,6 +17,9 @@ use super::{sys, types};
 pub(super) struct Owned {
     pub(super) raw: *mut sys::PJRT_Buffer,
     pub(super) client: PjrtClient,
+    /// For a view of a producer's tensor, its token (the tensor is released once both this
+    /// destroy has returned and the plugin's on-delete callback has run); else 0.
+    view: usize,
 }
 
 // SAFETY: PJRT buffers may be used and destroyed from any thread (PJRT C API).
@@ -30,6 +34,9 @@ impl Drop for Owned {
         // SAFETY: the last holder is gone: the buffer is destroyed once, here (a view's
         // on-delete callback runs in it). An error cannot be reported from a drop.
         let _ = unsafe { self.client.api().call(sys::BUFFER_DESTROY, &mut a) };
+        if self.view != 0 {
+            super::import::view_destroyed(self.view);
+        }
     }
 }
 
@@ -60,7 +67,8 @@ pub struct BufferInfo {
     pub strides: Vec<i64>,
     /// The bytes the layout spans.
     pub span: u64,
-    /// The dlport device.
+    /// The DLPack device of its memory: the client's device type and the PJRT device's index,
+    /// or kDLCPU 0 on a CPU platform (host memory, whichever PJRT device it lives on).
     pub device: Device,
 }
 
@@ -72,6 +80,17 @@ impl PjrtBuffer {
         raw: *mut sys::PJRT_Buffer,
         function: &'static str,
     ) -> Result<Self, Error> {
+        Self::adopt_view(client, raw, function, 0)
+    }
+
+    /// As [`adopt`](Self::adopt), for a view whose producer's tensor waits under `view` (a
+    /// token of the import room; 0 for none).
+    pub(super) fn adopt_view(
+        client: &PjrtClient,
+        raw: *mut sys::PJRT_Buffer,
+        function: &'static str,
+        view: usize,
+    ) -> Result<Self, Error> {
         if raw.is_null() {
             return Err(client.api().error(function, -1, "returned a NULL buffer"));
         }
@@ -79,6 +98,7 @@ impl PjrtBuffer {
             owned: Arc::new(Owned {
                 raw,
                 client: client.clone(),
+                view,
             }),
         })
     }
@@ -184,12 +204,18 @@ impl PjrtBuffer {
                 "returned a device that is not addressable",
             )
         })?;
+        // Host memory is kDLCPU device 0 whichever PJRT device holds it (DLPack has one host).
+        let device = if client.device_type() == DeviceType::CPU {
+            Device::cpu()
+        } else {
+            Device::new(client.device_type(), id)
+        };
         Ok(BufferInfo {
             dtype,
             shape,
             strides,
             span,
-            device: Device::new(client.device_type(), id),
+            device,
         })
     }
 

@@ -10,7 +10,7 @@ use dlport_core::{Device, Error};
 use super::result::Api;
 use super::sys;
 use super::types::device_type_of;
-use crate::plugin::{intern, plugin_error};
+use crate::plugin::plugin_error;
 
 /// A loaded PJRT plugin: its checked function table. Plugins stay loaded for the life of the
 /// process (XLA's plugins are not built to be unloaded: their threads and static destructors
@@ -18,6 +18,21 @@ use crate::plugin::{intern, plugin_error};
 #[derive(Debug)]
 pub struct PjrtPlugin {
     pub(super) api: Api,
+}
+
+/// A `'static` copy of `s`, shared by equal texts: the path or name of a plugin that loaded
+/// (it stays loaded for the process) and the platform names of its clients. Only what
+/// succeeded is kept: a failed load or a plugin's error message never enters it, so no
+/// number of failures changes what a later load does.
+pub(super) fn keep(s: &str) -> &'static str {
+    static KEPT: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(k) = kept.iter().find(|k| **k == s) {
+        return k;
+    }
+    let k: &'static str = Box::leak(s.to_owned().into_boxed_str());
+    kept.push(k);
+    k
 }
 
 /// The plugins loaded by path, and the `PJRT_Plugin_Initialize` functions already called.
@@ -36,11 +51,10 @@ impl PjrtPlugin {
         if let Some((_, p)) = loaded.iter().find(|(p, _)| *p == path) {
             return Ok(p.clone());
         }
-        let origin = intern(path);
-        let table = open(origin)?;
+        let table = open(path)?;
         // SAFETY: GetPjrtApi's table lives as long as the library, which is never closed.
-        let plugin = unsafe { Self::from_table(table, origin) }?;
-        loaded.push((origin, plugin.clone()));
+        let plugin = unsafe { Self::from_table(table, path) }?;
+        loaded.push((plugin.origin(), plugin.clone()));
         Ok(plugin)
     }
 
@@ -52,9 +66,8 @@ impl PjrtPlugin {
     /// `table` is NULL or a `PJRT_Api` readable for its `struct_size` bytes, valid for the
     /// rest of the process, whose non-NULL functions follow the PJRT C API.
     pub unsafe fn from_table(table: *const c_void, origin: &str) -> Result<Arc<Self>, Error> {
-        let origin = intern(origin);
         // SAFETY: the caller's contract.
-        let api = unsafe { Api::new(table, origin, origin) }?;
+        let api = unsafe { Api::new(table, origin) }?;
         let init = api.function(sys::PLUGIN_INITIALIZE)? as usize;
         let mut done = INITIALIZED.lock().unwrap_or_else(PoisonError::into_inner);
         if !done.contains(&init) {
@@ -88,7 +101,7 @@ impl PjrtPlugin {
 }
 
 /// `dlopen`s `path` and calls its `GetPjrtApi`.
-fn open(path: &'static str) -> Result<*const c_void, Error> {
+fn open(path: &str) -> Result<*const c_void, Error> {
     let fail = |what: String| plugin_error(path, path, "dlopen", -1, &what);
     #[cfg(unix)]
     {
@@ -219,6 +232,17 @@ impl PjrtClient {
     /// name and its addressable devices.
     pub fn create(plugin: &Arc<PjrtPlugin>, options: &ClientOptions) -> Result<Self, Error> {
         let api = plugin.api;
+        if let Some(t) = options.device_type.filter(|t| !t.is_known()) {
+            return Err(api.error(
+                "PjrtClient::create",
+                -1,
+                &format!(
+                    "ClientOptions::device_type = {} is not a DLPack device type: name one of \
+                     DLPack's DLDeviceType codes (kDLCPU = 1, kDLCUDA = 2, …, kDLExtDev = 12)",
+                    t.0
+                ),
+            ));
+        }
         let names: Vec<CString> = options
             .options
             .iter()
@@ -268,7 +292,7 @@ impl PjrtClient {
             p.platform_name,
             p.platform_name_size,
         )?;
-        inner.api = api.named(intern(&platform));
+        inner.api = api.named(keep(&platform));
         let api = inner.api;
         inner.device_type = match options.device_type.or_else(|| device_type_of(&platform)) {
             Some(t) => t,
@@ -358,6 +382,11 @@ impl PjrtClient {
 
     pub(super) fn api(&self) -> &Api {
         &self.inner.api
+    }
+
+    /// Whether `other` is this client (a clone of it), not merely one of the same plugin.
+    pub(super) fn same(&self, other: &PjrtClient) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 }
 

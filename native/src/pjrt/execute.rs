@@ -122,8 +122,24 @@ impl PjrtExecutable {
 
     /// Runs the program once on `args` (buffers of this client, on the device it was compiled
     /// for), no input donated; waits for completion and returns the outputs.
+    /// A buffer of another client is refused (naming its position): the plugin would read a
+    /// foreign `PJRT_Buffer*` as its own.
     pub fn execute(&self, args: &[&PjrtBuffer]) -> Result<Vec<PjrtBuffer>, Error> {
         let api = *self.client.api();
+        if let Some(i) = args.iter().position(|b| !b.client().same(&self.client)) {
+            let other = args[i].client();
+            return Err(api.error(
+                sys::LOADED_EXECUTABLE_EXECUTE.name,
+                -1,
+                &format!(
+                    "argument {i} is a buffer of another client (platform \"{}\" from {}), \
+                     and an executable runs on buffers of its own client only: import the data \
+                     into the executable's client (PjrtClient::import)",
+                    other.platform(),
+                    other.plugin().origin()
+                ),
+            ));
+        }
         let raw_args: Vec<*mut sys::PJRT_Buffer> = args.iter().map(|b| b.owned.raw).collect();
         let lists: [*const *mut sys::PJRT_Buffer; 1] = [raw_args.as_ptr()];
         let mut outs: Vec<*mut sys::PJRT_Buffer> = vec![std::ptr::null_mut(); self.outputs];

@@ -3,19 +3,21 @@
 //! thread the plugin runs it; otherwise a copy (`PJRT_Client_BufferFromHostBuffer`) where
 //! the memory is host memory and the copy policy allows, or a refusal naming the field.
 
+use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
-use dlport_core::abi::DeviceType;
+use dlport_core::abi::{DeviceType, TypeCode};
+use dlport_core::backend::check_alloc;
 use dlport_core::error::{Address, CopyReason, DispatchError, Flag};
 use dlport_core::layout::Contiguity;
-use dlport_core::{CopyPolicy, Device, Error, ManagedTensor};
+use dlport_core::{CopyPolicy, DataType, Device, Error, ManagedTensor};
 
 use super::buffer::{PjrtBuffer, await_event};
 use super::client::PjrtClient;
+use super::result::UNIMPLEMENTED;
 use super::{sys, types};
 
 /// The alignment dlport asks of memory a PJRT plugin views: XLA's CPU plugin refuses a view
@@ -23,22 +25,52 @@ use super::{sys, types};
 /// serves every accelerator's allocator too.
 pub const VIEW_ALIGN: usize = 64;
 
-/// The tensor a view's on-delete callback releases, and whether the callback ran.
+/// A view's producer tensor, until both the plugin's on-delete callback has asked for its
+/// release and dlport's own destroy of the view (`PJRT_Buffer_Destroy`) has returned.
 struct Pending {
-    tensor: Mutex<Option<ManagedTensor>>,
-    called: AtomicBool,
+    tensor: Option<ManagedTensor>,
+    /// The plugin called the on-delete callback.
+    requested: bool,
+    /// dlport destroyed the view (or never got one).
+    destroyed: bool,
 }
 
-/// The view's on-delete callback: releases the tensor once (a second call finds nothing).
-/// Never unwinds into the plugin.
-unsafe extern "C" fn on_delete(_data: *mut c_void, arg: *mut c_void) {
-    // SAFETY: `arg` is the `Arc<Pending>` share given to the plugin at the view's creation,
-    // taken back once, here.
-    let pending = unsafe { Arc::from_raw(arg.cast::<Pending>().cast_const()) };
-    pending.called.store(true, Ordering::Release);
-    let taken = pending.tensor.lock().map(|mut t| t.take()).unwrap_or(None);
+/// The views' pending tensors by token. The plugin is handed a token, never a pointer: a
+/// callback called twice, or after everything is released, finds no entry and does nothing.
+static PENDING: Mutex<BTreeMap<usize, Pending>> = Mutex::new(BTreeMap::new());
+static NEXT_TOKEN: AtomicUsize = AtomicUsize::new(1);
+
+/// Records one side of a view's release (`requested` by the plugin, or `destroyed` by
+/// dlport) and releases the tensor when both sides are in, outside the lock (its deleter is
+/// foreign code, which may call back into dlport), never unwinding.
+fn settle(token: usize, requested: bool, destroyed: bool) {
+    let taken = {
+        let mut pending = PENDING.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(p) = pending.get_mut(&token) else {
+            return;
+        };
+        p.requested |= requested;
+        p.destroyed |= destroyed;
+        if !(p.requested && p.destroyed) {
+            return;
+        }
+        pending.remove(&token).and_then(|mut p| p.tensor.take())
+    };
     // The producer's deleter is foreign code: a panic there stops here.
     let _ = catch_unwind(AssertUnwindSafe(move || drop(taken)));
+}
+
+/// Called once dlport's `PJRT_Buffer_Destroy` of the view with `token` has returned.
+pub(super) fn view_destroyed(token: usize) {
+    settle(token, false, true);
+}
+
+/// The view's on-delete callback: records the plugin's request; the tensor is released once
+/// dlport's destroy of the view has returned too. A second call, or a call with a token
+/// already settled, does nothing. Never unwinds into the plugin.
+unsafe extern "C" fn on_delete(_data: *mut c_void, arg: *mut c_void) {
+    let token = arg as usize;
+    let _ = catch_unwind(|| settle(token, true, false));
 }
 
 /// Why a view is impossible: the reason a copy would fix, and the field it names.
@@ -55,8 +87,10 @@ fn view_obstacle(tensor: &ManagedTensor) -> Option<CopyReason> {
             flag: Flag::IsSubbyteTypePadded,
         });
     }
+    // An empty tensor too: PJRT views only aligned, non-NULL memory (a copy of nothing is
+    // free).
     let addr = first_element(&view) as usize;
-    if view.numel() > 0 && addr % VIEW_ALIGN != 0 {
+    if addr == 0 || addr % VIEW_ALIGN != 0 {
         return Some(CopyReason::Alignment {
             address: Address::new(addr),
             required: VIEW_ALIGN as u32,
@@ -116,12 +150,27 @@ impl PjrtClient {
         });
         let dev = self.device(target)?.raw;
         let reachable = host_platform || (memory.device_type == ours && memory.device_id == target);
-        let obstacle = if !reachable || !api.has(sys::CLIENT_CREATE_VIEW) {
-            // Without PJRT_Client_CreateViewOfDeviceBuffer only a copy serves.
+        let obstacle = if !reachable {
             Some(CopyReason::Device {
                 from: memory,
                 to: Device::new(ours, target),
             })
+        } else if !api.has(sys::CLIENT_CREATE_VIEW) {
+            // Without PJRT_Client_CreateViewOfDeviceBuffer only a copy serves: a refusal
+            // names the function.
+            if copy == CopyPolicy::Never || !memory.is_host_accessible() {
+                return Err(api.error(
+                    sys::CLIENT_CREATE_VIEW.name,
+                    UNIMPLEMENTED,
+                    &format!(
+                        "the plugin does not implement {} (its table ends before it or leaves \
+                         it NULL), so it cannot view the tensor on {memory}: only a copy of \
+                         host memory imports it (CopyPolicy::IfNeeded)",
+                        sys::CLIENT_CREATE_VIEW.name
+                    ),
+                ));
+            }
+            return self.copy_from_host(&tensor, kind, dev);
         } else {
             view_obstacle(&tensor)
         };
@@ -194,11 +243,18 @@ impl PjrtClient {
             },
             kind: sys::LAYOUT_TILED,
         };
-        let pending = Arc::new(Pending {
-            tensor: Mutex::new(Some(tensor)),
-            called: AtomicBool::new(false),
-        });
-        let arg = Arc::into_raw(pending.clone()).cast_mut().cast::<c_void>();
+        let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
+        PENDING
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                token,
+                Pending {
+                    tensor: Some(tensor),
+                    requested: false,
+                    destroyed: false,
+                },
+            );
         let mut a = sys::Client_CreateViewOfDeviceBuffer_Args::new();
         a.client = self.inner.raw;
         a.device_buffer_ptr = data;
@@ -208,22 +264,30 @@ impl PjrtClient {
         a.layout = &mut layout;
         a.device = dev;
         a.on_delete_callback = Some(on_delete);
-        a.on_delete_callback_arg = arg;
+        a.on_delete_callback_arg = token as *mut c_void;
         // SAFETY: the args of PJRT_Client_CreateViewOfDeviceBuffer; the memory stays valid
-        // until the callback releases the tensor.
-        let made = unsafe { api.call(sys::CLIENT_CREATE_VIEW, &mut a) }
-            .and_then(|()| PjrtBuffer::adopt(self, a.buffer, sys::CLIENT_CREATE_VIEW.name));
-        if made.is_err() && !pending.called.load(Ordering::Acquire) {
-            // No view holds the callback's share: take it back (the tensor is released when
-            // `pending`, the last share, drops on return).
-            // SAFETY: the share given as `arg`, never taken by the callback.
-            drop(unsafe { Arc::from_raw(arg.cast::<Pending>().cast_const()) });
+        // until both the callback and dlport's destroy of the view have released the tensor.
+        let made = unsafe { api.call(sys::CLIENT_CREATE_VIEW, &mut a) }.and_then(|()| {
+            PjrtBuffer::adopt_view(self, a.buffer, sys::CLIENT_CREATE_VIEW.name, token)
+        });
+        if made.is_err() {
+            // No view holds the tensor (a NULL buffer is destroyed by no one): release it now,
+            // whether or not the plugin called the callback; a later call finds nothing.
+            let taken = PENDING
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&token)
+                .and_then(|mut p| p.tensor.take());
+            drop(taken);
         }
         made
     }
 
     /// A copy of host `tensor` onto `dev` (`PJRT_Client_BufferFromHostBuffer`, the plugin
-    /// copying during the call, the device always named), its byte strides handed on.
+    /// copying during the call, the device always named), its byte strides handed on. The
+    /// new buffer's bytes are checked against the allocation limit first. A sub-byte tensor
+    /// is handed over one element per byte (PJRT reads host sub-byte data so), unpacked into
+    /// a staging copy that counts against the limit too.
     fn copy_from_host(
         &self,
         tensor: &ManagedTensor,
@@ -232,39 +296,71 @@ impl PjrtClient {
     ) -> Result<PjrtBuffer, Error> {
         let api = *self.api();
         let view = tensor.view();
+        let dtype = view.dtype();
         let shape = view.shape().to_vec();
-        let size = view.dtype().size_bytes() as i64;
+        let numel = view.numel();
+        let bytes = dtype.bytes_for(numel, false).map_or(u128::MAX, u128::from);
+        check_alloc(bytes, None)?;
+        let size = dtype.size_bytes() as i64;
         let byte_strides: Vec<i64> = view.strides().map(|s| s * size).collect();
-        if view.dtype().is_sub_byte() && view.contiguity() == Contiguity::Strided {
-            return Err(api.error(
-                "import",
-                -1,
-                "strides: a strided sub-byte tensor has no byte strides",
-            ));
-        }
+        let unpacked = if dtype.is_sub_byte() {
+            // The packed copy and the bytes it unpacks into are this call's own allocations.
+            check_alloc(bytes + u128::from(numel), None)?;
+            let mut packed = vec![0u8; bytes as usize];
+            view.copy_to_compact(&mut packed)?;
+            Some(unpack(&packed, numel as usize, dtype))
+        } else {
+            None
+        };
         let mut a = sys::Client_BufferFromHostBuffer_Args::new();
         a.client = self.inner.raw;
-        a.data = first_element(&view).cast_const();
         a.kind = kind;
         a.dims = shape.as_ptr();
         a.num_dims = shape.len();
-        if !view.dtype().is_sub_byte() {
+        if let Some(u) = &unpacked {
+            // Row-major, one element per byte: the default strides.
+            a.data = u.as_ptr().cast();
+        } else {
+            a.data = first_element(&view).cast_const();
             a.byte_strides = byte_strides.as_ptr();
             a.num_byte_strides = byte_strides.len();
         }
         a.host_buffer_semantics = sys::HOST_COPY_DURING_CALL;
         // Always named: the XLA CPU plugin crashes when neither device nor memory is set.
         a.device = dev;
-        // SAFETY: the args of PJRT_Client_BufferFromHostBuffer; the host memory is valid for
-        // the strides during the call (the tensor is validated and held).
+        // SAFETY: the args of PJRT_Client_BufferFromHostBuffer; the host memory (the tensor,
+        // validated and held, or the unpacked copy) is valid for the strides during the call
+        // and until the done event below.
         unsafe { api.call(sys::CLIENT_BUFFER_FROM_HOST_BUFFER, &mut a) }?;
         let buffer = PjrtBuffer::adopt(self, a.buffer, sys::CLIENT_BUFFER_FROM_HOST_BUFFER.name);
         if !a.done_with_host_buffer.is_null() {
-            // SAFETY: an event we own; awaited before the tensor is released.
+            // SAFETY: an event we own; awaited before the host memory is released.
             unsafe { await_event(&api, a.done_with_host_buffer) }?;
         }
+        drop(unpacked);
         buffer
     }
+}
+
+/// `numel` packed sub-byte elements of `dtype` (little bit-endian, as DLPack packs them), one
+/// per byte: a signed integer sign-extended, any other type in the low bits.
+fn unpack(packed: &[u8], numel: usize, dtype: DataType) -> Vec<u8> {
+    let bits = dtype.storage_bits(false) as usize;
+    let mask = (1u16 << bits) - 1;
+    let signed = dtype.code == TypeCode::INT;
+    (0..numel)
+        .map(|i| {
+            let bit = i * bits;
+            let (at, shift) = (bit / 8, bit % 8);
+            let word = u16::from(packed[at]) | packed.get(at + 1).map_or(0, |&b| u16::from(b) << 8);
+            let v = ((word >> shift) & mask) as u8;
+            if signed && v & (1 << (bits - 1)) != 0 {
+                v | !(mask as u8)
+            } else {
+                v
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -274,5 +370,19 @@ mod tests {
         assert_eq!(super::minor_to_major(&[3, 1], &[2, 3]), vec![1, 0]);
         assert_eq!(super::minor_to_major(&[1, 2], &[2, 3]), vec![0, 1]);
         assert_eq!(super::minor_to_major(&[], &[]), Vec::<i64>::new());
+    }
+
+    #[test]
+    fn sub_byte_elements_unpack_one_per_byte() {
+        use dlport_core::DataType;
+        use dlport_core::abi::TypeCode;
+        let int4 = DataType::new(TypeCode::INT, 4, 1);
+        let uint2 = DataType::new(TypeCode::UINT, 2, 1);
+        assert_eq!(
+            super::unpack(&[0x21, 0xf3, 0x85], 6, int4),
+            [1, 2, 3, 0xff, 5, 0xf8]
+        );
+        assert_eq!(super::unpack(&[0b1110_0100], 4, uint2), [0, 1, 2, 3]);
+        assert_eq!(super::unpack(&[0xf1], 2, DataType::FLOAT4_E2M1FN), [1, 0xf]);
     }
 }

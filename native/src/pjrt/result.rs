@@ -6,6 +6,7 @@ use std::ffi::c_void;
 
 use dlport_core::Error;
 
+use super::client::keep;
 use super::sys::{self, Slot};
 use crate::plugin::plugin_error;
 
@@ -37,17 +38,14 @@ pub const UNIMPLEMENTED: i32 = 12;
 
 impl Api {
     /// Checks a table: not NULL, `struct_size` at least its head, the major version this room
-    /// declares. Functions are checked one by one, when called.
+    /// declares. Functions are checked one by one, when called. `origin` names the plugin in
+    /// errors; it is kept for the process only when the table is accepted.
     ///
     /// # Safety
     /// `table` is NULL or readable for its `struct_size` bytes (at least the head), and stays
     /// so for the life of the process.
-    pub unsafe fn new(
-        table: *const c_void,
-        name: &'static str,
-        origin: &'static str,
-    ) -> Result<Self, Error> {
-        let fail = |what: String| plugin_error(name, origin, "GetPjrtApi", -1, &what);
+    pub unsafe fn new(table: *const c_void, origin: &str) -> Result<Self, Error> {
+        let fail = |what: String| plugin_error(origin, origin, "GetPjrtApi", -1, &what);
         if table.is_null() {
             return Err(fail("GetPjrtApi returned NULL".into()));
         }
@@ -72,11 +70,12 @@ impl Api {
                 sys::API_MAJOR
             )));
         }
+        let origin = keep(origin);
         Ok(Self {
             table,
             size,
             minor,
-            name,
+            name: origin,
             origin,
         })
     }

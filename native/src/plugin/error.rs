@@ -1,6 +1,6 @@
 //! The error text of plugins: what a plugin says about a failure (`message_of`, through its
-//! `last_error` callback) and how dlport reports it (`plugin_error`), with the bounded table of
-//! texts those errors carry (`intern`).
+//! `last_error` callback) and how dlport reports it (`plugin_error`, an error that owns its
+//! text), with the bounded table of plugin names (`intern`).
 
 use std::collections::BTreeSet;
 use std::ffi::c_void;
@@ -13,9 +13,9 @@ use super::interface::DlportPluginLastError;
 
 /// The longest plugin message kept, in bytes.
 const MESSAGE_CAP: usize = 1023;
-/// How many distinct texts (plugin names, origins, messages) dlport keeps for error reports;
-/// past it a message is replaced by a fixed text, so a plugin cannot grow dlport's memory
-/// without bound.
+/// How many distinct plugin names (and their origins, for registered plugins) dlport keeps;
+/// past it a name is replaced by a fixed text, so a plugin cannot grow dlport's memory without
+/// bound. Messages and paths of failed loads never enter it.
 const INTERNED_CAP: usize = 4096;
 
 /// Returns a `'static` copy of `s`, shared by equal texts (errors carry `&'static str`s).
@@ -63,8 +63,10 @@ pub(crate) unsafe fn message_of(last_error: DlportPluginLastError, state: *mut c
 
 /// A plugin error (`DLPORT_ERR_BACKEND`, code 32), shown as
 /// `backend "NAME": OPERATION failed with code N: DETAIL (plugin "NAME" from ORIGIN)`: the
-/// plugin, the callback or step, the plugin's status and what it or dlport says. The texts are
-/// interned (errors carry `&'static str`s), within the bound of [`intern`].
+/// plugin, the callback or step, the plugin's status and what it or dlport says. The detail is
+/// owned by the error (a plugin's messages and paths are never kept past it); the name is
+/// interned (a backend's name is `&'static str`), or `plugin` where the plugin has no name yet
+/// than its path.
 pub(crate) fn plugin_error(
     name: &str,
     origin: &str,
@@ -72,16 +74,16 @@ pub(crate) fn plugin_error(
     code: i32,
     detail: &str,
 ) -> Error {
+    let (backend, detail) = if name == origin {
+        ("plugin", format!("{detail} (plugin library {origin})"))
+    } else {
+        (
+            intern(name),
+            format!("{detail} (plugin \"{name}\" from {origin})"),
+        )
+    };
     Error::Backend(BackendError::Failed {
         code,
-        report: BackendReport::new(
-            intern(name),
-            operation,
-            intern(&if name == origin {
-                format!("{detail} (plugin library {origin})")
-            } else {
-                format!("{detail} (plugin \"{name}\" from {origin})")
-            }),
-        ),
+        report: BackendReport::owned(backend, operation, detail),
     })
 }
