@@ -132,7 +132,9 @@ pub unsafe fn interpose(
     let mut free = None;
     for (n, slot) in ROOMS.iter().enumerate() {
         match slot.get() {
-            Some(ip) if ip.table.as_ptr() as usize == vendor as usize && ip.hooks && what.hooks => {
+            Some(ip)
+                if std::ptr::eq(ip.table.as_ptr().cast(), vendor) && ip.hooks && what.hooks =>
+            {
                 return Err(refuse(
                     "this table is already dlport's interposed table: interpose the vendor's \
                      table, once"
@@ -215,7 +217,7 @@ pub fn host_client(table: *const c_void) -> *mut c_void {
     ROOMS
         .iter()
         .filter_map(OnceLock::get)
-        .find(|ip| ip.table.as_ptr() as usize == table as usize)
+        .find(|ip| std::ptr::eq(ip.table.as_ptr().cast(), table))
         .map_or(std::ptr::null_mut(), |ip| {
             ip.client.load(Ordering::Acquire).cast()
         })
@@ -226,7 +228,7 @@ pub fn table_device_type(table: *const c_void) -> Option<DeviceType> {
     ROOMS
         .iter()
         .filter_map(OnceLock::get)
-        .find(|ip| ip.table.as_ptr() as usize == table as usize)
+        .find(|ip| std::ptr::eq(ip.table.as_ptr().cast(), table))
         .map(|ip| ip.device_type)
 }
 
@@ -335,6 +337,7 @@ unsafe fn reaches(args: *mut c_void, end: usize) -> bool {
 unsafe fn buffer_of(args: *mut c_void) -> *mut sys::PJRT_Buffer {
     // SAFETY: as the contract says; the field follows the head in every buffer call.
     if unsafe { reaches(args, std::mem::size_of::<BufferArgs>()) } {
+        // SAFETY: the args reach the buffer field (checked).
         unsafe { (*args.cast::<BufferArgs>()).buffer }
     } else {
         std::ptr::null_mut()
@@ -347,6 +350,7 @@ unsafe extern "C" fn client_create<const N: usize>(args: *mut c_void) -> *mut sy
     let end = std::mem::offset_of!(sys::Client_Create_Args, client) + 8;
     // SAFETY: the args reach the client field (checked); the vendor wrote it on success.
     if err.is_null() && unsafe { reaches(args, end) } {
+        // SAFETY: as above: the field is in the host's struct, written by the vendor.
         let client = unsafe { (*args.cast::<sys::Client_Create_Args>()).client };
         if let Some(ip) = room(N) {
             ip.client.store(client, Ordering::Release);
@@ -398,6 +402,7 @@ unsafe extern "C" fn is_deleted<const N: usize>(args: *mut c_void) -> *mut sys::
     let end = std::mem::offset_of!(IsDeletedArgs, is_deleted) + 1;
     // SAFETY: the args reach `is_deleted` (checked).
     if pins::is_deleted(buffer) && unsafe { reaches(args, end) } {
+        // SAFETY: as above: the host's struct reaches the flag.
         unsafe { (*args.cast::<IsDeletedArgs>()).is_deleted = true };
         return std::ptr::null_mut();
     }
