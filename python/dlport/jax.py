@@ -31,7 +31,7 @@ from typing import Any
 from . import _native
 from ._native import from_dlpack as _dlport_from_dlpack
 
-__all__ = ["install", "installed", "export", "to_dlpack", "from_dlpack"]
+__all__ = ["install", "installed", "export", "to_dlpack", "from_dlpack", "stand_in"]
 
 #: The oldest JAX whose private surfaces this module was checked against.
 MIN_JAX = (0, 12)
@@ -74,6 +74,7 @@ class _Surfaces:
             "jax._src.xla_bridge._backends": (xla_bridge, "_backends", dict),
             "jax._src.xla_bridge.register_backend_factory": (
                 xla_bridge, "register_backend_factory", None),
+            "jax._src.xla_bridge.register_plugin": (xla_bridge, "register_plugin", None),
             "jax._src.xla_bridge.make_pjrt_c_api_client": (
                 xla_bridge, "make_pjrt_c_api_client", None),
             "jax._src.xla_bridge._discover_and_register_pjrt_plugins": (
@@ -106,6 +107,7 @@ class _Surfaces:
         self.backends: dict[str, Any] = found["_backends"]
         self.register_backend_factory = found["register_backend_factory"]
         self.make_client = found["make_pjrt_c_api_client"]
+        self.register_plugin = found["register_plugin"]
         self.discover = found["_discover_and_register_pjrt_plugins"]
         self.get_pjrt_plugin = found["get_pjrt_plugin"]
         self.load_pjrt_plugin = found["load_pjrt_plugin"]
@@ -172,6 +174,24 @@ def install(platform: str, *, device_type: int | None = None) -> None:
         )
         code = _native._jax_device_type(ours)
         _installed[platform] = (ours, code)
+
+
+def stand_in(platform: str, library_path: str) -> None:
+    """Registers the PJRT plugin library at ``library_path`` with JAX as ``platform``, its
+    client answering ``PJRT_Client_PlatformName`` with ``platform``: a stand-in for a vendor's
+    plugin that JAX's own DLPack does not know, for tests (the XLA CPU plugin, package
+    ``xla-cpu-pjrt``, as "xpu"). Its memory is host memory: install it with
+    ``device_type=1``."""
+    with _lock:
+        s = _Surfaces()
+        s.discover()
+        if platform in s.factories:
+            raise ValueError(f"dlport.jax.stand_in: {platform!r} is registered already")
+        vendor = s.load_pjrt_plugin(f"{platform}_stand_in", library_path, None)
+        table = _native._jax_interpose(
+            vendor, origin=f"{platform} (stand-in: {library_path})", rename=platform, hooks=False
+        )
+        s.register_plugin(platform, c_api=table)
 
 
 def installed() -> dict[str, int]:

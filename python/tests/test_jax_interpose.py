@@ -61,8 +61,11 @@ def test_both_ways_deletes_donation_threads_round_trips_dtypes():
         "refuse_backend_exists",
         "refuse_missing_surface",
         "refuse_custom_factory",
-        "import_installs_nothing",
     ],
 )
 def test_install_refusals(case):
     run("registered", case)
+
+
+def test_import_dlport_installs_nothing():
+    run("bare", "import_installs_nothing")
