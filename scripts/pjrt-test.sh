@@ -5,7 +5,8 @@
 #     DLPORT_PJRT_PLUGIN. Where it cannot be had, every step SKIPS with the reason printed.
 #  2. The Rust tests (native/tests/pjrt.rs, pjrt_lying.rs, pjrt_attack.rs; feature pjrt).
 #  3. The C program capi/examples/pjrt/pjrt_roundtrip.c under ASan + UBSan (leaks checked).
-#  4. The Python tests (python/tests/test_pjrt.py, and test_jax_interpose.py for dlport.jax) and
+#  4. The Python tests (python/tests/test_pjrt.py, test_pjrt_attack.py, and test_jax_interpose.py
+#     for dlport.jax) and
 #     python/examples/pjrt/roundtrip.py when .venv exists with a wheel that has dlport.pjrt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,7 +56,7 @@ if [ -x .venv/bin/python ]; then
   if .venv/bin/python -c "import dlport.pjrt" 2>/dev/null; then
     # The unpacked wheel on PYTHONPATH: its dist-info registers the `xla_plugins` entry point,
     # so loading by package name is tested too.
-    PYTHONPATH=${DLPORT_PJRT_PLUGIN:+$dir} .venv/bin/python -m pytest -q -rs python/tests/test_pjrt.py
+    PYTHONPATH=${DLPORT_PJRT_PLUGIN:+$dir} .venv/bin/python -m pytest -q -rs -p no:cacheprovider python/tests/test_pjrt.py python/tests/test_pjrt_attack.py
     # dlport.jax (issue #55): JAX's own arrays on a plugin platform JAX's DLPack refuses ("xpu").
     .venv/bin/python -m pytest -q -rs -p no:cacheprovider python/tests/test_jax_interpose.py
     .venv/bin/python python/examples/pjrt/roundtrip.py ${DLPORT_PJRT_PLUGIN:+"$DLPORT_PJRT_PLUGIN"}

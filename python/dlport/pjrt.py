@@ -15,14 +15,17 @@ registers one under the ``jax_plugins`` or ``xla_plugins`` entry points.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib.machinery
 import os
 from importlib import metadata
 from pathlib import Path
+from typing import Any, List, Optional
 
 from ._native import PjrtBuffer, PjrtClient, PjrtExecutable, pjrt_load
 
-__all__ = ["PjrtBuffer", "PjrtClient", "PjrtExecutable", "load", "plugin_path", "plugins"]
+__all__ = [
+    "PjrtBuffer", "PjrtClient", "PjrtExecutable", "load", "plugin_path", "plugin_paths", "plugins",
+]
 
 _GROUPS = ("jax_plugins", "xla_plugins")
 
@@ -39,35 +42,74 @@ def plugins() -> dict[str, str]:
     return found
 
 
-def plugin_path(name: str) -> str:
-    """The plugin library of an installed package registered under ``jax_plugins`` or
-    ``xla_plugins`` as ``name``: the shared library in the package's directory."""
+def _locate(module: str) -> Any:
+    """The spec of ``module`` (dotted or not) found without importing it or its parents: each
+    level is looked up in the directories of the level above (a plugin package's
+    ``__init__`` may import jax, and nothing is run to find a library)."""
+    parts = module.split(".")
+    spec = None
+    path: Optional[List[str]] = None
+    for i in range(len(parts)):
+        spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: i + 1]), path)
+        if spec is None:
+            return None
+        path = list(spec.submodule_search_locations or [])
+        if i + 1 < len(parts) and not path:
+            return None
+    return spec
+
+
+def plugin_paths(name: str) -> List[str]:
+    """The candidate plugin libraries of an installed package registered under
+    ``jax_plugins`` or ``xla_plugins`` as ``name``, in the order :func:`load` tries them: for a
+    package, its shared libraries with "pjrt" in their name (or its only one), shallowest
+    first; for a module, those beside it. Nothing of the package is imported."""
     module = plugins().get(name)
     if module is None:
         raise LookupError(
             f"no PJRT plugin package named {name!r} (entry points {', '.join(_GROUPS)}): "
             f"installed: {sorted(plugins()) or 'none'}; pass a path to the library instead"
         )
-    # Find the package's directory without running it (a jax plugin's __init__ may import jax).
-    spec = importlib.util.find_spec(module.split(":")[0])
-    if spec is None or not spec.submodule_search_locations:
-        raise LookupError(f"the plugin package {module!r} has no directory to search")
-    libs = sorted(
-        p
-        for d in spec.submodule_search_locations
-        for p in Path(d).rglob("*.so")
-        if "pjrt" in p.name or len(list(Path(d).rglob("*.so"))) == 1
-    )
-    if not libs:
-        raise LookupError(f"the plugin package {module!r} has no shared library")
-    return str(libs[0])
+    spec = _locate(module.split(":")[0].strip())
+    if spec is None:
+        raise LookupError(f"the plugin entry point {module!r} names no module that can be found")
+    if spec.submodule_search_locations:
+        libs = [p for d in spec.submodule_search_locations for p in Path(d).rglob("*.so")]
+    elif spec.origin:
+        libs = list(Path(spec.origin).parent.glob("*.so"))
+    else:
+        libs = []
+    libs = sorted({p.absolute() for p in libs if p.is_file()}, key=lambda p: (len(p.parts), str(p)))
+    named = [p for p in libs if "pjrt" in p.name]
+    found = named or (libs if len(libs) == 1 else [])
+    if not found:
+        raise LookupError(
+            f"the plugin package {module!r} has no shared library with 'pjrt' in its name"
+            f"{'' if not libs else ' among ' + ', '.join(p.name for p in libs)}"
+        )
+    return [str(p) for p in found]
+
+
+def plugin_path(name: str) -> str:
+    """The first candidate of :func:`plugin_paths`."""
+    return plugin_paths(name)[0]
 
 
 def load(path_or_name: str | os.PathLike[str], *, device_type: int | None = None) -> PjrtClient:
-    """Loads a PJRT plugin (a library path, or an installed plugin package's name) and
-    creates a client. ``device_type`` (a DLPack code) names the device type of a platform
-    dlport does not know by name."""
+    """Loads a PJRT plugin (a path to a library file, or an installed plugin package's name)
+    and creates a client. ``device_type`` (a DLPack code) names the device type of a platform
+    dlport does not know by name.
+
+    A path is loaded as the absolute path of the file that exists (the dynamic loader never
+    searches for it); a name that is no file is a package name, whose candidate libraries are
+    tried in order until one loads."""
     p = os.fspath(path_or_name)
-    if not os.path.exists(p):
-        p = plugin_path(p)
-    return pjrt_load(p, device_type=device_type)
+    if os.path.isfile(p):
+        return pjrt_load(os.path.abspath(p), device_type=device_type)
+    failures = []
+    for candidate in plugin_paths(p):
+        try:
+            return pjrt_load(candidate, device_type=device_type)
+        except BufferError as e:
+            failures.append(f"{candidate}: {e}")
+    raise BufferError(f"no candidate library of the plugin package {p!r} loads: " + "; ".join(failures))

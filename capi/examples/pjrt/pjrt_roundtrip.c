@@ -33,6 +33,28 @@ static void deleter(DLManagedTensorVersioned *self) {
   free(self);
 }
 
+/* For tensors whose data the test does not own (an empty one at an arbitrary address). */
+static void free_struct(DLManagedTensorVersioned *self) {
+  released += 1;
+  free(self);
+}
+
+/* An n-element tensor of `code`/`bits` over `data` (not freed by its deleter). */
+static DLManagedTensorVersioned *borrowed(void *data, uint8_t code, uint8_t bits, int64_t *dims,
+                                          int ndim) {
+  DLManagedTensorVersioned *t = calloc(1, sizeof *t);
+  t->version.major = 1;
+  t->deleter = free_struct;
+  t->dl_tensor.data = data;
+  t->dl_tensor.device.device_type = kDLCPU;
+  t->dl_tensor.ndim = ndim;
+  t->dl_tensor.dtype.code = code;
+  t->dl_tensor.dtype.bits = bits;
+  t->dl_tensor.dtype.lanes = 1;
+  t->dl_tensor.shape = dims;
+  return t;
+}
+
 /* A 2x3 float32 host tensor, its data 64-byte aligned plus `offset` bytes. */
 static DLManagedTensorVersioned *make_tensor(size_t offset, float **data_out) {
   DLManagedTensorVersioned *t = calloc(1, sizeof *t);
@@ -141,7 +163,53 @@ int main(int argc, char **argv) {
   CHECK(((float *)legacy->dl_tensor.data)[4] == 4.0f, "copied values");
   CHECK(dlport_release(out, 0) == DLPORT_OK, "release the legacy export");
   dlport_pjrt_buffer_free(buffer);
+
+  /* What an attack tried (issue #54). A device type that is no DLPack type is refused. */
+  DlportPjrtClient *other = NULL;
+  CHECK(dlport_pjrt_load(path, -7, &other) != DLPORT_OK && other == NULL &&
+            strstr(dlport_last_error(), "device_type = -7") != NULL,
+        "device type -7 refused");
+  /* An executable refuses a buffer of another client. */
+  CHECK(dlport_pjrt_load(path, 0, &other) == DLPORT_OK, "a second client");
+  CHECK(dlport_pjrt_compile(client, AFFINE, strlen(AFFINE), &exe) == DLPORT_OK, "compile");
+  t = make_tensor(0, &data);
+  CHECK(dlport_pjrt_import(other, t, 1, DLPORT_COPY_IF_NEEDED, -1, &buffer) == DLPORT_OK,
+        "import into the second client");
+  args[0] = buffer;
+  CHECK(dlport_pjrt_execute(exe, args, 1, &result, 1, &n_out) != DLPORT_OK &&
+            strstr(dlport_last_error(), "another client") != NULL,
+        "a foreign buffer refused");
+  dlport_pjrt_buffer_free(buffer);
+  dlport_pjrt_executable_free(exe);
+  dlport_pjrt_client_free(other);
+  CHECK(released == 4, "the second client's tensor released once");
+  /* An empty tensor at an unaligned address imports under COPY_IF_NEEDED. */
+  int64_t empty[2] = {0, 3};
+  t = borrowed((void *)0x1001, kDLFloat, 32, empty, 2);
+  CHECK(dlport_pjrt_import(client, t, 1, DLPORT_COPY_IF_NEEDED, -1, &buffer) == DLPORT_OK,
+        "an empty tensor");
+  dlport_pjrt_buffer_free(buffer);
+  CHECK(released == 5, "the empty tensor released once");
+  /* Six int4 packed as 21 43 65, then bytes the tensor does not own: copied by value, on
+   * PJRT device 1 where there is one, and exported as host memory (kDLCPU 0). */
+  static unsigned char packed[8] = {0x21, 0x43, 0x65, 0x77, 0x88, 0x99};
+  int64_t six[1] = {6};
+  t = borrowed(packed, kDLInt, 4, six, 1);
+  CHECK(dlport_pjrt_import(client, t, 1, DLPORT_COPY_ALWAYS, n > 1 ? 1 : 0, &buffer) ==
+            DLPORT_OK,
+        "an int4 copy");
+  CHECK(dlport_pjrt_export(buffer, 1, &out) == DLPORT_OK, "export the int4 copy");
+  m = out;
+  const unsigned char *nibbles = m->dl_tensor.data;
+  printf("int4 21 43 65  -> PJRT copy -> DLPack: %02x %02x %02x on (%d, %d)\n", nibbles[0],
+         nibbles[1], nibbles[2], m->dl_tensor.device.device_type, m->dl_tensor.device.device_id);
+  CHECK(nibbles[0] == 0x21 && nibbles[1] == 0x43 && nibbles[2] == 0x65, "int4 values kept");
+  CHECK(m->dl_tensor.device.device_type == kDLCPU && m->dl_tensor.device.device_id == 0,
+        "host memory exports as kDLCPU 0");
+  CHECK(dlport_release(out, 1) == DLPORT_OK, "release the int4 export");
+  dlport_pjrt_buffer_free(buffer);
+  CHECK(released == 6, "the int4 tensor released once");
   dlport_pjrt_client_free(client);
-  printf("pjrt_roundtrip: OK (3 tensors, each released once)\n");
+  printf("pjrt_roundtrip: OK (6 tensors, each released once)\n");
   return 0;
 }
