@@ -69,3 +69,24 @@ def test_install_refusals(case):
 
 def test_import_dlport_installs_nothing():
     run("bare", "import_installs_nothing")
+
+
+def test_readme_story_runs_as_written():
+    """python/README.md's dlport.jax block, run as written in a process of its own (the
+    stand-in plugin found as the installed package ``xla_cpu_pjrt``), prints what the README
+    shows after it."""
+    import re
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme[readme.index("## JAX arrays on any PJRT plugin"):]
+    code, shown = re.findall(r"```(?:python|text)\n(.*?)```", section, re.S)[:2]
+    package_root = Path(PLUGIN).parents[2]  # .../xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(package_root), "JAX_PLATFORMS": ""},
+    )
+    assert p.returncode == 0, p.stderr[-4000:]
+    assert p.stdout == shown, f"printed:\n{p.stdout}\nthe README shows:\n{shown}"
