@@ -477,7 +477,12 @@ typedef int (*DlportPluginDeviceId)(void *state, int32_t id, int32_t *id_out);
 
 // Called exactly once, after the plugin was unregistered (or, for a plugin in a `Registry` of
 // Rust code, dropped) and the last tensor, view and export that uses it is gone; then dlport
-// closes the plugin's library if it loaded it. No callback is called afterwards. When a
+// closes the plugin's library if it loaded it. No callback is called afterwards. It runs when
+// the last handle to the plugin is gone, on the thread that lets go of it: possibly another
+// thread, a moment after the last tensor was freed, when a call running there at that moment
+// (a listing by `dlport_backends`, a lookup, a registration) held the plugin until it returned.
+// So `destroy` is callable from any thread, and a program that must know it ran waits for it
+// (a flag `destroy` sets), never for the free of the last tensor to return. When a
 // registration fails: `dlport_register_backend` never calls `destroy` (its caller keeps the
 // state); `dlport_load_plugin` calls it when the plugin's init succeeded and its struct was
 // valid (a name already in use), and never after a failed init or a refused struct (so an
@@ -973,8 +978,10 @@ void dlport_capsule_destructor(void *capsule);
 //
 // Ownership: dlport copies `*plugin`, its name and its device types; the caller may free them
 // when the call returns. `plugin->state` stays the plugin's; on success dlport calls
-// `destroy(state)` once, after `dlport_unregister_backend` and the last use; on error dlport
-// calls nothing of the plugin (not even `destroy`: the caller still owns its state).
+// `destroy(state)` once, after `dlport_unregister_backend` and the last use, on the thread that
+// lets go of the plugin last (possibly another thread, a moment after the last free returned:
+// see `DlportPluginDestroy`); on error dlport calls nothing of the plugin (not even `destroy`:
+// the caller still owns its state).
 //
 // # Safety
 // `plugin` is NULL or readable for `plugin->struct_size` bytes, with the fields the header
@@ -1007,11 +1014,12 @@ int dlport_load_plugin(const char *path,
 // Removes a plugin from the process-wide registry by name: new imports, copies and
 // allocations no longer reach it. Tensors, views and exports it made stay valid and keep the
 // plugin (and its library) loaded; its `destroy` runs, and a library dlport loaded is closed,
-// when the last of them is released. Until then such a tensor can be described, viewed and
-// freed, and exports already made stay valid; new exports and copies of it fail with
-// `DLPORT_ERR_NO_BACKEND` (no backend serves its device any more), and no callback of the
-// plugin runs except the releases it is owed (`view_destroy`, `release`, `deallocate`) and
-// `destroy`. An unknown name is `DLPORT_ERR_BACKEND`, listing the registered plugins.
+// when the last of them is released, or a moment later on another thread whose call (a
+// listing, a lookup) still held the plugin then. Until then such a tensor can be described,
+// viewed and freed, and exports already made stay valid; new exports and copies of it fail
+// with `DLPORT_ERR_NO_BACKEND` (no backend serves its device any more), and no callback of
+// the plugin runs except the releases it is owed (`view_destroy`, `release`, `deallocate`)
+// and `destroy`. An unknown name is `DLPORT_ERR_BACKEND`, listing the registered plugins.
 //
 // Ownership: nothing is transferred.
 //

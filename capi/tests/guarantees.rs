@@ -277,11 +277,11 @@ fn one_broadcast_byte_cannot_allocate_gigabytes() {
     assert!(err.1.contains("limit of 1048576 bytes"), "{}", err.1);
     let (p, v) = raw(one());
     let mut out = std::ptr::null_mut();
-    let started = std::time::Instant::now();
     // SAFETY: consuming call on an owned tensor.
     let status = unsafe { dlport_compact(p, v, 1, 1, &mut out) };
+    // DLPORT_ERR_ALLOCATION_LIMIT is decided from the size before anything is allocated.
     assert_eq!(status, 37, "{}", last_error());
-    assert!(started.elapsed().as_secs() < 2, "refused before allocating");
+    assert!(out.is_null(), "nothing made");
     // dlport_alloc too, with the exact size of 2^60 float32 (2^62 bytes).
     let shape = [1i64 << 60];
     let mut t = std::ptr::null_mut();

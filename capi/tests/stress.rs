@@ -5,7 +5,7 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use dlport_core::abi::RawManaged;
 use dlport_core::backend::TensorStorage;
@@ -79,7 +79,6 @@ fn eight_threads_exchange_a_million_tensors() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(default);
     let per = total / THREADS;
-    let deadline = Duration::from_secs(300);
     let start = Instant::now();
     let (senders, receivers): (Vec<_>, Vec<_>) = (0..THREADS)
         .map(|_| mpsc::sync_channel::<Sendable>(1024))
@@ -124,7 +123,6 @@ fn eight_threads_exchange_a_million_tensors() {
         CREATED.load(Ordering::SeqCst),
         "created = released"
     );
-    assert!(elapsed < deadline, "took {elapsed:?}");
     println!(
         "{} tensors across {THREADS} threads in {elapsed:?}",
         THREADS * per

@@ -5,7 +5,9 @@
 //! - a plugin never takes a host-class device type, nor one a built-in backend serves;
 //! - device ids: one numbering per field, translated once in and once out; a failing
 //!   translation fails;
-//! - padded sub-byte tensors reach a plugin packed.
+//! - padded sub-byte tensors reach a plugin packed;
+//! - a plugin's `destroy` runs when the last handle to it is gone, on the thread that drops it:
+//!   a listing held on another thread past the plugin's last tensor delays it until then.
 //!
 //! The fake plugin (`fake_plugin/`) keeps its "device" memory in host memory labelled
 //! `kDLExtDev`, and counts every callback.
@@ -21,6 +23,7 @@ use dlport_core::{
     CopyPolicy, DataType, Device, ExportBuilder, ExportOptions, ImportOptions, Registry, Tensor,
 };
 use dlport_native::plugin::{DlportPlugin, PluginBackend};
+use dlport_testkit::wait::count_reaches;
 
 mod fake_plugin;
 use fake_plugin::{EXT, Fake, leak_fake, plugin_struct};
@@ -127,6 +130,17 @@ fn two_plugins_on_one_type_each_tensor_goes_to_the_plugin_that_made_it_process_w
         (1, 0)
     );
     drop(out);
+    // A listing on another thread (what `dlport_backends` and `dlport.backends()` make) holds
+    // A from before its unregistration until after its last tensor is gone.
+    let (listed_tx, listed) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel::<()>();
+    let listing = std::thread::spawn(move || {
+        let held = dlport_native::plugin::plugins();
+        listed_tx.send(()).unwrap();
+        release_rx.recv().unwrap();
+        drop(held);
+    });
+    listed.recv().unwrap();
     // A unregistered: A's tensor has no backend any more; B is never asked.
     unregister_global("glob_a").unwrap();
     for options in [ExportOptions::legacy(), to_cpu()] {
@@ -146,7 +160,20 @@ fn two_plugins_on_one_type_each_tensor_goes_to_the_plugin_that_made_it_process_w
         1,
         "A still frees its own"
     );
-    assert_eq!(a.destroyed.load(Ordering::SeqCst), 1);
+    // The last tensor is gone, but not the last handle: A's `destroy` runs on the listing's
+    // thread, when the listing drops.
+    assert_eq!(
+        a.destroyed.load(Ordering::SeqCst),
+        0,
+        "the listing still holds A"
+    );
+    release.send(()).unwrap();
+    listing.join().unwrap();
+    count_reaches(
+        "plugin A's destroy after the listing holding it dropped",
+        1,
+        || a.destroyed.load(Ordering::SeqCst),
+    );
     unregister_global("glob_b").unwrap();
 }
 

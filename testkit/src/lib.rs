@@ -9,7 +9,9 @@
 //! - [`process`]: the test binary started again as a child, also under an emulator's runner;
 //! - [`harness`]: the harness of test binaries for hardware a machine may lack (skips visibly);
 //! - [`storage`]: storages of the tests' own (host memory labelled as another device);
-//! - [`streams`]: a backend with streams that records every stream hand-off it is asked for.
+//! - [`streams`]: a backend with streams that records every stream hand-off it is asked for;
+//! - [`wait`]: a bounded wait for an event another thread may cause a moment later (a
+//!   plugin's `destroy` when a neighbouring test held the last handle).
 //!
 //! Not published: it exists so that no test, example or bench carries its own copy.
 
@@ -18,4 +20,5 @@ pub mod malformed;
 pub mod process;
 pub mod storage;
 pub mod streams;
+pub mod wait;
 pub mod xpu;

@@ -82,8 +82,10 @@ fn path_arg(s: *const c_char) -> Result<std::path::PathBuf, Failure> {
 ///
 /// Ownership: dlport copies `*plugin`, its name and its device types; the caller may free them
 /// when the call returns. `plugin->state` stays the plugin's; on success dlport calls
-/// `destroy(state)` once, after `dlport_unregister_backend` and the last use; on error dlport
-/// calls nothing of the plugin (not even `destroy`: the caller still owns its state).
+/// `destroy(state)` once, after `dlport_unregister_backend` and the last use, on the thread that
+/// lets go of the plugin last (possibly another thread, a moment after the last free returned:
+/// see `DlportPluginDestroy`); on error dlport calls nothing of the plugin (not even `destroy`:
+/// the caller still owns its state).
 ///
 /// # Safety
 /// `plugin` is NULL or readable for `plugin->struct_size` bytes, with the fields the header
@@ -136,11 +138,12 @@ pub unsafe extern "C" fn dlport_load_plugin(
 /// Removes a plugin from the process-wide registry by name: new imports, copies and
 /// allocations no longer reach it. Tensors, views and exports it made stay valid and keep the
 /// plugin (and its library) loaded; its `destroy` runs, and a library dlport loaded is closed,
-/// when the last of them is released. Until then such a tensor can be described, viewed and
-/// freed, and exports already made stay valid; new exports and copies of it fail with
-/// `DLPORT_ERR_NO_BACKEND` (no backend serves its device any more), and no callback of the
-/// plugin runs except the releases it is owed (`view_destroy`, `release`, `deallocate`) and
-/// `destroy`. An unknown name is `DLPORT_ERR_BACKEND`, listing the registered plugins.
+/// when the last of them is released, or a moment later on another thread whose call (a
+/// listing, a lookup) still held the plugin then. Until then such a tensor can be described,
+/// viewed and freed, and exports already made stay valid; new exports and copies of it fail
+/// with `DLPORT_ERR_NO_BACKEND` (no backend serves its device any more), and no callback of
+/// the plugin runs except the releases it is owed (`view_destroy`, `release`, `deallocate`)
+/// and `destroy`. An unknown name is `DLPORT_ERR_BACKEND`, listing the registered plugins.
 ///
 /// Ownership: nothing is transferred.
 ///

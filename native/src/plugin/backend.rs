@@ -21,7 +21,10 @@ use super::load::{self, Library};
 ///
 /// Tensors, views and exports made through it hold it (and its library) alive; when the last
 /// handle is gone the plugin's `destroy` runs once (unless [`disarm`](Self::disarm)ed) and a
-/// library dlport loaded is closed.
+/// library dlport loaded is closed. That is on the thread that drops the last handle: a
+/// listing ([`plugins`](super::plugins)), a lookup or a registration on another thread holds
+/// the plugin while it runs, so `destroy` may run there, a moment after the last tensor was
+/// dropped here.
 pub struct PluginBackend {
     /// Its name, checked and interned at registration.
     pub(super) name: &'static str,

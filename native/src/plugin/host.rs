@@ -65,7 +65,9 @@ pub fn register_global(plugin: Arc<PluginBackend>, taken: &[&'static str]) -> Re
 }
 
 /// Removes a plugin from the process-wide table by name, returning it. Its tensors stay
-/// valid; the plugin is destroyed (and its library closed) when the last of them is gone.
+/// valid; the plugin is destroyed (and its library closed) when the last handle to it is gone:
+/// after the last of its tensors, on the thread that drops the last handle (another thread's
+/// listing or lookup may hold it a moment longer, and then `destroy` runs there).
 pub fn unregister_global(name: &str) -> Result<Arc<PluginBackend>, Error> {
     let mut table = TABLE.write().unwrap_or_else(PoisonError::into_inner);
     match table.iter().position(|p| p.name() == name) {

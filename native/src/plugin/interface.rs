@@ -123,7 +123,12 @@ pub type DlportPluginDeviceId =
 
 /// Called exactly once, after the plugin was unregistered (or, for a plugin in a `Registry` of
 /// Rust code, dropped) and the last tensor, view and export that uses it is gone; then dlport
-/// closes the plugin's library if it loaded it. No callback is called afterwards. When a
+/// closes the plugin's library if it loaded it. No callback is called afterwards. It runs when
+/// the last handle to the plugin is gone, on the thread that lets go of it: possibly another
+/// thread, a moment after the last tensor was freed, when a call running there at that moment
+/// (a listing by `dlport_backends`, a lookup, a registration) held the plugin until it returned.
+/// So `destroy` is callable from any thread, and a program that must know it ran waits for it
+/// (a flag `destroy` sets), never for the free of the last tensor to return. When a
 /// registration fails: `dlport_register_backend` never calls `destroy` (its caller keeps the
 /// state); `dlport_load_plugin` calls it when the plugin's init succeeded and its struct was
 /// valid (a name already in use), and never after a failed init or a refused struct (so an
