@@ -644,11 +644,12 @@ void dlport_string_free(char *s);
 
 // Sets the process's allocation limit: the most bytes any copy or allocation dlport makes may
 // take, in this ABI and in every other door of the process (it is dlport-core's limit,
-// `dlport_core::set_alloc_limit`). 0 restores the default: the machine's memory as the native
-// registry measures it (the smallest of physical memory, the cgroup's memory.max and
-// RLIMIT_AS / RLIMIT_DATA). A call's `max_alloc_bytes` can lower it, never raise it. Above the
-// limit a call fails with `DLPORT_ERR_ALLOCATION_LIMIT`, naming the size and the limit, before
-// anything is allocated.
+// `dlport_core::set_alloc_limit`). 0 restores the default: the machine's memory (the smallest
+// of physical memory, the cgroup's memory.max and RLIMIT_AS / RLIMIT_DATA), which no registry
+// keeps as a limit of its own, so a limit set above it is the one in force. A call's
+// `max_alloc_bytes` can lower it, never raise it (0 there, too, means none of its own). Above
+// the limit a call fails with `DLPORT_ERR_ALLOCATION_LIMIT`, naming the size and the limit,
+// before anything is allocated.
 //
 // Ownership: nothing is transferred.
 void dlport_set_alloc_limit(uint64_t bytes);
@@ -822,7 +823,9 @@ int dlport_host_view(void *managed,
 int dlport_compact(void *managed, int versioned, int to_versioned, int32_t copy, void **out);
 
 // Allocates a zeroed compact tensor on a backend of the native registry (`backend` NULL: the
-// one that serves the device).
+// one that serves the device): the registry's allocation, which checks the size against the
+// allocation limit in force (the registry's and the process's, `dlport_set_alloc_limit`)
+// before the backend is asked: `DLPORT_ERR_ALLOCATION_LIMIT` over it, nothing allocated.
 //
 // Ownership: `backend` and `shape` stay the caller's. On success `*out` is a new handle the
 // caller frees with `dlport_tensor_free`; on error nothing is allocated or written.

@@ -1,15 +1,22 @@
-//! The allocation limit: the most bytes a copy that dlport makes may allocate, checked before
-//! anything is allocated. One rule, decided here: the limit in force is **the lowest** of a
-//! call's `max_alloc`, its [`Registry`](crate::Registry)'s and the process's, so a call or a
-//! registry can lower the limit, never raise it. The process limit is the one users set
-//! ([`set_alloc_limit`]; `dlport_set_alloc_limit` in C, `dlport.set_alloc_limit` in Python);
-//! a backend crate gives the platform's default ([`set_default_alloc_limit`], which
-//! `dlport_native::install()` calls with the machine's memory), which a limit the user set
-//! outranks whenever it was set; backends check their own allocations with [`check_alloc`].
+//! The allocation limit: the most bytes a copy or an allocation that dlport makes may take,
+//! checked before anything is allocated. One rule, decided here: the limit in force is **the
+//! lowest** of a call's `max_alloc`, its [`Registry`](crate::Registry)'s and the process's, so
+//! a call or a registry can lower the limit, never raise it. The process limit is the one users
+//! set ([`set_alloc_limit`]; `dlport_set_alloc_limit` in C, `dlport.set_alloc_limit` in
+//! Python); its default is the platform's, kept here alone ([`set_default_alloc_limit`], which
+//! `dlport_native::install()` calls with the machine's memory), and a limit the user set
+//! outranks it whenever it was set. Every check is [`check_alloc`]: the registry's copies and
+//! allocations ([`Registry::allocate`](crate::Registry::allocate)) and the backends' own
+//! allocations (`backend::allocation_bytes`) make it.
+//!
+//! `0` has one meaning wherever a limit is given as a number: none of its own
+//! (`set_alloc_limit(0)` restores the default, a registry's 0 leaves the process's, C's
+//! `max_alloc_bytes = 0` is no call limit). A call's `max_alloc` of `Some(0)`, which would be a
+//! zero-byte limit, is refused ([`OptionRule::MaxAlloc`]).
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::error::{DispatchError, Error};
+use crate::error::{DispatchError, Error, OptionRule};
 
 /// No limit was set: the value `USER` holds until [`set_alloc_limit`] sets one. No clamped
 /// limit reaches it (they stop at `isize::MAX`).
@@ -51,14 +58,15 @@ pub(crate) fn in_force(per_call: Option<u64>, registry: Option<u64>) -> u64 {
 /// Sets the process-wide allocation limit in bytes (clamped to `isize::MAX`; 0 restores the
 /// default) and returns the limit it replaces.
 ///
-/// Every allocation dlport makes for a copy is checked, before anything is allocated, against
+/// Every copy and allocation dlport makes is checked, before anything is allocated, against
 /// the limit in force: the lowest of this one, the [`Registry`](crate::Registry)'s
 /// ([`Registry::set_alloc_limit`](crate::Registry::set_alloc_limit)) and the call's `max_alloc`
 /// ([`ImportOptions`](crate::ImportOptions), [`ExportOptions`](crate::ExportOptions)): a 1-byte
 /// tensor broadcast to `[2^40]` is refused with [`DispatchError::AllocationLimit`], not
-/// allocated. The default is the platform's: the machine's memory once
+/// allocated; so is an allocation ([`Registry::allocate`](crate::Registry::allocate), a
+/// backend's own). The default is the platform's: the machine's memory once
 /// `dlport_native::install()` ran, `isize::MAX` otherwise. A limit set here holds whatever the
-/// order: `install()` after it keeps it.
+/// order (`install()` after it keeps it), above the machine's memory too.
 ///
 /// # Examples
 ///
@@ -93,11 +101,26 @@ pub fn set_default_alloc_limit(bytes: u64) {
     DEFAULT.store(clamp(bytes), Ordering::Relaxed);
 }
 
-/// Checks a copy of `bytes` against the limit in force: the lowest of `limit` (a call's or a
-/// registry's, e.g. [`Registry::alloc_limit`](crate::Registry::alloc_limit)) and the
-/// process-wide one ([`set_alloc_limit`](crate::set_alloc_limit)), before anything is
-/// allocated: [`DispatchError::AllocationLimit`] when it is over.
+/// A call's `max_alloc`: `None` or a number of bytes from 1. `Some(0)` is
+/// [`DispatchError::InvalidOption`] ([`OptionRule::MaxAlloc`]): 0 means "none of its own" in
+/// every door that takes a limit as a number, so it is never taken as a zero-byte limit.
+pub(crate) fn check_max_alloc(max_alloc: Option<u64>) -> Result<(), Error> {
+    match max_alloc {
+        Some(0) => Err(Error::Dispatch(DispatchError::InvalidOption {
+            rule: OptionRule::MaxAlloc,
+            value: 0,
+        })),
+        _ => Ok(()),
+    }
+}
+
+/// Checks a copy or an allocation of `bytes` against the limit in force: the lowest of `limit`
+/// (a call's or a registry's, e.g. [`Registry::alloc_limit`](crate::Registry::alloc_limit)) and
+/// the process-wide one ([`set_alloc_limit`](crate::set_alloc_limit)), before anything is
+/// allocated: [`DispatchError::AllocationLimit`] when it is over. A `limit` of 0 is
+/// [`DispatchError::InvalidOption`] ([`OptionRule::MaxAlloc`]), never a zero-byte limit.
 pub fn check_alloc(bytes: u128, limit: Option<u64>) -> Result<(), Error> {
+    check_max_alloc(limit)?;
     let limit = in_force(limit, None);
     if bytes > u128::from(limit) {
         return Err(Error::Dispatch(DispatchError::AllocationLimit {

@@ -13,7 +13,7 @@ use cudarc::driver::{CudaContext, DriverError, result, sys};
 use dlport_core::abi::{DeviceType, FLAG_IS_COPIED};
 use dlport_core::backend::{
     Access, AlignedBuffer, Backend, Buffer, CPU_ALIGN, CpuBackend, StreamRequest, TensorStorage,
-    compact_bytes,
+    allocation_bytes, compact_bytes,
 };
 use dlport_core::error::{BackendError, BackendReport, DispatchError, Driver};
 use dlport_core::{DataType, Device, Error, Tensor, TensorRef};
@@ -287,16 +287,18 @@ impl CudaBackend {
             }))
     }
 
-    /// A zeroed device tensor.
+    /// A zeroed device tensor, after checking its size against the process's allocation limit
+    /// (`allocation_bytes`, as every backend's allocation).
     pub fn zeros(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
-        let bytes = compact_bytes(dtype, shape)?;
+        let bytes = allocation_bytes(dtype, shape)?;
         let mem = DeviceMemory::new(self.ordinal(device)?, bytes)?;
         Tensor::builder(Buffer::new(Box::new(mem)), NAME, dtype, shape).build()
     }
 
-    /// A zeroed CUDA-pinned host tensor (`cuda_host:0`).
+    /// A zeroed CUDA-pinned host tensor (`cuda_host:0`), after checking its size against the
+    /// process's allocation limit.
     pub fn pinned_zeros(&self, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
-        let bytes = compact_bytes(dtype, shape)?;
+        let bytes = allocation_bytes(dtype, shape)?;
         let mem = HostPinned::new(&context(0)?, bytes)?;
         Tensor::builder(
             Buffer::new(Box::new(mem)),

@@ -80,11 +80,14 @@ pub fn registry() -> Registry {
 pub fn registry_with_report() -> (Registry, Vec<String>) {
     let mut r = Registry::new();
     let mut report = Vec::new();
-    if let Some(limit) = machine_memory() {
-        r.set_alloc_limit(limit);
+    // The machine's memory is the process's default limit (core's, the one home of the
+    // default: `install_or_default`), never a limit of this registry's own, so that a limit
+    // the user sets above it is the one in force here too.
+    if let Some(memory) = machine_memory() {
         report.push(format!(
-            "allocation limit: {limit} bytes (the smallest of physical memory, the cgroup's \
-             memory.max and RLIMIT_AS/RLIMIT_DATA)"
+            "default allocation limit: {memory} bytes, the machine's memory (the smallest of \
+             physical memory, the cgroup's memory.max and RLIMIT_AS/RLIMIT_DATA), once \
+             installed; dlport_core::set_alloc_limit sets another"
         ));
     }
     let mut add = |r: &mut Registry, b: Arc<dyn dlport_core::backend::Backend>, note: String| {
@@ -126,8 +129,8 @@ pub fn registry_with_report() -> (Registry, Vec<String>) {
 /// The most memory this process can really use: the smallest of physical memory, the cgroup's
 /// limit (v2 `memory.max`, v1 `memory.limit_in_bytes`) and the soft `RLIMIT_AS` /
 /// `RLIMIT_DATA`. Over-committed allocations past it would succeed and then be killed by the
-/// OOM killer without an error, so it is the native registry's default allocation limit.
-/// `None` where the platform says nothing.
+/// OOM killer without an error, so [`install()`] makes it the process's default allocation
+/// limit. `None` where the platform says nothing.
 pub fn machine_memory() -> Option<u64> {
     #[cfg_attr(not(any(unix, windows)), allow(unused_mut))]
     let mut limits: Vec<u64> = Vec::new();

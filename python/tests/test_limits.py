@@ -3,6 +3,7 @@ translated, core decides (the same table as core/tests/guarantees.rs, capi/tests
 and native/tests/install.rs). The limit is the lowest of a call's ``max_alloc``, the registry's
 and the process's (``dlport.set_alloc_limit``): a call cannot raise it."""
 
+import ctypes
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 import dlport
+from dlport.testing import SET_ERROR, DLDataType, DLDevice, DLManagedTensorVersioned, DLTensor, exchange_api
 
 # The alignments every door accepts (powers of two up to 2^30) and refuses.
 ACCEPTED = [1, 2, 64, 4096, 8192, 1 << 20, 1 << 30]
@@ -93,3 +95,63 @@ except BufferError as e:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "refused", out.stdout + out.stderr
+
+
+def exchange_allocate(n):
+    """The exchange API's allocator asked for ``n`` uint8 on the CPU: ``None`` when it gave a
+    tensor (released at once), else the error it reported."""
+    api = exchange_api(dlport.Tensor)
+    shape = (ctypes.c_int64 * 1)(n)
+    proto = DLTensor(None, DLDevice(1, 0), 1, DLDataType(1, 8, 1), shape, None, 0)
+    out = ctypes.POINTER(DLManagedTensorVersioned)()
+    errors = []
+    on_error = SET_ERROR(lambda ctx, kind, msg: errors.append(msg.decode()))
+    if api.managed_tensor_allocator(ctypes.byref(proto), ctypes.byref(out), None, on_error) == 0:
+        out.contents.deleter(out)  # the allocation is the caller's: released once, here
+        return None
+    assert errors
+    return errors[0]
+
+
+def test_every_python_door_refuses_four_mib_under_a_one_mib_limit():
+    before = dlport.set_alloc_limit(1 << 20)
+    try:
+        refused = "needs 4194304 bytes, above the allocation limit of 1048576 bytes"
+        assert refused in exchange_allocate(4 << 20)
+        with pytest.raises(BufferError, match=refused):
+            dlport.from_dlpack(broadcast(4 << 20), layout="compact")
+        view = dlport.from_dlpack(broadcast(4 << 20))
+        with pytest.raises(BufferError, match=refused):
+            view.compact()
+        dlport.set_alloc_limit(8 << 20)
+        assert exchange_allocate(4 << 20) is None
+        assert view.compact().copied
+    finally:
+        dlport.set_alloc_limit(0)
+    assert dlport.alloc_limit() == before
+
+
+def test_a_limit_raised_above_the_machines_memory_holds_in_every_python_door():
+    memory = dlport.alloc_limit()
+    raised = 2 * memory
+    past = 3 * memory
+    assert dlport.set_alloc_limit(raised) == memory
+    try:
+        assert dlport.alloc_limit() == raised
+        refused = f"above the allocation limit of {raised} bytes"
+        assert refused in exchange_allocate(past)
+        with pytest.raises(BufferError, match=refused):
+            dlport.from_dlpack(broadcast(past), layout="compact")
+        with pytest.raises(BufferError, match=refused):
+            dlport.from_dlpack(broadcast(past)).compact()
+    finally:
+        dlport.set_alloc_limit(0)
+    assert dlport.alloc_limit() == memory
+
+
+def test_max_alloc_zero_is_refused_by_name_never_a_zero_byte_limit():
+    # 0 means "none of its own" wherever a limit is a number (set_alloc_limit(0), C's
+    # max_alloc_bytes = 0), so a call's max_alloc=0 is refused, view or copy.
+    for v in (np.zeros(4), broadcast(16)):
+        with pytest.raises(ValueError, match="max_alloc = 0 is invalid"):
+            dlport.from_dlpack(v, max_alloc=0)

@@ -15,7 +15,9 @@ use super::status::{arg, entry};
 pub struct DlportTensor(pub(crate) Tensor);
 
 /// Allocates a zeroed compact tensor on a backend of the native registry (`backend` NULL: the
-/// one that serves the device).
+/// one that serves the device): the registry's allocation, which checks the size against the
+/// allocation limit in force (the registry's and the process's, `dlport_set_alloc_limit`)
+/// before the backend is asked: `DLPORT_ERR_ALLOCATION_LIMIT` over it, nothing allocated.
 ///
 /// Ownership: `backend` and `shape` stay the caller's. On success `*out` is a new handle the
 /// caller frees with `dlport_tensor_free`; on error nothing is allocated or written.
@@ -76,9 +78,9 @@ pub unsafe extern "C" fn dlport_alloc(
             }
         };
         let dtype = DataType::new(dlport_core::abi::TypeCode(code), bits, lanes);
-        let bytes = dlport_core::backend::compact_bytes(dtype, shape)?;
-        dlport_core::backend::check_alloc(bytes as u128, Some(r.alloc_limit(None)))?;
-        let t = b.allocate(device, dtype, shape)?;
+        // The registry's allocation: the limit in force is checked there, before the backend
+        // is asked.
+        let t = r.allocate_on(b.as_ref(), device, dtype, shape)?;
         // SAFETY: writable (contract).
         unsafe { out.as_ptr().write(Box::into_raw(Box::new(DlportTensor(t)))) };
         Ok(())

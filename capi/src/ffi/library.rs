@@ -50,11 +50,12 @@ pub unsafe extern "C" fn dlport_string_free(s: *mut c_char) {
 
 /// Sets the process's allocation limit: the most bytes any copy or allocation dlport makes may
 /// take, in this ABI and in every other door of the process (it is dlport-core's limit,
-/// `dlport_core::set_alloc_limit`). 0 restores the default: the machine's memory as the native
-/// registry measures it (the smallest of physical memory, the cgroup's memory.max and
-/// RLIMIT_AS / RLIMIT_DATA). A call's `max_alloc_bytes` can lower it, never raise it. Above the
-/// limit a call fails with `DLPORT_ERR_ALLOCATION_LIMIT`, naming the size and the limit, before
-/// anything is allocated.
+/// `dlport_core::set_alloc_limit`). 0 restores the default: the machine's memory (the smallest
+/// of physical memory, the cgroup's memory.max and RLIMIT_AS / RLIMIT_DATA), which no registry
+/// keeps as a limit of its own, so a limit set above it is the one in force. A call's
+/// `max_alloc_bytes` can lower it, never raise it (0 there, too, means none of its own). Above
+/// the limit a call fails with `DLPORT_ERR_ALLOCATION_LIMIT`, naming the size and the limit,
+/// before anything is allocated.
 ///
 /// Ownership: nothing is transferred.
 #[unsafe(no_mangle)]

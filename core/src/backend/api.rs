@@ -152,7 +152,11 @@ pub trait Backend: Send + Sync + 'static {
         Ok(())
     }
 
-    /// Allocates a compact tensor (zeroed where the backend can) on `device`.
+    /// Allocates a compact tensor (zeroed where the backend can) on `device`: the backend's
+    /// side of [`Registry::allocate`](crate::Registry::allocate), which checks the limit in
+    /// force (the registry's and the process's) before it asks. An implementation sizes what it
+    /// allocates with [`allocation_bytes`](crate::backend::allocation_bytes), so that a direct
+    /// call is bounded by the process's limit too.
     fn allocate(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         let _ = (device, dtype, shape);
         Err(Error::Backend(BackendError::unsupported(

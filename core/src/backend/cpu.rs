@@ -7,7 +7,7 @@ use alloc::boxed::Box;
 use super::api::Backend;
 use crate::abi::{DeviceType, FLAG_IS_COPIED};
 use crate::buffer::Buffer;
-use crate::copy::{AlignedBuffer, CPU_ALIGN, compact_bytes, compact_copy};
+use crate::copy::{AlignedBuffer, CPU_ALIGN, allocation_bytes, compact_copy};
 use crate::device::Device;
 use crate::dtype::DataType;
 use crate::error::{BackendError, Error};
@@ -26,15 +26,17 @@ impl CpuBackend {
 }
 
 impl CpuBackend {
-    /// Allocates a zeroed, compact, 64-byte-aligned host tensor.
+    /// Allocates a zeroed, compact, 64-byte-aligned host tensor, after checking its size against
+    /// the process's allocation limit ([`allocation_bytes`]).
     pub fn zeros(dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
         Self::zeros_aligned(dtype, shape, CPU_ALIGN)
     }
 
     /// Allocates a zeroed, compact host tensor with a chosen power-of-two alignment (at least
-    /// [`CPU_ALIGN`]).
+    /// [`CPU_ALIGN`]), after checking its size against the process's allocation limit
+    /// ([`allocation_bytes`]).
     pub fn zeros_aligned(dtype: DataType, shape: &[i64], align: usize) -> Result<Tensor, Error> {
-        let bytes = compact_bytes(dtype, shape)?;
+        let bytes = allocation_bytes(dtype, shape)?;
         let buf = AlignedBuffer::zeroed(bytes, align.max(CPU_ALIGN))?;
         Tensor::builder(Buffer::new(Box::new(buf)), Self::NAME, dtype, shape).build()
     }

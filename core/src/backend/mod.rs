@@ -21,7 +21,9 @@
 //!    `translate_device_id` / `export_device_id` if your numbering differs from the producers'.
 //!    State what you need to view foreign memory in `view_requirements` (alignment, layout).
 //! 3. **Allocate and copy.** `allocate` makes a compact tensor over a [`Buffer`]
-//!    (`Tensor::builder(Buffer::new(Box::new(storage)), name, dtype, shape).build()`); `copy`
+//!    (`Tensor::builder(Buffer::new(Box::new(storage)), name, dtype, shape).build()`), sized by
+//!    [`allocation_bytes`], which checks the process's allocation limit (users allocate through
+//!    [`Registry::allocate`](crate::Registry::allocate), which checks the registry's too); `copy`
 //!    moves a validated view to another device, or returns `Ok(None)` for a pair of devices you
 //!    do not handle (the registry then asks the other side). Host-side copies reuse the CPU
 //!    kernels: [`compact_bytes`] sizes the destination and
@@ -74,7 +76,7 @@ pub use crate::access::Access;
 #[cfg(feature = "alloc")]
 pub use crate::buffer::{Buffer, SharedBuffer};
 #[cfg(feature = "alloc")]
-pub use crate::copy::{AlignedBuffer, CPU_ALIGN, compact_bytes};
+pub use crate::copy::{AlignedBuffer, CPU_ALIGN, allocation_bytes, compact_bytes};
 pub use crate::device::{DeviceField, MemoryClass, StreamRequest, reconcile_device};
 /// How an export writes `data` and `byte_offset` (for a binding that lends a bare `DLTensor`).
 #[cfg(feature = "alloc")]

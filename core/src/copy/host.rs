@@ -117,10 +117,7 @@ unsafe impl TensorStorage for AlignedBuffer {
 /// `isize::MAX` is [`DispatchError::AllocationLimit`] with the exact byte count, never a wrapped
 /// number.
 pub fn compact_bytes(dtype: DataType, shape: &[i64]) -> Result<usize, Error> {
-    dtype.validate()?;
-    let numel = layout::element_count(shape)?;
-    let bits = u128::from(numel) * u128::from(dtype.storage_bits(false));
-    let bytes = bits.div_ceil(8);
+    let bytes = layout::compact_byte_count(dtype, shape)?;
     usize::try_from(bytes)
         .ok()
         .filter(|&b| b <= isize::MAX as usize)
@@ -128,6 +125,17 @@ pub fn compact_bytes(dtype: DataType, shape: &[i64]) -> Result<usize, Error> {
             bytes: bytes.into(),
             limit: isize::MAX as u64,
         }))
+}
+
+/// Bytes of a new compact tensor of `dtype` and `shape` ([`compact_bytes`]), checked against
+/// the process's allocation limit before anything is allocated: what every backend's own
+/// allocation sizes itself with, so that a backend called directly (not through
+/// [`Registry::allocate`](crate::Registry::allocate), which checks the registry's limit too) is
+/// bounded by the same limit.
+pub fn allocation_bytes(dtype: DataType, shape: &[i64]) -> Result<usize, Error> {
+    let bytes = compact_bytes(dtype, shape)?;
+    check_alloc(bytes as u128, None)?;
+    Ok(bytes)
 }
 
 /// A fresh host copy of `src` in compact row-major order (sub-byte elements packed), 64-byte

@@ -19,7 +19,7 @@ mod kernels;
 mod subbyte;
 
 pub(crate) use axis::{Axis, for_each_plane};
-pub use host::{AlignedBuffer, CPU_ALIGN, compact_bytes};
+pub use host::{AlignedBuffer, CPU_ALIGN, allocation_bytes, compact_bytes};
 pub(crate) use host::{compact_copy, compact_copy_aligned};
 
 use crate::error::{AccessError, DispatchError, Error};

@@ -418,6 +418,10 @@ pub enum OptionRule {
     Alignment,
     /// `alignment` must be 1 for a copy to device memory (only host copies are re-aligned).
     DeviceCopyAlignment,
+    /// `max_alloc` must be at least 1 byte: 0 means "none of its own" in every door that takes
+    /// it as a number (C's `max_alloc_bytes`, `set_alloc_limit(0)`), so it is never a zero-byte
+    /// limit.
+    MaxAlloc,
 }
 
 impl OptionRule {
@@ -425,6 +429,7 @@ impl OptionRule {
     pub const fn option(self) -> &'static str {
         match self {
             Self::Alignment | Self::DeviceCopyAlignment => "alignment",
+            Self::MaxAlloc => "max_alloc",
         }
     }
 
@@ -434,6 +439,10 @@ impl OptionRule {
             Self::Alignment => "a power of two from 1 to 2^30 bytes",
             Self::DeviceCopyAlignment => {
                 "1 for copies to device memory (only host copies can be re-aligned)"
+            }
+            Self::MaxAlloc => {
+                "a number of bytes from 1 (0 means no limit of the call's own in every door, \
+                 so it is refused as a limit; give None, or no max_alloc, for the limit in force)"
             }
         }
     }

@@ -30,6 +30,7 @@ impl Registry {
     /// [`DispatchError::InvalidOption`] (only host copies are re-aligned); a released buffer is
     /// [`AccessError::BufferReleased`](crate::error::AccessError::BufferReleased).
     pub fn compact(&self, t: &Tensor, options: &CompactOptions) -> Result<Tensor, Error> {
+        crate::limit::check_max_alloc(options.max_alloc)?;
         let own = t.device();
         let alignment = match options.alignment {
             Some(a) => check_alignment(a as u64)?,

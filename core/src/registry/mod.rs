@@ -1,12 +1,14 @@
 //! The [`Registry`] of backends: resolution of a device to its backend, the [`Decision`] of
 //! an import (view or copy, made once), the two entry points [`Registry::from_dlpack`] and
 //! [`Registry::to_dlpack`] (with the stream hand-off of an export,
-//! [`Registry::stream_hand_off`]). Compaction ([`Registry::compact`]) is in [`compact`]; the
-//! process-wide default registry is in [`default`].
+//! [`Registry::stream_hand_off`]). Allocation ([`Registry::allocate`]) is in [`allocate`],
+//! compaction ([`Registry::compact`]) in [`compact`]; the process-wide default registry is in
+//! [`default`].
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+mod allocate;
 mod compact;
 mod default;
 
@@ -90,16 +92,18 @@ impl Registry {
         }
     }
 
-    /// Sets this registry's allocation limit in bytes: every copy it makes is checked against
-    /// the lowest of this limit, the process-wide one ([`set_alloc_limit`](crate::set_alloc_limit))
-    /// and the call's `max_alloc`, before anything is allocated. It can lower the process's
-    /// limit, never raise it.
+    /// Sets this registry's allocation limit in bytes: every copy and allocation it makes is
+    /// checked against the lowest of this limit, the process-wide one
+    /// ([`set_alloc_limit`](crate::set_alloc_limit)) and the call's `max_alloc`, before anything
+    /// is allocated. It can lower the process's limit, never raise it. 0 means none of its own
+    /// (only the process's holds), as 0 does in [`set_alloc_limit`](crate::set_alloc_limit).
     pub fn set_alloc_limit(&mut self, bytes: u64) {
-        self.alloc_limit = Some(bytes);
+        self.alloc_limit = (bytes != 0).then_some(bytes);
     }
 
     /// The allocation limit in force for a call that gives `per_call`: the lowest of the
-    /// call's, this registry's and the process's.
+    /// call's, this registry's and the process's. A `per_call` of `Some(0)` gives 0, which
+    /// every check refuses by name ([`OptionRule::MaxAlloc`]), never a zero-byte limit.
     pub fn alloc_limit(&self, per_call: Option<u64>) -> u64 {
         crate::limit::in_force(per_call, self.alloc_limit)
     }
@@ -235,6 +239,7 @@ impl Registry {
         if let Some(r) = options.requirements {
             crate::options::check_alignment(r.alignment as u64)?;
         }
+        crate::limit::check_max_alloc(options.max_alloc)?;
         let memory = reconcile_device(view.device(), options.advertised)?;
         let target = match options.device {
             Some(d) => d.check(DeviceField::Requested)?,
@@ -408,6 +413,7 @@ impl Registry {
         tensor: &Tensor,
         options: &ExportOptions,
     ) -> Result<ManagedTensor, Error> {
+        crate::limit::check_max_alloc(options.max_alloc)?;
         let versioned = options.max_version.is_some_and(|v| v.major >= 1);
         let own = tensor.device();
         let wanted = match options.dl_device {

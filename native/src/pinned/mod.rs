@@ -9,7 +9,9 @@
 use std::ffi::c_void;
 
 use dlport_core::abi::DeviceType;
-use dlport_core::backend::{AlignedBuffer, Backend, Buffer, TensorStorage, compact_bytes};
+use dlport_core::backend::{
+    AlignedBuffer, Backend, Buffer, TensorStorage, allocation_bytes, compact_bytes,
+};
 use dlport_core::error::BackendError;
 use dlport_core::{DataType, Device, Error, Tensor, TensorRef};
 
@@ -148,9 +150,10 @@ impl PinnedBackend {
         }))
     }
 
-    /// A zeroed, compact, page-locked tensor.
+    /// A zeroed, compact, page-locked tensor, after checking its size against the process's
+    /// allocation limit (`allocation_bytes`, as every backend's allocation).
     pub fn zeros(&self, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
-        let bytes = compact_bytes(dtype, shape)?;
+        let bytes = allocation_bytes(dtype, shape)?;
         let storage = self.alloc_bytes(bytes)?;
         Tensor::builder(Buffer::new(storage), Self::NAME, dtype, shape).build()
     }

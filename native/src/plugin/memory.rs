@@ -11,7 +11,9 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use dlport_core::abi::DeviceType;
-use dlport_core::backend::{AlignedBuffer, Buffer, CPU_ALIGN, TensorStorage, compact_bytes};
+use dlport_core::backend::{
+    AlignedBuffer, Buffer, CPU_ALIGN, TensorStorage, allocation_bytes, compact_bytes,
+};
 use dlport_core::error::BackendError;
 use dlport_core::{DataType, Device, Error, Tensor, TensorRef};
 
@@ -118,7 +120,8 @@ impl PluginBackend {
                  the device types of each plugin)",
             )));
         }
-        let bytes = compact_bytes(dtype, shape)?;
+        // Checked against the process's allocation limit, as every backend's allocation.
+        let bytes = allocation_bytes(dtype, shape)?;
         let alloc = self.allocate_raw(device, bytes)?;
         let local = alloc.local;
         Tensor::builder(Buffer::new(Box::new(alloc)), self.name, dtype, shape)

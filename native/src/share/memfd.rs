@@ -329,6 +329,16 @@ fn create(len: usize) -> Result<OwnedFd, Error> {
     Ok(fd)
 }
 
+/// Checks a memfd of `bytes` against the limit in force, as a registry copy is checked: the
+/// lowest of the call's `max_alloc`, the default registry's and the process's
+/// (`Registry::alloc_limit` of the default in force; the process's alone before one is).
+fn check_copy(bytes: usize, max_alloc: Option<u64>) -> Result<(), Error> {
+    // A `max_alloc` of 0 stays 0 here, which `check_alloc` refuses as a limit.
+    let limit =
+        dlport_core::Registry::get_default().map_or(max_alloc, |r| Some(r.alloc_limit(max_alloc)));
+    dlport_core::backend::check_alloc(bytes as u128, limit)
+}
+
 /// A zeroed, compact tensor in a new sealed memfd (see [`super::alloc`]).
 pub(super) fn alloc(
     dtype: DataType,
@@ -336,7 +346,7 @@ pub(super) fn alloc(
     limit: Option<u64>,
 ) -> Result<ManagedTensor, Error> {
     let bytes = compact_bytes(dtype, shape)?;
-    dlport_core::backend::check_alloc(bytes as u128, limit)?;
+    check_copy(bytes, limit)?;
     let m = Mapping::new(create(bytes)?, bytes, true)?;
     export(m, dtype, shape, None, 0, 0)
 }
@@ -422,7 +432,7 @@ pub(super) fn share(
             return Err(why_copy.map_or_else(|| copy_needed(view.device()), unsupported));
         }
         let bytes = compact_bytes(view.dtype(), view.shape())?;
-        dlport_core::backend::check_alloc(bytes as u128, options.max_alloc)?;
+        check_copy(bytes, options.max_alloc)?;
         let fd = create(bytes)?;
         if view.contiguity().is_row_major() && !view.is_subbyte_padded() {
             // Already compact: one pwrite fills the memfd's pages in the kernel, without a

@@ -16,7 +16,7 @@
 use std::sync::OnceLock;
 
 use dlport_core::abi::{DLManagedTensorVersioned, RawManaged};
-use dlport_core::backend::{CompactOptions, LayoutNeed, ViewRequirements, compact_bytes};
+use dlport_core::backend::{CompactOptions, LayoutNeed, ViewRequirements};
 use dlport_core::{
     CopyPolicy, DataType, Device, Error, ExportOptions, ImportOptions, ManagedTensor, Registry,
     Tensor,
@@ -101,12 +101,11 @@ pub fn compact(t: &Tensor, align: Option<usize>) -> Result<Tensor, Failure> {
 }
 
 /// A new compact, zeroed tensor on `device`, owned by the caller as a versioned managed tensor
-/// (the exchange API's allocator). Its size is checked against the allocation limit first.
+/// (the exchange API's allocator): the registry's allocation ([`Registry::allocate`], which
+/// checks the limit in force before anything is allocated), exported by its backend.
 pub fn allocate(device: Device, dtype: DataType, shape: &[i64]) -> Result<RawManaged, Failure> {
-    let bytes = compact_bytes(dtype, shape)?;
-    dlport_core::backend::check_alloc(bytes as u128, Some(registry().alloc_limit(None)))?;
+    let t = registry().allocate(device, dtype, shape)?;
     let backend = registry().resolve(device)?;
-    let t = backend.allocate(device, dtype, shape)?;
     Ok(backend.release_ownership(&t, true, device)?.into_raw())
 }
 

@@ -218,14 +218,16 @@ pub fn requirements(
     }))
 }
 
-/// A `max_alloc` argument: `None`, or the most bytes (an int from 0) a copy made for the call
+/// A `max_alloc` argument: `None`, or the most bytes (an int from 1) a copy made for the call
 /// may allocate. It lowers the process's limit (`dlport.set_alloc_limit`), never raises it:
-/// core decides the limit in force, the lowest of the call's, the registry's and the process's.
+/// core decides the limit in force, the lowest of the call's, the registry's and the process's,
+/// and refuses 0 (`OptionRule::MaxAlloc`: 0 means "none of its own" wherever a limit is a
+/// number, `set_alloc_limit(0)` included, so it is never a zero-byte limit).
 pub fn max_alloc(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
     let Some(value) = value.filter(|v| !v.is_none()) else {
         return Ok(None);
     };
-    let wants = "a number of bytes from 0 to 2**64 - 1, or None";
+    let wants = "a number of bytes from 1 to 2**64 - 1, or None";
     match value.extract::<u64>() {
         Ok(n) => Ok(Some(n)),
         Err(e) if e.is_instance_of::<PyOverflowError>(value.py()) => {
