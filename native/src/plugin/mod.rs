@@ -34,6 +34,7 @@ pub mod rule;
 pub use backend::PluginBackend;
 pub use default::{BackendInfo, add_to_default, backends, load_into_default};
 /// The error texts the PJRT backend shares with C plugins.
+#[cfg(feature = "pjrt")]
 pub(crate) use error::{intern, plugin_error};
 pub use host::{PLUGIN_HOST_NAME, PluginHost, plugins, register_global, unregister_global};
 pub use interface::*;
