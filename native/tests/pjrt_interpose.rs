@@ -73,6 +73,7 @@ fn the_host_sees_the_interposed_table_and_exports_outlive_its_destroy() {
     let what = Interposition {
         rename: Some("xpu".into()),
         hooks: true,
+        stubs: Vec::new(),
         device_type: Some(DeviceType::CPU),
     };
     // SAFETY: the plugin's table, loaded for the rest of the process.
@@ -124,7 +125,7 @@ fn the_host_sees_the_interposed_table_and_exports_outlive_its_destroy() {
     assert!(none.is_none());
     assert!(unsafe_pointer(ours, raw).is_some());
     assert_eq!(interpose::pins(raw), 1);
-    let export = interpose::export(learnt, true).expect("export");
+    let export = interpose::export(learnt, true, CopyPolicy::Never).expect("export");
     let view = export.view();
     assert_eq!(Some(view.data() as usize), address, "a view, not a copy");
     assert!(

@@ -176,12 +176,14 @@ def install(platform: str, *, device_type: int | None = None) -> None:
         _installed[platform] = (ours, code)
 
 
-def stand_in(platform: str, library_path: str) -> None:
+def stand_in(platform: str, library_path: str, *, stubs: tuple[str, ...] = ()) -> None:
     """Registers the PJRT plugin library at ``library_path`` with JAX as ``platform``, its
     client answering ``PJRT_Client_PlatformName`` with ``platform``: a stand-in for a vendor's
     plugin that JAX's own DLPack does not know, for tests (the XLA CPU plugin, package
     ``xla-cpu-pjrt``, as "xpu"). Its memory is host memory: install it with
-    ``device_type=1``."""
+    ``device_type=1``. ``stubs`` names functions the stand-in leaves NULL, as plugins that lack
+    them do (``PJRT_Buffer_OpaqueDeviceMemoryDataPointer``, the external-reference pair,
+    ``PJRT_Client_CreateViewOfDeviceBuffer``)."""
     with _lock:
         s = _Surfaces()
         s.discover()
@@ -189,7 +191,11 @@ def stand_in(platform: str, library_path: str) -> None:
             raise ValueError(f"dlport.jax.stand_in: {platform!r} is registered already")
         vendor = s.load_pjrt_plugin(f"{platform}_stand_in", library_path, None)
         table = _native._jax_interpose(
-            vendor, origin=f"{platform} (stand-in: {library_path})", rename=platform, hooks=False
+            vendor,
+            origin=f"{platform} (stand-in: {library_path})",
+            rename=platform,
+            hooks=False,
+            stubs=list(stubs),
         )
         s.register_plugin(platform, c_api=table)
 
@@ -223,18 +229,21 @@ def _single(x: Any) -> Any:
     return x
 
 
-def to_dlpack(x: Any, *, versioned: bool = True) -> Any:
+def to_dlpack(x: Any, *, versioned: bool = True, copy: bool | None = None) -> Any:
     """A DLPack capsule of a single-device ``jax.Array`` on an installed platform: a view of
     JAX's own buffer, READ_ONLY (versioned, the default) and kept alive until the consumer
-    releases it."""
+    releases it. Where the plugin lacks a function a view needs (the external-reference pair,
+    the device pointer), or with ``copy=True``, it is one host copy (IS_COPIED) where ``copy``
+    allows; ``copy=False`` refuses, naming the missing PJRT function."""
     x = _single(x)
-    return _native._jax_export(x.unsafe_buffer_pointer, versioned=versioned)
+    return _native._jax_export(x.unsafe_buffer_pointer, versioned=versioned, copy=copy)
 
 
-def export(x: Any) -> Any:
-    """A ``dlport.Tensor`` viewing a single-device ``jax.Array`` on an installed platform:
-    any DLPack consumer takes it (``__dlpack__``, ``__dlpack_device__``)."""
-    return _dlport_from_dlpack(to_dlpack(x))
+def export(x: Any, *, copy: bool | None = None) -> Any:
+    """A ``dlport.Tensor`` of a single-device ``jax.Array`` on an installed platform (a view,
+    or a copy as :func:`to_dlpack` says): any DLPack consumer takes it (``__dlpack__``,
+    ``__dlpack_device__``)."""
+    return _dlport_from_dlpack(to_dlpack(x, copy=copy))
 
 
 def from_dlpack(t: Any, device: Any = None, *, copy: bool | None = None) -> Any:

@@ -50,8 +50,13 @@ def test_both_ways_deletes_donation_threads_round_trips_dtypes():
         "round_trips",
         "dtypes",
         "refuse_unknown_array",
+        "copy_when_asked",
     )
     print(out)
+
+
+def test_a_plugin_lacking_what_a_view_needs_is_copied_or_refused_by_name():
+    run("stubbed", "stubbed_plugin")
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@
 
 use std::ffi::{CStr, c_void};
 
+use dlport_core::CopyPolicy;
 use dlport_core::abi::{DeviceType, RawManaged};
 use dlport_native::pjrt::interpose::{self, Interposition};
 use pyo3::ffi;
@@ -33,10 +34,11 @@ fn table_of(obj: &Bound<'_, PyAny>) -> PyResult<*const c_void> {
 /// Interposes dlport's table over the vendor's (`vendor`, a `pjrt_c_api` capsule) and returns
 /// it as a `pjrt_c_api` capsule. `device_type` is the DLPack code of the platform's memory
 /// (kDLExtDev when `None`); `rename` makes the table answer that platform name;
-/// `hooks=False` interposes the renaming alone (a stand-in vendor for tests). The same vendor
+/// `hooks=False` interposes the renaming alone (a stand-in vendor for tests), `stubs` names
+/// functions the table leaves NULL (a stand-in for plugins that lack them). The same vendor
 /// and arguments give the same table.
 #[pyfunction]
-#[pyo3(signature = (vendor, /, *, origin, device_type=None, rename=None, hooks=true))]
+#[pyo3(signature = (vendor, /, *, origin, device_type=None, rename=None, hooks=true, stubs=Vec::new()))]
 pub fn _jax_interpose<'py>(
     py: Python<'py>,
     vendor: &Bound<'py, PyAny>,
@@ -44,11 +46,13 @@ pub fn _jax_interpose<'py>(
     device_type: Option<i32>,
     rename: Option<String>,
     hooks: bool,
+    stubs: Vec<String>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let table = table_of(vendor)?;
     let what = Interposition {
         rename,
         hooks,
+        stubs,
         device_type: device_type.map(DeviceType),
     };
     // SAFETY: JAX's capsule holds the vendor's loaded PJRT_Api, which stays loaded for the
@@ -67,15 +71,19 @@ pub fn _jax_interpose<'py>(
 /// `unsafe_buffer_pointer()`, called on this thread) as a DLPack capsule: readiness awaited,
 /// its layout asked, the buffer pinned (JAX's `Destroy`/`Delete` of it wait) and an external
 /// reference held until the capsule's consumer releases it. `versioned` gives DLPack 1.x with
-/// READ_ONLY. When no interposed table saw a buffer, a `BufferError` says so, with `learn()`'s
+/// READ_ONLY. Where the plugin lacks what a view needs, or `copy=True`, the export is one host
+/// copy (`PJRT_Buffer_ToHostBuffer`, IS_COPIED) where `copy` allows; `copy=False` refuses,
+/// naming the missing function. When no interposed table saw a buffer, a `BufferError` says so, with `learn()`'s
 /// own error if it raised.
 #[pyfunction]
-#[pyo3(signature = (learn, /, *, versioned=true))]
+#[pyo3(signature = (learn, /, *, versioned=true, copy=None))]
 pub fn _jax_export<'py>(
     py: Python<'py>,
     learn: &Bound<'py, PyAny>,
     versioned: bool,
+    copy: Option<bool>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let policy = CopyPolicy::from_copy(copy);
     let (called, learnt) = interpose::learn(|| learn.call0());
     let Some(learnt) = learnt else {
         let why = match called {
@@ -89,7 +97,7 @@ pub fn _jax_export<'py>(
         )));
     };
     let m = py
-        .detach(move || interpose::export(learnt, versioned))
+        .detach(move || interpose::export(learnt, versioned, policy))
         .map_err(Failure::from)?;
     let raw: RawManaged = m.into_raw();
     capsule::wrap(py, raw)
@@ -99,6 +107,12 @@ pub fn _jax_export<'py>(
 #[pyfunction]
 pub fn _jax_pins(address: usize) -> usize {
     interpose::pins(address as *const c_void)
+}
+
+/// How many host copies `dlport.jax` exports made in this process.
+#[pyfunction]
+pub fn _jax_host_copies() -> usize {
+    interpose::host_copies()
 }
 
 /// The `PJRT_Client*` JAX created through the interposed table `table` (a `pjrt_c_api`
@@ -122,6 +136,7 @@ pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_jax_interpose, m)?)?;
     m.add_function(wrap_pyfunction!(_jax_export, m)?)?;
     m.add_function(wrap_pyfunction!(_jax_pins, m)?)?;
+    m.add_function(wrap_pyfunction!(_jax_host_copies, m)?)?;
     m.add_function(wrap_pyfunction!(_jax_client, m)?)?;
     m.add_function(wrap_pyfunction!(_jax_device_type, m)?)?;
     Ok(())

@@ -14,11 +14,11 @@ import numpy as np
 SO = os.environ["DLPORT_PJRT_PLUGIN"]
 
 
-def vendor(name="xpu", install=True, device_type=1):
+def vendor(name="xpu", install=True, device_type=1, stubs=()):
     """Registers the stand-in vendor as ``name`` and, when ``install``, dlport's table over it."""
     import dlport.jax
 
-    dlport.jax.stand_in(name, SO)
+    dlport.jax.stand_in(name, SO, stubs=stubs)
     if install:
         dlport.jax.install(name, device_type=device_type)
 
@@ -306,6 +306,46 @@ def refuse_unknown_array():
     expect(TypeError, lambda: dlport.jax.export(np.arange(3)), "jax.Array")
 
 
+@case
+def copy_when_asked():
+    import jax.numpy as jnp
+
+    import dlport._native as n
+    import dlport.jax
+
+    x = jnp.arange(6, dtype=jnp.float32)
+    before = n._jax_host_copies()
+    t = dlport.jax.export(x, copy=True)
+    assert t.copied and not t.readonly
+    assert t.data_ptr() != x.unsafe_buffer_pointer()
+    np.testing.assert_array_equal(np.from_dlpack(t), np.arange(6, dtype=np.float32))
+    assert n._jax_host_copies() == before + 1
+    v = dlport.jax.export(x)
+    assert not v.copied and n._jax_host_copies() == before + 1
+
+
+@case
+def stubbed_plugin():
+    """The stand-in lacks what a view needs: one counted host copy, or a refusal by name."""
+    import jax.numpy as jnp
+
+    import dlport._native as n
+    import dlport.jax
+
+    x = jnp.arange(1, 7, dtype=jnp.float32).reshape(2, 3)
+    expect(BufferError, lambda: dlport.jax.export(x, copy=False), STUB, "copy=False")
+    before = n._jax_host_copies()
+    t = dlport.jax.export(x)
+    assert t.copied and t.data_ptr() != x.unsafe_buffer_pointer()
+    assert n._jax_host_copies() == before + 1
+    y = np.from_dlpack(t)
+    x.delete()
+    np.testing.assert_array_equal(y, np.arange(1, 7, dtype=np.float32).reshape(2, 3))
+
+
+STUB = "PJRT_Buffer_OpaqueDeviceMemoryDataPointer"
+
+
 # Processes of their own: the refusals of install.
 @case
 def refuse_unregistered():
@@ -385,7 +425,9 @@ def import_installs_nothing():
 
 if __name__ == "__main__":
     setup, *names = sys.argv[1:]
-    if setup != "bare":
+    if setup == "stubbed":
+        vendor(stubs=(STUB,))
+    elif setup != "bare":
         vendor(install=setup == "installed")
     for name in names:
         CASES[name]()

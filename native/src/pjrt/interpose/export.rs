@@ -3,23 +3,42 @@
 //! the DLPack deleter runs (once, on any thread), READ_ONLY (the host's arrays are immutable).
 
 use std::ffi::c_void;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlport_core::abi::DeviceType;
 use dlport_core::backend::{Access, TensorStorage};
-use dlport_core::{DataType, Device, Error, ExportBuilder, ManagedTensor};
+use dlport_core::{CopyPolicy, DataType, Device, Error, ExportBuilder, ManagedTensor};
 
 use super::super::buffer::await_event;
-use super::super::result::Api;
+use super::super::result::{Api, UNIMPLEMENTED};
 use super::super::{sys, types};
-use super::{Learnt, room};
+use super::{Learnt, TO_HOST, room};
 use crate::plugin::plugin_error;
 
-/// Exports the learnt buffer without a copy. The export holds the pin (the host's `Destroy`
-/// and `Delete` of the buffer wait for its deleter) and an external reference
-/// (`PJRT_Buffer_IncreaseExternalReferenceCount`, given back once in the deleter).
+/// How many host copies [`export`] made in this process (one per export that copied).
+static HOST_COPIES: AtomicUsize = AtomicUsize::new(0);
+
+/// The number of host copies exports made so far (an export that copies counts one).
+pub fn host_copies() -> usize {
+    HOST_COPIES.load(Ordering::Relaxed)
+}
+
+/// The functions a view needs beyond the buffer's description: without any of them the export
+/// is a copy (where `copy` allows) or refused, naming it.
+const VIEW_NEEDS: [sys::Slot; 3] = [
+    sys::BUFFER_INCREASE_EXTERNAL_REF,
+    sys::BUFFER_DECREASE_EXTERNAL_REF,
+    sys::BUFFER_OPAQUE_POINTER,
+];
+
+/// Exports the learnt buffer. A view (`copy` Never or IfNeeded, the plugin offering what a
+/// view needs) holds the pin (the host's `Destroy` and `Delete` of the buffer wait for its
+/// deleter) and an external reference (`PJRT_Buffer_IncreaseExternalReferenceCount`, given
+/// back once in the deleter). A copy (`copy` Always, or IfNeeded where the plugin lacks a
+/// function a view needs) is one `PJRT_Buffer_ToHostBuffer` into host memory the export owns,
+/// counted by [`host_copies`]; with `copy` Never a missing function is refused by name.
 /// `versioned` picks DLPack 1.x, else the legacy form (which carries no READ_ONLY flag).
-pub fn export(learnt: Learnt, versioned: bool) -> Result<ManagedTensor, Error> {
+pub fn export(learnt: Learnt, versioned: bool, copy: CopyPolicy) -> Result<ManagedTensor, Error> {
     let ip = room(learnt.room).ok_or_else(|| {
         plugin_error(
             "pjrt",
@@ -47,6 +66,22 @@ pub fn export(learnt: Learnt, versioned: bool) -> Result<ManagedTensor, Error> {
     let dtype =
         types::to_dlpack(t.kind).map_err(|e| api.error(sys::BUFFER_ELEMENT_TYPE.name, -1, &e))?;
     let shape = dims(&api, raw)?;
+    let missing = VIEW_NEEDS.iter().find_map(|&slot| api.function(slot).err());
+    match (missing, copy) {
+        (Some(e), CopyPolicy::Never) => {
+            return Err(api.error(
+                "dlport.jax export",
+                UNIMPLEMENTED,
+                &format!(
+                    "a view needs what the plugin lacks ({e}); copy=False forbids the host copy"
+                ),
+            ));
+        }
+        (Some(_), _) | (None, CopyPolicy::Always) => {
+            return host_copy(&api, raw, dtype, &shape, versioned);
+        }
+        (None, _) => {}
+    }
     let strides = strides(&api, raw, &shape, dtype)?;
     let numel = shape.iter().try_fold(1u64, |n, &x| n.checked_mul(x as u64));
     let span = numel
@@ -74,12 +109,6 @@ pub fn export(learnt: Learnt, versioned: bool) -> Result<ManagedTensor, Error> {
         ));
     }
     let device = device_of(&api, raw, ip.device_type, ip.client.load(Ordering::Acquire))?;
-    for slot in [
-        sys::BUFFER_DECREASE_EXTERNAL_REF,
-        sys::BUFFER_OPAQUE_POINTER,
-    ] {
-        api.function(slot)?;
-    }
     let mut a = sys::Buffer_ExternalReference_Args::new();
     a.buffer = raw;
     // SAFETY: the args of PJRT_Buffer_IncreaseExternalReferenceCount.
@@ -109,6 +138,72 @@ pub fn export(learnt: Learnt, versioned: bool) -> Result<ManagedTensor, Error> {
     let builder = ExportBuilder::new(held, dtype, &shape).strides(&strides);
     if versioned {
         builder.read_only(true).build()
+    } else {
+        builder.build_legacy()
+    }
+}
+
+/// `PJRT_Buffer_ToHostBuffer_Args`.
+#[repr(C)]
+struct ToHostArgs {
+    head: sys::Head,
+    src: *mut sys::PJRT_Buffer,
+    host_layout: *mut sys::MemoryLayout,
+    dst: *mut c_void,
+    dst_size: usize,
+    event: *mut sys::PJRT_Event,
+}
+
+/// The buffer copied to host memory the export owns (`PJRT_Buffer_ToHostBuffer`, in the
+/// default dense row-major layout), exported as a compact, IS_COPIED CPU tensor.
+fn host_copy(
+    api: &Api,
+    raw: *mut sys::PJRT_Buffer,
+    dtype: DataType,
+    shape: &[i64],
+    versioned: bool,
+) -> Result<ManagedTensor, Error> {
+    let f = TO_HOST.name;
+    let numel = shape.iter().try_fold(1u64, |n, &x| n.checked_mul(x as u64));
+    let span = numel
+        .and_then(|n| dtype.bytes_for(n, false))
+        .and_then(|b| usize::try_from(b).ok())
+        .ok_or_else(|| api.error(f, -1, "the shape's size overflows"))?;
+    let mut a = ToHostArgs {
+        head: sys::Head {
+            struct_size: std::mem::size_of::<ToHostArgs>(),
+            extension_start: std::ptr::null_mut(),
+        },
+        src: raw,
+        host_layout: std::ptr::null_mut(),
+        dst: std::ptr::null_mut(),
+        dst_size: 0,
+        event: std::ptr::null_mut(),
+    };
+    // SAFETY: the args of PJRT_Buffer_ToHostBuffer with no destination: it says the size.
+    unsafe { api.call(TO_HOST, &mut a) }?;
+    if a.dst_size < span {
+        return Err(api.error(
+            f,
+            -1,
+            &format!("asks {} bytes for a shape of {span} bytes", a.dst_size),
+        ));
+    }
+    // Whole u64 words: host memory aligned for every element type but the 16-byte ones.
+    let mut host = vec![0u64; a.dst_size.div_ceil(8)];
+    a.dst = host.as_mut_ptr().cast();
+    a.event = std::ptr::null_mut();
+    // SAFETY: the args again, with a destination of `dst_size` bytes that lives until the
+    // event is awaited below.
+    unsafe { api.call(TO_HOST, &mut a) }?;
+    if !a.event.is_null() {
+        // SAFETY: a live event we own, destroyed once there.
+        unsafe { await_event(api, a.event) }?;
+    }
+    HOST_COPIES.fetch_add(1, Ordering::Relaxed);
+    let builder = ExportBuilder::new(host, dtype, shape).copied(true);
+    if versioned {
+        builder.build()
     } else {
         builder.build_legacy()
     }

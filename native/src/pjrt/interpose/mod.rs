@@ -20,7 +20,7 @@
 mod export;
 mod pins;
 
-pub use export::export;
+pub use export::{export, host_copies};
 pub use pins::pins;
 
 use std::cell::Cell;
@@ -46,6 +46,10 @@ pub(crate) const BUFFER_DELETE: Slot = Slot {
 pub(crate) const BUFFER_IS_DELETED: Slot = Slot {
     name: "PJRT_Buffer_IsDeleted",
     index: 68,
+};
+pub(crate) const TO_HOST: Slot = Slot {
+    name: "PJRT_Buffer_ToHostBuffer",
+    index: 70,
 };
 pub(crate) const BUFFER_UNSAFE_POINTER: Slot = Slot {
     name: "PJRT_Buffer_UnsafePointer",
@@ -82,6 +86,7 @@ pub(crate) struct Interposer {
     table: Box<[usize]>,
     rename: Option<CString>,
     hooks: bool,
+    stubs: Vec<String>,
     pub(crate) device_type: DeviceType,
     pub(crate) client: AtomicPtr<sys::PJRT_Client>,
 }
@@ -102,10 +107,21 @@ pub struct Interposition {
     pub rename: Option<String>,
     /// Whether the client and buffer slots are hooked (what an export needs).
     pub hooks: bool,
+    /// Functions the table leaves NULL, by name (each one of [`STUBBABLE`]): a stand-in for a
+    /// plugin that lacks them (jax-mps, tt-xla), for tests.
+    pub stubs: Vec<String>,
     /// The DLPack device type of the platform's memory (`None`: the platform table's for the
     /// name `origin`, else kDLExtDev).
     pub device_type: Option<DeviceType>,
 }
+
+/// The functions an [`Interposition`] may leave NULL: what a view needs.
+pub const STUBBABLE: [Slot; 4] = [
+    sys::BUFFER_INCREASE_EXTERNAL_REF,
+    sys::BUFFER_DECREASE_EXTERNAL_REF,
+    sys::BUFFER_OPAQUE_POINTER,
+    sys::CLIENT_CREATE_VIEW,
+];
 
 /// Interposes a table over the vendor's `PJRT_Api` at `vendor` and returns it. The same
 /// vendor table with the same interposition returns the same table (installing twice is
@@ -143,6 +159,7 @@ pub unsafe fn interpose(
             }
             Some(ip) if ip.vendor_table == vendor as usize => {
                 let same = ip.hooks == what.hooks
+                    && ip.stubs == what.stubs
                     && ip.device_type == device_type
                     && ip.rename.as_ref().map(|c| c.to_string_lossy().into_owned()) == what.rename;
                 if same {
@@ -172,6 +189,16 @@ pub unsafe fn interpose(
         ),
         None => None,
     };
+    let mut stubs = Vec::new();
+    for name in &what.stubs {
+        let slot = STUBBABLE.iter().find(|s| s.name == name).ok_or_else(|| {
+            let names: Vec<_> = STUBBABLE.iter().map(|s| s.name).collect();
+            refuse(format!(
+                "{name:?} is not a function a table may stub: one of {names:?}"
+            ))
+        })?;
+        stubs.push(*slot);
+    }
     let words = api.size.div_ceil(std::mem::size_of::<usize>());
     let mut table = vec![0usize; words].into_boxed_slice();
     // SAFETY: the vendor's table is readable for `size` bytes (contract); the copy has room
@@ -196,12 +223,18 @@ pub unsafe fn interpose(
         set(BUFFER_IS_DELETED, hooks.is_deleted);
         set(BUFFER_UNSAFE_POINTER, hooks.unsafe_pointer);
     }
+    for slot in &stubs {
+        if api.size >= slot.end() {
+            table[slot.end() / std::mem::size_of::<usize>() - 1] = 0;
+        }
+    }
     let ip = Interposer {
         vendor: api,
         vendor_table: vendor as usize,
         table,
         rename,
         hooks: what.hooks,
+        stubs: what.stubs.clone(),
         device_type,
         client: AtomicPtr::new(std::ptr::null_mut()),
     };
