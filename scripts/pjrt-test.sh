@@ -1,44 +1,60 @@
 #!/usr/bin/env bash
-# PJRT plugins as DLPack devices (issue #43), against the real XLA CPU plugin.
-#  1. The plugin: xla-cpu-pjrt 0.0.1 from PyPI (xla_cpu_pjrt.so, ~250 MB unpacked), downloaded
-#     once into ${XDG_CACHE_HOME:-~/.cache}/dlport/pjrt/ and reused (idempotent); exported as
-#     DLPORT_PJRT_PLUGIN. Where it cannot be had, every step SKIPS with the reason printed.
-#  2. The Rust tests (native/tests/pjrt.rs, pjrt_lying.rs, pjrt_attack.rs; feature pjrt).
-#  3. The C program capi/examples/pjrt/pjrt_roundtrip.c under ASan + UBSan (leaks checked).
-#  4. The Python tests (python/tests/test_pjrt.py, test_pjrt_attack.py, and test_jax_interpose.py
-#     for dlport.jax) and
-#     python/examples/pjrt/roundtrip.py when .venv exists with a wheel that has dlport.pjrt.
+# PJRT plugins as DLPack devices (issues #43, #54), against every real build of XLA's CPU plugin
+# that installs on a CPU-only machine:
+#    xla-cpu-pjrt 0.0.1            (PJRT API 0.81,  struct_size 984)
+#    fastatomstruct-xla-cpu 2026.6.23 (API 0.106, struct_size 1128)
+#    lammps-jax-pjrt-cpu 0.11.2    (API 0.115, struct_size 1144, extensions newer than dlport's header)
+#  1. Each wheel (about 63 MB, 250 MB unpacked) is downloaded from PyPI once into
+#     ${XDG_CACHE_HOME:-~/.cache}/dlport/pjrt/NAME-VERSION/ and reused; a build that cannot be
+#     had is SKIPPED with the reason printed.
+#  2. For each build, as DLPORT_PJRT_PLUGIN, the same suite: the Rust tests
+#     (native/tests/pjrt.rs, pjrt_lying.rs, pjrt_attack.rs, pjrt_interpose.rs; feature pjrt), the C program
+#     capi/examples/pjrt/pjrt_roundtrip.c under ASan + UBSan (leaks checked), and when .venv has
+#     a wheel with dlport.pjrt the Python tests (python/tests/test_pjrt.py, test_pjrt_attack.py;
+#     the unpacked wheel on PYTHONPATH, so its entry point is found by name).
+#  3. Once, on the first build: python/tests/test_jax_interpose.py (dlport.jax) and
+#     python/examples/pjrt/roundtrip.py.
+# Each build ends in one summary line; the script fails if any part of any build failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}
-version=0.0.1
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/dlport/pjrt
-dir=$cache/xla-cpu-pjrt-$version
-so=$dir/xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so
-if [ ! -f "$so" ]; then
-  mkdir -p "$cache/download"
-  echo "[pjrt] downloading xla-cpu-pjrt==$version into $cache (once)"
-  if python3 -m pip download --quiet --no-deps "xla-cpu-pjrt==$version" -d "$cache/download" \
-    && tmp=$(mktemp -d "$cache/unpack.XXXXXX") \
-    && python3 -m zipfile -e "$cache"/download/xla_cpu_pjrt-"$version"-*.whl "$tmp" \
-    && rm -rf "$dir" && mv "$tmp" "$dir"; then
-    rm -rf "$cache/download"
-  else
-    echo "[pjrt] SKIPPED: xla-cpu-pjrt==$version could not be downloaded (no network or no PyPI); the PJRT tests need it"
-  fi
-fi
-if [ -f "$so" ]; then
-  export DLPORT_PJRT_PLUGIN=$so
-  echo "[pjrt] plugin: $DLPORT_PJRT_PLUGIN"
-else
-  unset DLPORT_PJRT_PLUGIN
-fi
+# name version the plugin library's path inside the wheel
+builds=(
+  "xla-cpu-pjrt 0.0.1 xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so"
+  "fastatomstruct-xla-cpu 2026.6.23 fastatomstruct_xla_cpu/libpjrt_cpu.so"
+  "lammps-jax-pjrt-cpu 0.11.2 lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so"
+)
 
-# The tests print SKIP lines (shown by --nocapture) when the plugin is missing.
+# fetch NAME VERSION: the wheel unpacked into $cache/NAME-VERSION (downloaded once).
+fetch() {
+  local name=$1 version=$2 dir=$cache/$1-$2 dl=$cache/download-$1 tmp
+  [ -d "$dir" ] && return 0
+  mkdir -p "$dl"
+  echo "[pjrt] downloading $name==$version into $cache (once)"
+  ls "$dl/${name//-/_}-$version"-*.whl >/dev/null 2>&1 \
+    || python3 -m pip download --quiet --no-deps "$name==$version" -d "$dl" || return 1
+  tmp=$(mktemp -d "$cache/unpack.XXXXXX")
+  python3 -m zipfile -e "$dl/${name//-/_}-$version"-*.whl "$tmp" || { rm -rf "$tmp"; return 1; }
+  mv "$tmp" "$dir" && rm -rf "$dl"
+}
+
+# describe SO: the table's API version and struct_size, read by GetPjrtApi.
+describe() {
+  python3 - "$1" <<'PY'
+import ctypes, sys
+get = ctypes.CDLL(sys.argv[1]).GetPjrtApi
+get.restype = ctypes.POINTER(ctypes.c_size_t)
+t = get()
+version = ctypes.cast(ctypes.addressof(t.contents) + 32, ctypes.POINTER(ctypes.c_int32))
+print(f"API {version[0]}.{version[1]}, struct_size {t[0]}")
+PY
+}
+
+# Built once, run per build. The tests print SKIP lines (shown by --nocapture) without a plugin.
+rust_tests=(-p dlport-native --features pjrt --locked --test pjrt --test pjrt_lying --test pjrt_attack --test pjrt_interpose)
 cargo test -q -p dlport-native --features pjrt --locked --lib pjrt
-cargo test -q -p dlport-native --features pjrt --locked --test pjrt --test pjrt_lying --test pjrt_attack -- --nocapture 2>&1 \
-  | grep -vE '^$' | tail -n 40
-
+cargo test -q "${rust_tests[@]}" --no-run
 cargo build -q -p dlport-capi --locked
 lib=${CARGO_TARGET_DIR:-target}/debug
 ln -sfn libdlport.so "$lib/libdlport.so.0"
@@ -49,21 +65,53 @@ cc -std=c11 -Wall -Wextra -Werror -Icapi/include \
   capi/examples/pjrt/pjrt_roundtrip.c -L"$lib" -ldlport -ldl -pthread -o "$out/pjrt_roundtrip"
 supp=()
 [ -f scripts/lsan.supp ] && supp=(LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp")
-env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "${supp[@]}" \
-  LD_LIBRARY_PATH="$lib" "$out/pjrt_roundtrip" ${DLPORT_PJRT_PLUGIN:+"$DLPORT_PJRT_PLUGIN"}
-
-if [ -x .venv/bin/python ]; then
-  if .venv/bin/python -c "import dlport.pjrt" 2>/dev/null; then
-    # The unpacked wheel on PYTHONPATH: its dist-info registers the `xla_plugins` entry point,
-    # so loading by package name is tested too.
-    PYTHONPATH=${DLPORT_PJRT_PLUGIN:+$dir} .venv/bin/python -m pytest -q -rs -p no:cacheprovider python/tests/test_pjrt.py python/tests/test_pjrt_attack.py
-    # dlport.jax (issue #55): JAX's own arrays on a plugin platform JAX's DLPack refuses ("xpu").
-    .venv/bin/python -m pytest -q -rs -p no:cacheprovider python/tests/test_jax_interpose.py
-    .venv/bin/python python/examples/pjrt/roundtrip.py ${DLPORT_PJRT_PLUGIN:+"$DLPORT_PJRT_PLUGIN"}
-  else
-    echo "[pjrt] SKIPPED python/tests/test_pjrt.py: the dlport wheel in .venv has no dlport.pjrt (scripts/python-build.sh rebuilds it)"
-  fi
+python=
+if [ ! -x .venv/bin/python ]; then
+  echo "[pjrt] SKIPPED the Python tests: no .venv (scripts/python-env.sh makes it)"
+elif ! .venv/bin/python -c "import dlport.pjrt" 2>/dev/null; then
+  echo "[pjrt] SKIPPED the Python tests: the dlport wheel in .venv has no dlport.pjrt (scripts/python-build.sh rebuilds it)"
 else
-  echo "[pjrt] SKIPPED python/tests/test_pjrt.py: no .venv (scripts/python-env.sh makes it)"
+  python=.venv/bin/python
 fi
+
+summary=()
+failed=0
+first=1
+for build in "${builds[@]}"; do
+  read -r name version rel <<<"$build"
+  dir=$cache/$name-$version
+  if ! fetch "$name" "$version" || [ ! -f "$dir/$rel" ]; then
+    summary+=("[pjrt] $name $version: SKIPPED: the wheel could not be downloaded (no network or no PyPI), or it has no $rel")
+    continue
+  fi
+  export DLPORT_PJRT_PLUGIN=$dir/$rel
+  api=$(describe "$DLPORT_PJRT_PLUGIN" 2>&1 | tail -n 1)
+  echo "[pjrt] === $name $version ($api): $DLPORT_PJRT_PLUGIN"
+  rust=ok c=ok py=skipped
+  cargo test -q "${rust_tests[@]}" -- --nocapture 2>&1 | grep -vE '^$' | tail -n 40 || rust=FAILED
+  env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "${supp[@]}" \
+    LD_LIBRARY_PATH="$lib" "$out/pjrt_roundtrip" "$DLPORT_PJRT_PLUGIN" || c=FAILED
+  if [ -n "$python" ]; then
+    py=ok
+    PYTHONPATH=$dir "$python" -m pytest -q -rs -p no:cacheprovider python/tests/test_pjrt.py \
+      python/tests/test_pjrt_attack.py || py=FAILED
+    if [ "$first" = 1 ]; then
+      # dlport.jax (issue #55): JAX's own arrays on a plugin platform JAX's DLPack refuses ("xpu").
+      "$python" -m pytest -q -rs -p no:cacheprovider python/tests/test_jax_interpose.py || py=FAILED
+      "$python" python/examples/pjrt/roundtrip.py "$DLPORT_PJRT_PLUGIN" || py=FAILED
+    fi
+  fi
+  first=0
+  line="[pjrt] $name $version ($api): rust $rust, c $c, python $py"
+  case "$line" in *FAILED*) failed=1 ;; esac
+  summary+=("$line")
+done
+unset DLPORT_PJRT_PLUGIN
+if [ "$first" = 1 ]; then
+  echo "[pjrt] no plugin build could be had: the suite runs without one (each test SKIPs)"
+  cargo test -q "${rust_tests[@]}" -- --nocapture 2>&1 | grep -vE '^$' | tail -n 40
+  LD_LIBRARY_PATH="$lib" "$out/pjrt_roundtrip"
+fi
+printf '%s\n' "${summary[@]}"
+[ "$failed" = 0 ] || { echo "[pjrt] FAILED"; exit 1; }
 echo "[pjrt] OK"

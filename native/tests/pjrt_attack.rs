@@ -29,13 +29,18 @@ fn setup(test: &str) -> Option<(MutexGuard<'static, ()>, String)> {
     REAL.get_or_init(|| {
         let c = std::ffi::CString::new(path.clone()).unwrap();
         // SAFETY: the library is loaded already (dlopen returns the same handle); GetPjrtApi
-        // returns its table of API_SIZE_0_81 bytes (the plugin is 0.81).
-        unsafe {
+        // returns its table of struct_size bytes, at least API_SIZE_0_81 (checked).
+        let mut words = unsafe {
             let h = libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
             let get = libc::dlsym(h, c"GetPjrtApi".as_ptr());
             let get: unsafe extern "C" fn() -> *const usize = std::mem::transmute(get);
-            std::slice::from_raw_parts(get(), WORDS).to_vec()
-        }
+            let t = get();
+            assert!(*t >= sys::API_SIZE_0_81, "the plugin's table size {}", *t);
+            std::slice::from_raw_parts(t, WORDS).to_vec()
+        };
+        // A newer plugin's table, cut to the 0.81 functions dlport reads: an older table.
+        words[0] = sys::API_SIZE_0_81;
+        words
     });
     Some((guard, path))
 }
@@ -339,4 +344,26 @@ fn a_device_type_that_is_no_dlpack_type_is_refused() {
             "{e}"
         );
     }
+}
+
+#[test]
+fn an_argument_of_another_type_or_shape_than_the_parameter_is_refused() {
+    let Some((_plugin, client)) = client("parameter types") else {
+        return;
+    };
+    let exe = client.compile_mlir(AFFINE).unwrap();
+    let x = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let mut int32 = Spec::f32(&[2, 3]);
+    int32.dtype = DataType::INT32;
+    for (spec, given) in [(int32, "int32[2,3]"), (Spec::f32(&[3, 2]), "float32[3,2]")] {
+        let (t, _, _) = tensor(&x, &spec);
+        let b = client.import(t, CopyPolicy::IfNeeded, None).unwrap();
+        let e = exe.execute(&[&b]).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("argument 0 is {given}")) && e.contains("float32[2,3]"),
+            "{e}"
+        );
+    }
+    let e = exe.execute(&[]).unwrap_err().to_string();
+    assert!(e.contains("takes 1 parameters; 0 arguments"), "{e}");
 }

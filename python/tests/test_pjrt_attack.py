@@ -1,6 +1,7 @@
 """What an attack of the PJRT door tried, from Python (issue #54), against the real XLA CPU
 plugin (DLPORT_PJRT_PLUGIN; skipped with the reason without it): a buffer of another client
-given to an executable, a sub-byte copy, the CPU platform's devices 1..N, thousands of failed
+given to an executable, an argument of another type than the program's parameter, a
+sub-byte copy, the CPU platform's devices 1..N, thousands of failed
 loads, an empty array, a device type that is no DLPack type, a relative path, and how a plugin
 package's library is found."""
 
@@ -39,6 +40,14 @@ def test_an_executable_refuses_a_buffer_of_another_client():
         exe.execute(second.from_dlpack(x))
     out = exe.execute(first.from_dlpack(x))[0]
     np.testing.assert_array_equal(np.from_dlpack(out), 2 * x)
+
+
+@needs_plugin
+def test_an_argument_of_another_type_than_the_parameter_is_refused():
+    client = pjrt.load(PLUGIN)
+    exe = client.compile(AFFINE)
+    with pytest.raises(BufferError, match=r"argument 0 is int32\[2,3\].*float32\[2,3\]"):
+        exe.execute(client.from_dlpack(np.zeros((2, 3), np.int32)))
 
 
 @needs_plugin

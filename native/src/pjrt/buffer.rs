@@ -131,9 +131,8 @@ impl PjrtBuffer {
         unsafe { await_event(api, r.event) }
     }
 
-    /// The buffer's type, dims, layout (asked of the plugin, never assumed), its size checked
-    /// against the layout's span, and its device.
-    pub fn info(&self) -> Result<BufferInfo, Error> {
+    /// The buffer's element type and dims, as the plugin reports them (checked).
+    pub(super) fn dtype_and_shape(&self) -> Result<(DataType, Vec<i64>), Error> {
         let api = self.api();
         let raw = self.owned.raw;
         let mut t = sys::Buffer_ElementType_Args::new();
@@ -166,6 +165,15 @@ impl PjrtBuffer {
                 &format!("returned a dim {bad}"),
             ));
         }
+        Ok((dtype, shape))
+    }
+
+    /// The buffer's type, dims, layout (asked of the plugin, never assumed), its size checked
+    /// against the layout's span, and its device.
+    pub fn info(&self) -> Result<BufferInfo, Error> {
+        let api = self.api();
+        let raw = self.owned.raw;
+        let (dtype, shape) = self.dtype_and_shape()?;
         let strides = self.strides(api, &shape, dtype)?;
         let numel = shape.iter().try_fold(1u64, |n, &x| n.checked_mul(x as u64));
         let span = numel

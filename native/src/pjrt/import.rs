@@ -223,6 +223,7 @@ impl PjrtClient {
         let strides: Vec<i64> = view.strides().collect();
         let order = minor_to_major(&strides, &shape);
         let data = first_element(&view);
+        let sub_byte = view.dtype().is_sub_byte();
         let mut layout = sys::MemoryLayout {
             head: sys::Head {
                 struct_size: std::mem::size_of::<sys::MemoryLayout>(),
@@ -261,7 +262,14 @@ impl PjrtClient {
         a.dims = shape.as_ptr();
         a.num_dims = shape.len();
         a.element_type = kind;
-        a.layout = &mut layout;
+        // A sub-byte type's default layout carries its element size in bits, which a tiled
+        // layout cannot state (newer XLA refuses `s4[8] {0}` as not the default): the
+        // plugin's default layout (row-major, NULL) is asked for instead.
+        a.layout = if sub_byte {
+            std::ptr::null_mut()
+        } else {
+            &mut layout
+        };
         a.device = dev;
         a.on_delete_callback = Some(on_delete);
         a.on_delete_callback_arg = token as *mut c_void;

@@ -50,6 +50,11 @@ pub fn to_dlpack(pjrt: i32) -> Result<DataType, String> {
     })
 }
 
+/// The DLPack type of a PJRT type named as the header names it (`F32`, `S4`, `PRED`, …).
+pub fn by_name(name: &str) -> Option<DataType> {
+    TYPES.iter().find(|t| t.1 == name).map(|t| t.2)
+}
+
 /// The PJRT element type of a DLPack type, or why it has none.
 pub fn to_pjrt(dtype: DataType) -> Result<i32, String> {
     TYPES
@@ -92,6 +97,8 @@ mod tests {
         assert!(to_dlpack(23).unwrap_err().contains("TOKEN"));
         assert!(to_dlpack(99).unwrap_err().contains("99"));
         assert!(to_pjrt(DataType::FLOAT6_E2M3FN).is_err());
+        assert_eq!(by_name("BF16"), Some(DataType::BFLOAT16));
+        assert_eq!(by_name("TOKEN"), None);
         assert_eq!(device_type_of("XPU"), Some(DeviceType::ONEAPI));
         assert_eq!(device_type_of("tt"), None);
     }
