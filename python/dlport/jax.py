@@ -115,6 +115,18 @@ class _Surfaces:
         self.to_buffer = found["dlpack_managed_tensor_to_buffer"]
 
 
+_checked: _Surfaces | None = None
+
+
+def _surfaces() -> _Surfaces:
+    """JAX's surfaces for the per-call paths: checked by the last successful install (JAX's
+    modules do not change under a running process), else now."""
+    global _checked
+    if _checked is None:
+        _checked = _Surfaces()
+    return _checked
+
+
 def install(platform: str, *, device_type: int | None = None) -> None:
     """Puts dlport's interposed table between JAX and the PJRT plugin registered as
     ``platform``: JAX's backend for it is then made through dlport's table, with the vendor's
@@ -174,6 +186,8 @@ def install(platform: str, *, device_type: int | None = None) -> None:
         )
         code = _native._jax_device_type(ours)
         _installed[platform] = (ours, code)
+        global _checked
+        _checked = s
 
 
 def stand_in(platform: str, library_path: str, *, stubs: tuple[str, ...] = ()) -> None:
@@ -206,27 +220,41 @@ def installed() -> dict[str, int]:
         return {p: t for p, (_, t) in _installed.items()}
 
 
-def _single(x: Any) -> Any:
-    """``x`` when it is a single-device jax.Array on an installed platform; else an error."""
-    import jax
+#: The clients of installed platforms' backends, learnt as JAX makes them: id -> client (held,
+#: so an id is not reused while it is a key).
+_clients: dict[int, Any] = {}
 
-    if not isinstance(x, jax.Array):
-        raise TypeError(f"dlport.jax: expected a jax.Array, got {type(x).__name__}")
-    shards = x.addressable_shards
-    if len(shards) != 1:
+
+def _learner(x: Any) -> Any:
+    """``x.unsafe_buffer_pointer`` (the call through which dlport's table learns the buffer)
+    when ``x`` is a single-device jax.Array on an installed platform; else an error."""
+    try:
+        devices = x.sharding.device_set
+        learn = x.unsafe_buffer_pointer
+    except AttributeError:
+        raise TypeError(f"dlport.jax: expected a jax.Array, got {type(x).__name__}") from None
+    if len(devices) != 1:
         raise ValueError(
-            f"dlport.jax: the array has {len(shards)} addressable shards; export each one: "
-            f"[dlport.jax.export(s.data) for s in x.addressable_shards]"
+            f"dlport.jax: the array spans {len(devices)} devices; export each addressable "
+            f"shard: [dlport.jax.export(s.data) for s in x.addressable_shards]"
         )
-    platform = shards[0].device.platform
-    with _lock:
-        names = sorted(_installed)
-    if platform not in names:
-        raise BufferError(
-            f"dlport.jax: the array is on platform {platform!r}, which dlport.jax.install did "
-            f"not interpose (installed: {names}); use JAX's own DLPack for cpu, cuda and rocm"
-        )
-    return x
+    (device,) = devices
+    client = device.client
+    # The platform by its backend: a plugin's client may report another platform name ("cpu").
+    if id(client) not in _clients:
+        s = _surfaces()
+        with _lock:
+            names = sorted(_installed)
+            for n in names:
+                if n in s.backends:
+                    _clients[id(s.backends[n])] = s.backends[n]
+        if id(client) not in _clients:
+            raise BufferError(
+                f"dlport.jax: the array is on {device} of platform {device.platform!r}, whose "
+                f"backend dlport.jax.install did not interpose (installed: {names}); use JAX's "
+                f"own DLPack for cpu, cuda and rocm"
+            )
+    return learn
 
 
 def to_dlpack(x: Any, *, versioned: bool = True, copy: bool | None = None) -> Any:
@@ -235,8 +263,7 @@ def to_dlpack(x: Any, *, versioned: bool = True, copy: bool | None = None) -> An
     releases it. Where the plugin lacks a function a view needs (the external-reference pair,
     the device pointer), or with ``copy=True``, it is one host copy (IS_COPIED) where ``copy``
     allows; ``copy=False`` refuses, naming the missing PJRT function."""
-    x = _single(x)
-    return _native._jax_export(x.unsafe_buffer_pointer, versioned=versioned, copy=copy)
+    return _native._jax_export(_learner(x), versioned=versioned, copy=copy)
 
 
 def export(x: Any, *, copy: bool | None = None) -> Any:
@@ -252,7 +279,7 @@ def from_dlpack(t: Any, device: Any = None, *, copy: bool | None = None) -> Any:
     checks what JAX's entry point does not: the device, alignment (64 bytes), a layout PJRT
     takes (compact), and READ_ONLY memory, which is copied (``copy=None`` or ``True``) or
     refused (``copy=False``): never handed to a program that may write it."""
-    s = _Surfaces()
+    s = _surfaces()
     tensor = _dlport_from_dlpack(t, copy=copy, layout="compact", align=64)
     if tensor.readonly:
         if copy is False:
@@ -265,7 +292,7 @@ def from_dlpack(t: Any, device: Any = None, *, copy: bool | None = None) -> Any:
     with _lock:
         candidates = [p for p, (_, code) in _installed.items() if code == dev_type]
     if device is not None:
-        if device.platform not in candidates:
+        if not any(s.backends.get(name) is device.client for name in candidates):
             raise BufferError(
                 f"dlport.jax.from_dlpack: device {device} is on platform {device.platform!r}, "
                 f"whose memory is not the tensor's (device type {dev_type}); installed for it: "

@@ -1,0 +1,103 @@
+"""dlport.jax against JAX's own DLPack, per call, on a platform where both work: the XLA CPU
+plugin (DLPORT_PJRT_PLUGIN) registered with JAX as "cpuplug" (its client says "cpu", so JAX's
+DLPack serves it) with dlport's table interposed (`dlport.jax.install("cpuplug",
+device_type=1)`). In one run, alternating rounds (ROUNDS rounds of LOOPS calls per side):
+
+  export:  a capsule of a jax.Array, released unconsumed
+           (dlport: dlport.jax.to_dlpack(x); JAX: x.__dlpack__(max_version=(1, 3)))
+  export + NumPy import + release
+           (dlport: numpy.from_dlpack(dlport.jax.export(x)); JAX: numpy.from_dlpack(x))
+  import:  a jax.Array view of a 64-byte-aligned NumPy array, dropped
+           (dlport: dlport.jax.from_dlpack(a); JAX: jax.dlpack.from_dlpack(a))
+
+Needs a release wheel of dlport in the interpreter:
+
+  DLPORT_PJRT_PLUGIN=.../xla_cpu_pjrt.so .venv/bin/python bench/python/jax_door_bench.py
+"""
+
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+ROUNDS, LOOPS = 21, 2000
+
+
+def aligned(n):
+    raw = np.empty(n * 4 + 64, dtype=np.uint8)
+    start = (-raw.ctypes.data) % 64
+    out = raw[start : start + n * 4].view(np.float32)
+    out[...] = np.arange(n, dtype=np.float32)
+    return out
+
+
+def per_op(f):
+    t = time.perf_counter_ns()
+    for _ in range(LOOPS):
+        f()
+    return (time.perf_counter_ns() - t) / LOOPS
+
+
+def paired(a, b):
+    ta, tb = [], []
+    for _ in range(ROUNDS):
+        ta.append(per_op(a))
+        tb.append(per_op(b))
+    return ta, tb
+
+
+def show(ts):
+    return f"{statistics.median(ts) / 1000:.2f} µs ({min(ts) / 1000:.2f}–{max(ts) / 1000:.2f})"
+
+
+def main():
+    plugin = os.environ.get("DLPORT_PJRT_PLUGIN")
+    if not plugin:
+        print("SKIP: DLPORT_PJRT_PLUGIN is not set")
+        return 0
+    import jax
+    import jax.numpy as jnp
+    from jax._src import xla_bridge
+
+    import dlport.jax
+
+    xla_bridge.register_plugin("cpuplug", library_path=plugin)
+    dlport.jax.install("cpuplug", device_type=1)
+    dev = jax.devices("cpuplug")[0]
+    n = 1024
+    x = jax.device_put(jnp.arange(n, dtype=jnp.float32), dev) + 0
+    x.block_until_ready()
+    a = aligned(n)
+    # Both sides are views (checked once before timing).
+    assert np.from_dlpack(dlport.jax.export(x)).ctypes.data == x.unsafe_buffer_pointer()
+    assert np.from_dlpack(x).ctypes.data == x.unsafe_buffer_pointer()
+    assert dlport.jax.from_dlpack(a).unsafe_buffer_pointer() == a.ctypes.data
+    jv = jax.dlpack.from_dlpack(a, device=dev)
+    zero_copy = jv.unsafe_buffer_pointer() == a.ctypes.data
+    del jv
+
+    rows = [
+        ("export: a capsule, released unconsumed",
+         lambda: dlport.jax.to_dlpack(x), lambda: x.__dlpack__(max_version=(1, 3))),
+        ("export + NumPy import + release",
+         lambda: np.from_dlpack(dlport.jax.export(x)), lambda: np.from_dlpack(x)),
+        ("import: a JAX view of NumPy memory, dropped",
+         lambda: dlport.jax.from_dlpack(a), lambda: jax.dlpack.from_dlpack(a, device=dev)),
+    ]
+    print(f"jax {jax.__version__}, numpy {np.__version__}, {n} float32, {ROUNDS}x{LOOPS} ops;"
+          f" JAX's import {'is' if zero_copy else 'is NOT'} a view")
+    print("| operation | dlport.jax | jax.dlpack | ratio |")
+    print("|---|---|---|---|")
+    for name, ours, theirs in rows:
+        per_op(ours)
+        per_op(theirs)
+        t_ours, t_theirs = paired(ours, theirs)
+        ratio = statistics.median(t_ours) / statistics.median(t_theirs)
+        print(f"| {name} | {show(t_ours)} | {show(t_theirs)} | {ratio:.2f} × |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
