@@ -445,7 +445,7 @@ step_fuzz() {
     return "$failed"
   }
   fuzz_pids=() fuzz_names=()
-  for t in validate c_abi roundtrip convert parse compact share_descriptor arrow_ipc pickle_rebuild; do
+  for t in validate c_abi roundtrip convert parse compact share_descriptor arrow_ipc pickle_rebuild buffer_bytes; do
     cp -r "fuzz/corpus/$t" "$fuzz_tmp/$t"
     fuzz_one "$t" &
     fuzz_pids+=("$!") fuzz_names+=("$t")

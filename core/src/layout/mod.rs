@@ -1,7 +1,7 @@
 //! A tensor's layout: what validation learns about it ([`Layout`], with its [`Contiguity`] and
 //! [`ByteSpan`]), an owned description of everything but its data ([`TensorInfo`], with
 //! `alloc`), and the rules as pure functions a caller with metadata of its own applies
-//! ([`validate_metadata`], [`check_ndim`], [`compact_row_major`]).
+//! ([`validate_metadata`], [`check_ndim`], [`compact_row_major`], [`compact_byte_count`]).
 //!
 //! Nothing here dereferences a pointer; every function takes plain values and slices, so it can
 //! be fuzzed and tested directly. The whole rule book over a tensor's raw fields (the address
@@ -24,9 +24,7 @@ pub(crate) use fast::{metadata_fast, placement_fast};
 #[cfg(feature = "alloc")]
 pub use info::TensorInfo;
 pub(crate) use rules::check_version;
-#[cfg(feature = "alloc")]
-pub(crate) use rules::element_count;
-pub use rules::{check_ndim, compact_row_major};
+pub use rules::{check_ndim, compact_byte_count, compact_row_major};
 pub(crate) use summary::RawFields;
 pub use summary::{ByteSpan, Contiguity, Layout, MAX_NDIM};
 pub(crate) use validate::validate;

@@ -119,6 +119,26 @@ pub fn element_count(shape: &[i64]) -> Result<u64, Error> {
     }
 }
 
+/// Bytes of the elements of `shape` in `dtype`, compact (sub-byte elements packed, the last byte
+/// rounded up), exactly: at most `i64::MAX` elements of at most 2^24 bits each, a product that
+/// 128 bits hold, so it never wraps. An extent of 0 makes it 0 whatever the others are. Refuses
+/// an invalid dtype, a negative extent and an element count past `i64::MAX`. Where the bytes
+/// must fit memory, the caller bounds the count (`compact_bytes`: `isize::MAX`).
+///
+/// ```
+/// use dlport_core::{DataType, layout::compact_byte_count};
+/// // float64, 2^61 + 1 elements: 2^64 + 8 bytes, counted exactly.
+/// let huge = compact_byte_count(DataType::FLOAT64, &[(1 << 61) + 1]).unwrap();
+/// assert_eq!(huge, (1u128 << 64) + 8);
+/// // An empty tensor holds no byte, whatever its other extents.
+/// assert_eq!(compact_byte_count(DataType::FLOAT64, &[1 << 33, 1 << 33, 0]).unwrap(), 0);
+/// ```
+pub fn compact_byte_count(dtype: DataType, shape: &[i64]) -> Result<u128, Error> {
+    dtype.validate()?;
+    let numel = element_count(shape)?;
+    Ok((u128::from(numel) * u128::from(dtype.storage_bits(false))).div_ceil(8))
+}
+
 /// Writes the compact row-major strides of `shape` into `out` (same length). A tensor with a
 /// zero extent holds no element, so its strides never matter and never overflow: they
 /// saturate (an empty `[i64::MAX, i64::MAX, 0]` is as valid to copy as to import).

@@ -12,7 +12,6 @@ use std::ffi::{c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::null_mut;
 
-use dlport_core::DataType;
 use pyo3::exceptions::{PyRuntimeError, PyRuntimeWarning};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -23,6 +22,7 @@ use crate::cpython::{
     PY_BUF_F_CONTIGUOUS, PY_BUF_FORMAT, PY_BUF_ND, PY_BUF_STRIDES, PY_BUF_WRITABLE, PyBuffer,
 };
 use crate::errors::buffer_error;
+use crate::geometry;
 use crate::tensor::PyTensor;
 
 /// Installs the buffer protocol on `dlport.Tensor` (after [`cpython::check`]); where the
@@ -68,28 +68,6 @@ pub fn install(ty: &Bound<'_, PyType>) -> PyResult<()> {
         ));
     }
     Ok(())
-}
-
-/// The struct-module format of a dtype, if it has one (sub-byte, 8-bit floats, bfloat16 and
-/// vector types have none).
-fn format(dtype: DataType) -> Option<&'static std::ffi::CStr> {
-    Some(match dtype {
-        DataType::BOOL => c"?",
-        DataType::INT8 => c"b",
-        DataType::INT16 => c"h",
-        DataType::INT32 => c"i",
-        DataType::INT64 => c"q",
-        DataType::UINT8 => c"B",
-        DataType::UINT16 => c"H",
-        DataType::UINT32 => c"I",
-        DataType::UINT64 => c"Q",
-        DataType::FLOAT16 => c"e",
-        DataType::FLOAT32 => c"f",
-        DataType::FLOAT64 => c"d",
-        DataType::COMPLEX64 => c"Zf",
-        DataType::COMPLEX128 => c"Zd",
-        _ => return None,
-    })
 }
 
 /// `bf_getbuffer`.
@@ -147,12 +125,7 @@ unsafe fn fill(
             "the tensor is read-only (READ_ONLY): ask for a read-only buffer",
         ));
     }
-    let dtype = h.dtype();
-    let fmt = format(dtype).ok_or_else(|| {
-        buffer_error(format!(
-            "dtype {dtype} has no buffer-protocol format: use DLPack instead (numpy.from_dlpack(t))"
-        ))
-    })?;
+    let geometry = geometry::buffer(h.dtype(), h.shape(), h.strides()).map_err(buffer_error)?;
     let contiguity = h.contiguity();
     let c_ok = contiguity.is_row_major();
     let strided = flags & PY_BUF_STRIDES == PY_BUF_STRIDES;
@@ -172,16 +145,9 @@ unsafe fn fill(
             h.strides()
         )));
     }
-    let itemsize = dtype.size_bytes() as isize;
-    let overflow = || buffer_error("the tensor's byte strides overflow isize");
-    let mut dims: Vec<isize> = Vec::with_capacity(2 * h.shape().len());
-    dims.extend(h.shape().iter().map(|&n| n as isize));
-    for &s in h.strides() {
-        dims.push((s as isize).checked_mul(itemsize).ok_or_else(overflow)?);
-    }
-    let numel: isize = h.shape().iter().map(|&n| n as isize).product();
     let ndim = h.shape().len();
-    let internal = Box::into_raw(Box::new(dims));
+    let (itemsize, len, fmt) = (geometry.itemsize, geometry.len, geometry.format);
+    let internal = Box::into_raw(Box::new(geometry.dims));
     // SAFETY: `internal` is ours until release_buffer; its elements do not move.
     let base = unsafe { (*internal).as_mut_ptr() };
     // SAFETY: `base + ndim` is inside (or one past the end of) the 2 × ndim elements.
@@ -190,7 +156,7 @@ unsafe fn fill(
     let filled = PyBuffer {
         buf: address as *mut c_void,
         obj: new_ref(obj),
-        len: numel * itemsize,
+        len,
         itemsize,
         readonly: c_int::from(h.is_read_only()),
         ndim: ndim as c_int,

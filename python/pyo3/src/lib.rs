@@ -37,6 +37,7 @@ mod cpython;
 mod dlpack_tensor;
 mod errors;
 mod exchange;
+mod geometry;
 mod import;
 mod jax;
 mod methods;

@@ -3,7 +3,6 @@
 //! tensors (the exchange API, pickling), none of which names it.
 
 use dlport_core::abi::DLPackVersion;
-use dlport_core::backend::compact_bytes;
 use dlport_core::{CopyPolicy, ExportOptions};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -90,11 +89,12 @@ impl PyTensor {
         self.tensor().is_copied()
     }
 
-    /// Bytes of the elements in compact form (sub-byte elements packed).
+    /// Bytes of the elements in compact form (sub-byte elements packed), exactly: a Python int,
+    /// which may exceed what memory holds (a stride-0 axis keeps the memory at one element).
     #[getter]
-    fn nbytes(&self) -> usize {
+    fn nbytes(&self) -> PyResult<u128> {
         let t = self.tensor();
-        compact_bytes(t.dtype(), t.shape()).unwrap_or(0)
+        Ok(crate::geometry::nbytes(t.dtype(), t.shape()).map_err(adapter::Failure::from)?)
     }
 
     /// The address of the first element (`data + byte_offset`), as `torch.Tensor.data_ptr()`.
