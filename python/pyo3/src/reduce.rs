@@ -3,20 +3,22 @@
 //!
 //! A `dlport.Tensor` pickles as `Tensor._rebuild(buffer, dtype, shape, strides, flags, memory)`
 //! (`crate::pickle`): the compact bytes as one buffer (out of band under protocol 5), the
-//! dtype's name, the extents, `None` for row-major compact strides (explicit strides in
-//! elements otherwise), the DLPack flags that travel (READ_ONLY, IS_SUBBYTE_TYPE_PADDED) and
-//! the name of the memory the sender's tensor lay in. [`rebuild`] checks every field before a
+//! dtype's name, the extents, `None` for the strides (dlport sends row-major compact bytes
+//! only), the DLPack flags that travel (READ_ONLY, IS_SUBBYTE_TYPE_PADDED) and the name of the
+//! memory the sender's tensor lay in. [`rebuild`] checks every field before a
 //! view exists, with checked arithmetic, through dlport-core's own validation
 //! (`layout::validate_metadata`, then `ExportBuilder`, which checks the storage again):
 //!
 //! - the dtype comes from the closed list of names dlport writes (`float32`, `bfloat16`, ...);
 //! - the memory is a device name dlport writes;
 //! - no flag but READ_ONLY and IS_SUBBYTE_TYPE_PADDED;
-//! - at most 64 axes, strides as many as the extents, no extent, element count or byte count
-//!   that overflows, and no byte count past the allocation limit in force;
-//! - every element lies in the buffer (a negative stride that reaches before its start is
-//!   refused), and the buffer holds exactly the bytes the elements reach: a shorter one would
-//!   be a read past its end, a longer one is not the tensor the pickle claims.
+//! - at most 64 axes, no extent, element count or byte count that overflows, and no byte count
+//!   past the allocation limit in force;
+//! - the strides are `None` or the row-major compact ones written out: a stride 0, an overlap,
+//!   a gap or a negative stride would make a small buffer a large or aliased tensor (4 bytes
+//!   as 2^28 float32 elements, writable rows that share bytes), which dlport never sends;
+//! - the buffer holds exactly the compact bytes: a shorter one would be a read past its end, a
+//!   longer one is not the tensor the pickle claims.
 //!
 //! This file needs dlport-core only (no pyo3): the fuzz target `pickle_rebuild` compiles it
 //! as it is and drives [`rebuild`] with a `Vec<u8>` for the buffer.
@@ -39,7 +41,7 @@ pub struct Reduced<'a> {
     pub dtype: &'a str,
     /// Extents.
     pub shape: &'a [i64],
-    /// Strides in elements; `None`: row-major compact.
+    /// Strides in elements: `None` (row-major compact), or those strides written out.
     pub strides: Option<&'a [i64]>,
     /// DLPack flags (only [`SENT_FLAGS`]).
     pub flags: u64,
@@ -88,15 +90,24 @@ pub fn rebuild<S: TensorStorage>(
         }
         .into());
     }
-    // Compact strides written out (DLPack 1.3 requires them), with checked products.
+    // Compact strides written out (DLPack 1.3 requires them), with checked products; explicit
+    // strides must be these.
     let mut compact = [0i64; layout::MAX_NDIM];
-    let strides = match fields.strides {
-        Some(strides) => strides,
-        None => {
-            layout::compact_row_major(fields.shape, &mut compact[..ndim])?;
-            &compact[..ndim]
-        }
-    };
+    let strides = &mut compact[..ndim];
+    layout::compact_row_major(fields.shape, strides)?;
+    if fields.strides.is_some_and(|sent| sent != &strides[..]) {
+        return Err(DispatchError::invalid_input(
+            &ValueRule {
+                field: "pickle.strides",
+                expected: "None (dlport sends None) or the row-major compact strides of the shape: \
+                           a pickle carries compact bytes, and other strides would view them as \
+                           a larger or overlapping tensor",
+            },
+            &format!("{:?}", fields.strides.unwrap_or_default()),
+        )
+        .into());
+    }
+    let strides = &strides[..];
     let checked = layout::validate_metadata(
         dtype,
         fields.shape,
@@ -104,20 +115,9 @@ pub fn rebuild<S: TensorStorage>(
         Some(DLPackVersion::CURRENT),
         fields.flags,
     )?;
-    // Element 0 is the buffer's first byte: the elements reach [lo, hi) from it.
+    // Element 0 is the buffer's first byte: compact, the elements reach [0, hi) from it.
     let needed = if checked.numel == 0 {
         0
-    } else if checked.span.lo < 0 {
-        return Err(DispatchError::InvalidValue {
-            rule: &ValueRule {
-                field: "pickle.strides",
-                expected: "strides that keep every element at or after the buffer's start \
-                           (element 0 is its first byte); the value is how many bytes before it \
-                           they reach",
-            },
-            value: checked.span.lo.unsigned_abs(),
-        }
-        .into());
     } else {
         checked.span.hi as u64
     };
