@@ -221,6 +221,23 @@ def test_only_compact_strides_are_rebuilt():
         _deserialize(header, [bytearray(16)])
 
 
+@pytest.mark.parametrize("readonly", [False, True])
+def test_an_empty_tensor_keeps_the_senders_writability(readonly):
+    from dlport._dask import _deserialize, _serialize
+
+    a = np.zeros((0, 3), np.float32)
+    a.flags.writeable = not readonly
+    t = dlport.from_dlpack(a)
+    assert t.readonly == readonly
+    got = {f"protocol {p}": pickle.loads(pickle.dumps(t, protocol=p)) for p in range(6)}
+    got["out of band"] = oob(t)[0]
+    header, frames = _serialize(t)
+    got["dask"] = _deserialize(header, frames)
+    got["dask, a read-only frame"] = _deserialize(header, [bytes(frames[0])])
+    for how, u in got.items():
+        assert (u.shape, u.readonly) == ((0, 3), readonly), how
+
+
 def test_forged_stream_through_pickle_loads():
     t = dlport.from_dlpack(np.arange(6, dtype=np.float32))
     s = pickle.dumps(t, protocol=4)

@@ -6,8 +6,9 @@
 //!
 //! - `buffer`: the tensor's bytes. Under protocol 5, a `pickle.PickleBuffer` over them (no copy):
 //!   an engine with a `buffer_callback` (Ray, Dask) moves it out of band; plain `pickle.dumps`
-//!   copies it into the stream. Under protocols 0 to 4, a copy in band (`bytes` for a READ_ONLY
-//!   tensor, `bytearray` otherwise, so the receiver's copy is writable as the sender's was).
+//!   copies it into the stream. Under protocols 0 to 4, and for an empty tensor under every
+//!   protocol, a copy in band (`bytes` for a READ_ONLY tensor, `bytearray` otherwise, so the
+//!   receiver's copy is writable as the sender's was).
 //! - A strided tensor is made row-major compact once, on the way out (its strides are then
 //!   `None`); a compact one is sent as it is.
 //! - Host memory of every class (`cpu`, pinned `cuda_host`, managed) travels as host bytes, and
@@ -57,7 +58,13 @@ pub fn reduce_ex<'py>(t: &Bound<'py, PyTensor>, protocol: i64) -> PyResult<Bound
         .ok_or_else(|| buffer_error("the host copy of the tensor is not row-major compact"))?;
     let read_only = tensor.is_read_only();
     let buffer: Bound<'py, PyAny> = if len == 0 {
-        PyBytes::new(py, b"").into_any()
+        // No bytes to lend: an empty buffer in band, whose writability is the sender's (the
+        // rebuild makes a read-only buffer's tensor READ_ONLY).
+        if read_only {
+            PyBytes::new(py, b"").into_any()
+        } else {
+            PyByteArray::new(py, b"").into_any()
+        }
     } else if protocol >= 5 {
         let bytes = Bound::new(py, PyTensor::new(adapter::host_bytes(&host)?, None))?;
         py.import("pickle")?
