@@ -97,3 +97,48 @@ fn a_limit_raised_above_the_machines_memory_holds_in_dlport_alloc() {
         "0: the machine's memory again"
     );
 }
+
+#[test]
+fn an_aligned_compaction_counts_what_its_alignment_can_take() {
+    let _held = hold();
+    // Two bytes, compacted with DLPORT_COPY_ALWAYS (2) and a 2^30 alignment.
+    let shape = [2i64];
+    let mut t = std::ptr::null_mut();
+    // SAFETY: a readable shape, a writable out.
+    let status =
+        unsafe { dlport_alloc(std::ptr::null(), 1, 0, 1, 8, 1, shape.as_ptr(), 1, &mut t) };
+    assert_eq!(status, DLPORT_OK, "{}", last_error());
+    let compact = |max_alloc: u64| {
+        let mut out = std::ptr::null_mut();
+        // SAFETY: a live handle, a writable out.
+        let status = unsafe { dlport_tensor_compact(t, 1 << 30, 2, max_alloc, &mut out) };
+        if status == DLPORT_OK {
+            let mut data = std::ptr::null_mut();
+            let mut offset = 0;
+            // SAFETY: a live handle; writable outs.
+            let got = unsafe { dlport_tensor_data(out, &mut data, &mut offset) };
+            assert_eq!(got, DLPORT_OK);
+            assert_eq!((data as u64 + offset) % (1 << 30), 0, "aligned as asked");
+            // SAFETY: the handle dlport_tensor_compact gave, freed once.
+            unsafe { dlport_tensor_free(out) };
+        }
+        status
+    };
+    // The copy (2 bytes) and the aligned one (2 + 2^30 - 1), as the limit counts them.
+    let counted = "needs 1073741827 bytes";
+    dlport_set_alloc_limit(1 << 20);
+    for _ in 0..8 {
+        assert_eq!(compact(0), DLPORT_ERR_ALLOCATION_LIMIT);
+        let e = last_error();
+        assert!(
+            e.contains(counted) && e.contains("limit of 1048576 bytes"),
+            "{e}"
+        );
+    }
+    dlport_set_alloc_limit(0);
+    assert_eq!(compact(1 << 30), DLPORT_ERR_ALLOCATION_LIMIT);
+    assert!(last_error().contains(counted), "{}", last_error());
+    assert_eq!(compact(0), DLPORT_OK, "{}", last_error());
+    // SAFETY: the handle dlport_alloc gave, freed once.
+    unsafe { dlport_tensor_free(t) };
+}

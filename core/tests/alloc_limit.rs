@@ -36,7 +36,12 @@ impl Drop for Held {
 fn refused_with(limit: u64) -> impl Fn(Result<dlport_core::Tensor, Error>) {
     move |r| match r {
         Err(Error::Dispatch(DispatchError::AllocationLimit { bytes, limit: l })) => {
-            assert_eq!((bytes.get(), l), (4 << 20, limit));
+            // 4 MiB, and for a page-aligned allocation the page it may take more.
+            assert_eq!(l, limit);
+            assert!(
+                (4 << 20..(4 << 20) + 4096).contains(&bytes.get()),
+                "{bytes}"
+            );
         }
         other => panic!("expected AllocationLimit at {limit}, got {other:?}"),
     }
@@ -171,4 +176,70 @@ fn zero_is_none_of_its_own_and_never_a_zero_byte_limit() {
     // set_alloc_limit(0) is the default again.
     assert_eq!(set_alloc_limit(0), MIB);
     assert_eq!(r.alloc_limit(None), isize::MAX as u64);
+}
+
+/// Bytes the limit counts for a 2-byte copy aligned to 2^30: the 64-byte-aligned copy and the
+/// aligned one, which can take 2 + 2^30 - 1 bytes of address space.
+const ALIGNED_COPY: u128 = 2 + 2 + (1 << 30) - 1;
+
+#[test]
+fn an_aligned_allocation_counts_what_it_can_take_not_only_its_bytes() {
+    let _held = hold();
+    let r = Registry::with_cpu();
+    let align = 1usize << 30;
+    // Two bytes, strided: a compaction copies them.
+    let two = || {
+        ExportBuilder::from_vec(vec![1u8, 0, 2], &[2])
+            .strides(&[2])
+            .build()
+            .unwrap()
+    };
+    let t = r.from_dlpack(two(), &ImportOptions::default()).unwrap();
+    let aligned = CompactOptions {
+        alignment: Some(align),
+        ..CompactOptions::default()
+    };
+    let over = |limit: u64| {
+        Error::Dispatch(DispatchError::AllocationLimit {
+            bytes: ALIGNED_COPY.into(),
+            limit,
+        })
+    };
+    set_alloc_limit(MIB);
+    // Eight times over, as the attack did: each refused before anything is reserved.
+    for _ in 0..8 {
+        assert_eq!(r.compact(&t, &aligned).unwrap_err(), over(MIB));
+    }
+    let import = ImportOptions {
+        requirements: Some(dlport_core::backend::ViewRequirements {
+            layout: dlport_core::backend::LayoutNeed::Any,
+            alignment: align,
+        }),
+        ..ImportOptions::default()
+    };
+    assert_eq!(r.from_dlpack(two(), &import).unwrap_err(), over(MIB));
+    // A call's limit counts it the same way.
+    set_alloc_limit(0);
+    let capped = CompactOptions {
+        max_alloc: Some(1 << 30),
+        ..aligned
+    };
+    assert_eq!(r.compact(&t, &capped).unwrap_err(), over(1 << 30));
+    // An aligned allocation of the backend, asked directly.
+    set_alloc_limit(MIB);
+    assert!(matches!(
+        CpuBackend::zeros_aligned(DataType::UINT8, &[2], align),
+        Err(Error::Dispatch(DispatchError::AllocationLimit { bytes, limit: MIB }))
+            if bytes.get() == 2 + (1 << 30) - 1
+    ));
+    // Within the limit the copy is made, aligned as asked.
+    set_alloc_limit(4 << 30);
+    let c = r.compact(&t, &aligned).unwrap();
+    assert_eq!(c.first_element_address().unwrap() % align, 0);
+    assert_eq!(c.to_vec::<u8>().unwrap(), [1, 2]);
+    let z = CpuBackend::zeros_aligned(DataType::UINT8, &[2], align).unwrap();
+    assert_eq!(z.first_element_address().unwrap() % align, 0);
+    // Alignments up to 64 bytes count the bytes alone.
+    set_alloc_limit(2);
+    assert!(CpuBackend::zeros_aligned(DataType::UINT8, &[2], 64).is_ok());
 }

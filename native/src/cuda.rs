@@ -290,7 +290,7 @@ impl CudaBackend {
     /// A zeroed device tensor, after checking its size against the process's allocation limit
     /// (`allocation_bytes`, as every backend's allocation).
     pub fn zeros(&self, device: Device, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
-        let bytes = allocation_bytes(dtype, shape)?;
+        let bytes = allocation_bytes(dtype, shape, 1)?;
         let mem = DeviceMemory::new(self.ordinal(device)?, bytes)?;
         Tensor::builder(Buffer::new(Box::new(mem)), NAME, dtype, shape).build()
     }
@@ -298,7 +298,7 @@ impl CudaBackend {
     /// A zeroed CUDA-pinned host tensor (`cuda_host:0`), after checking its size against the
     /// process's allocation limit.
     pub fn pinned_zeros(&self, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
-        let bytes = allocation_bytes(dtype, shape)?;
+        let bytes = allocation_bytes(dtype, shape, 4096)?;
         let mem = HostPinned::new(&context(0)?, bytes)?;
         Tensor::builder(
             Buffer::new(Box::new(mem)),

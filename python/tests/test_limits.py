@@ -155,3 +155,36 @@ def test_max_alloc_zero_is_refused_by_name_never_a_zero_byte_limit():
     for v in (np.zeros(4), broadcast(16)):
         with pytest.raises(ValueError, match="max_alloc = 0 is invalid"):
             dlport.from_dlpack(v, max_alloc=0)
+
+
+def vm_size():
+    """The process's address space in bytes (Linux), or None."""
+    try:
+        with open("/proc/self/status") as f:
+            line = next(line for line in f if line.startswith("VmSize:"))
+    except OSError:
+        return None
+    return int(line.split()[1]) * 1024
+
+
+def test_an_aligned_copy_counts_what_its_alignment_can_take():
+    # Two bytes aligned to 2^30 can take 2 + 2^30 - 1 bytes of address space, besides the
+    # 2-byte copy they are aligned from: the limit counts that, in every call that aligns.
+    t = dlport.from_dlpack(np.arange(2, dtype=np.uint8))
+    counted = "needs 1073741827 bytes, above the allocation limit of 1048576 bytes"
+    before = dlport.set_alloc_limit(1 << 20)
+    try:
+        size = vm_size()
+        for _ in range(8):
+            with pytest.raises(BufferError, match=counted):
+                t.compact(align=1 << 30)
+            with pytest.raises(BufferError, match=counted):
+                dlport.from_dlpack(np.arange(2, dtype=np.uint8), align=1 << 30)
+        if size is not None:
+            assert vm_size() - size < 1 << 30, "nothing was reserved"
+    finally:
+        dlport.set_alloc_limit(0)
+    assert dlport.alloc_limit() == before
+    # Within the limit, the copy is made and aligned as asked.
+    c = t.compact(align=1 << 30)
+    assert c.data_ptr() % (1 << 30) == 0 and np.from_dlpack(c).tolist() == [0, 1]

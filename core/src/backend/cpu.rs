@@ -33,11 +33,12 @@ impl CpuBackend {
     }
 
     /// Allocates a zeroed, compact host tensor with a chosen power-of-two alignment (at least
-    /// [`CPU_ALIGN`]), after checking its size against the process's allocation limit
-    /// ([`allocation_bytes`]).
+    /// [`CPU_ALIGN`]), after checking its size, alignment counted, against the process's
+    /// allocation limit ([`allocation_bytes`]).
     pub fn zeros_aligned(dtype: DataType, shape: &[i64], align: usize) -> Result<Tensor, Error> {
-        let bytes = allocation_bytes(dtype, shape)?;
-        let buf = AlignedBuffer::zeroed(bytes, align.max(CPU_ALIGN))?;
+        let align = align.max(CPU_ALIGN);
+        let bytes = allocation_bytes(dtype, shape, align)?;
+        let buf = AlignedBuffer::zeroed(bytes, align)?;
         Tensor::builder(Buffer::new(Box::new(buf)), Self::NAME, dtype, shape).build()
     }
 

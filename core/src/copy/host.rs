@@ -128,14 +128,29 @@ pub fn compact_bytes(dtype: DataType, shape: &[i64]) -> Result<usize, Error> {
 }
 
 /// Bytes of a new compact tensor of `dtype` and `shape` ([`compact_bytes`]), checked against
-/// the process's allocation limit before anything is allocated: what every backend's own
-/// allocation sizes itself with, so that a backend called directly (not through
+/// the process's allocation limit before anything is allocated, as an allocation aligned to
+/// `align` bytes counts ([`reserved_bytes`]; 1 for memory the host does not map): what every
+/// backend's own allocation sizes itself with, so that a backend called directly (not through
 /// [`Registry::allocate`](crate::Registry::allocate), which checks the registry's limit too) is
 /// bounded by the same limit.
-pub fn allocation_bytes(dtype: DataType, shape: &[i64]) -> Result<usize, Error> {
+pub fn allocation_bytes(dtype: DataType, shape: &[i64], align: usize) -> Result<usize, Error> {
     let bytes = compact_bytes(dtype, shape)?;
-    check_alloc(bytes as u128, None)?;
+    check_alloc(reserved_bytes(bytes, align), None)?;
     Ok(bytes)
+}
+
+/// What an allocation of `bytes` aligned to `align` can take from the address space, as the
+/// allocation limit counts it: `bytes`, plus `align - 1` when the alignment is above
+/// [`CPU_ALIGN`], since the allocator may reserve that much more to place the block (a 2-byte
+/// buffer aligned to 2^30 reserves up to 1 GiB more). An alignment up to [`CPU_ALIGN`] adds
+/// nothing the allocator's own bookkeeping does not. Exact in 128 bits.
+pub(crate) fn reserved_bytes(bytes: usize, align: usize) -> u128 {
+    let padding = if bytes != 0 && align > CPU_ALIGN {
+        align - 1
+    } else {
+        0
+    };
+    bytes as u128 + padding as u128
 }
 
 /// A fresh host copy of `src` in compact row-major order (sub-byte elements packed), 64-byte
@@ -148,7 +163,8 @@ pub(crate) fn compact_copy(
     compact_copy_aligned(src, CPU_ALIGN, limit)
 }
 
-/// As [`compact_copy`], with a chosen power-of-two alignment (at least [`CPU_ALIGN`]).
+/// As [`compact_copy`], with a chosen power-of-two alignment (at least [`CPU_ALIGN`]), the
+/// alignment counted as the limit counts it ([`reserved_bytes`]).
 pub(crate) fn compact_copy_aligned(
     src: &TensorRef<'_>,
     alignment: usize,
@@ -160,8 +176,9 @@ pub(crate) fn compact_copy_aligned(
         }));
     }
     let bytes = compact_bytes(src.dtype(), src.shape())?;
-    check_alloc(bytes as u128, limit)?;
-    let mut buf = AlignedBuffer::zeroed(bytes, alignment.max(CPU_ALIGN))?;
+    let alignment = alignment.max(CPU_ALIGN);
+    check_alloc(reserved_bytes(bytes, alignment), limit)?;
+    let mut buf = AlignedBuffer::zeroed(bytes, alignment)?;
     src.copy_to_compact(buf.as_mut_slice())?;
     Ok(buf)
 }

@@ -20,7 +20,7 @@ mod subbyte;
 
 pub(crate) use axis::{Axis, for_each_plane};
 pub use host::{AlignedBuffer, CPU_ALIGN, allocation_bytes, compact_bytes};
-pub(crate) use host::{compact_copy, compact_copy_aligned};
+pub(crate) use host::{compact_copy, compact_copy_aligned, reserved_bytes};
 
 use crate::error::{AccessError, DispatchError, Error};
 use crate::layout::MAX_NDIM;

@@ -339,7 +339,9 @@ impl Registry {
                 }));
             }
         }
-        crate::limit::check_alloc(2 * bytes as u128, Some(limit))?;
+        // The first copy and the aligned one, counted as the aligned allocation can take.
+        let both = bytes as u128 + crate::copy::reserved_bytes(bytes, alignment);
+        crate::limit::check_alloc(both, Some(limit))?;
         let view = copied.view()?;
         let buf = crate::copy::compact_copy_aligned(&view.tensor_ref(), alignment, Some(u64::MAX))?;
         let realigned = Tensor::builder(

@@ -153,7 +153,8 @@ impl PinnedBackend {
     /// A zeroed, compact, page-locked tensor, after checking its size against the process's
     /// allocation limit (`allocation_bytes`, as every backend's allocation).
     pub fn zeros(&self, dtype: DataType, shape: &[i64]) -> Result<Tensor, Error> {
-        let bytes = allocation_bytes(dtype, shape)?;
+        // Page-aligned, with CUDA as with mlock.
+        let bytes = allocation_bytes(dtype, shape, PAGE)?;
         let storage = self.alloc_bytes(bytes)?;
         Tensor::builder(Buffer::new(storage), Self::NAME, dtype, shape).build()
     }

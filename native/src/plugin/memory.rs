@@ -120,8 +120,9 @@ impl PluginBackend {
                  the device types of each plugin)",
             )));
         }
-        // Checked against the process's allocation limit, as every backend's allocation.
-        let bytes = allocation_bytes(dtype, shape)?;
+        // Checked against the process's allocation limit, as every backend's allocation (the
+        // plugin's memory is its own: no host alignment is counted).
+        let bytes = allocation_bytes(dtype, shape, 1)?;
         let alloc = self.allocate_raw(device, bytes)?;
         let local = alloc.local;
         Tensor::builder(Buffer::new(Box::new(alloc)), self.name, dtype, shape)
