@@ -82,6 +82,8 @@ def test_readme_story_runs_as_written():
     shows after it."""
     import re
 
+    if Path(PLUGIN).name != "xla_cpu_pjrt.so":
+        pytest.skip("the README's block finds the xla-cpu-pjrt package; DLPORT_PJRT_PLUGIN is another build")
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     section = readme[readme.index("## JAX arrays on any PJRT plugin"):]
     code, shown = re.findall(r"```(?:python|text)\n(.*?)```", section, re.S)[:2]
