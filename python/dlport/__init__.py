@@ -14,7 +14,8 @@ would do with it; ``dlport.testing`` has emulated producers for your own tests.
 ``dlport.Tensor`` pickles (protocol 5: the bytes out of band, so Ray and Dask move them
 without a copy, and the receiver's tensor is a view of the buffer the engine hands back;
 ``copy.copy`` is a view, ``copy.deepcopy`` a copy); ``dlport.pickling(device_copy=True)`` allows
-a copy of device memory to the host for a block.
+a copy of device memory to the host for a block. ``import dlport.dask`` registers the tensor in
+Dask distributed's own serialization family (``import dlport`` never imports Dask).
 
 ``dlport.share(x)`` shares a tensor with another process on the same machine (Linux): a
 ``dlport.Shared`` (descriptor bytes plus file descriptors) that travels over a Unix socket
@@ -52,10 +53,6 @@ from ._native import (
     share,
     unload_plugin,
 )
-from . import _dask
-
-# Dask distributed sends a dlport.Tensor through its own serialization family (python/dlport/_dask.py).
-_dask.install()
 
 __all__ = [
     "DLPackError",

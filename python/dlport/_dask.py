@@ -1,4 +1,5 @@
-"""``dlport.Tensor`` in Dask distributed's own serialization family, and in ``dask.sizeof``.
+"""``dlport.Tensor`` in Dask distributed's own serialization family, and in ``dask.sizeof``: the
+functions, with no import of Dask (``dlport.dask`` registers them with Dask's dispatchers).
 
 Why: Dask sends an object of a type it has no serializer for by pickle, and between the
 scheduler and everyone else it pickles with protocol 4 (its "common denominator"), which has no
@@ -8,10 +9,12 @@ out-of-band buffers. A tensor gathered through the scheduler (``future.result()`
 NumPy array is. ``dask.sizeof`` is what Dask's memory accounting reads: registered, a tensor
 counts its bytes, not the size of the Python object.
 
-When: ``import dlport`` calls :func:`install`. Where ``distributed.protocol`` is already
-imported, it registers at once. Elsewhere it puts a finder on ``sys.meta_path`` that answers only
-for ``distributed.protocol`` (every other import passes it by) and registers right after that
-module has run. dlport never imports Dask itself.
+When: Dask reads the entry point group ``dask.sizeof`` when it imports ``dask.sizeof``; the
+package declares :func:`register_sizeof` there (python/pyproject.toml), so the count needs no
+import of dlport's. Distributed has no entry point for serializers: ``import dlport.dask``
+registers the family (and the count), in the client and, through Dask's preload
+(``dask worker --preload dlport.dask``), in every worker. ``import dlport`` never imports Dask and
+installs no import hook.
 
 The header carries what ``Tensor.__reduce_ex__`` sends in band (dtype, shape, strides, flags,
 memory) and whether the sender's bytes were writable; the receiver rebuilds the tensor with
@@ -21,19 +24,10 @@ memory) and whether the sender's bytes were writable; the receiver rebuilds the 
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import pickle
-import sys
-import threading
-import warnings
 from typing import Any, Sequence
 
 from ._native import Tensor
-
-_TARGET = "distributed.protocol"
-_lock = threading.Lock()
-_registered = False
 
 
 def _serialize(t: Tensor) -> tuple[dict[str, Any], list[memoryview]]:
@@ -79,74 +73,6 @@ def _sizeof(t: Tensor) -> int:
     return int(t.nbytes)
 
 
-def _register() -> None:
-    """Registers the serializer pair and the sizeof, once. A failure (a Dask release that moved
-    these names) is a warning, never an error in the user's ``import distributed``: tensors then
-    travel by pickle, as before."""
-    global _registered
-    with _lock:
-        if _registered:
-            return
-        _registered = True
-    try:
-        from dask.sizeof import sizeof
-        from distributed.protocol.serialize import dask_deserialize, dask_serialize
-
-        dask_serialize.register(Tensor)(_serialize)
-        dask_deserialize.register(Tensor)(_deserialize)
-        sizeof.register(Tensor)(_sizeof)
-    except Exception as e:  # noqa: BLE001 (any failure of a foreign package's API)
-        warnings.warn(
-            f"dlport could not register dlport.Tensor with Dask ({type(e).__name__}: {e}); "
-            "tensors travel by pickle, copied in band where Dask uses pickle protocol 4",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    """Finds ``distributed.protocol`` as the other finders would, and has its loader call
-    :func:`_register` right after the module has run. Answers ``None`` for every other name."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != _TARGET:
-            return None
-        spec = None
-        for finder in list(sys.meta_path):
-            find = getattr(finder, "find_spec", None)
-            if finder is self or find is None:
-                continue
-            spec = find(fullname, path, target)
-            if spec is not None:
-                break
-        loader = getattr(spec, "loader", None)
-        run = getattr(loader, "exec_module", None)
-        if run is None:
-            return spec
-
-        def exec_module(module: Any) -> None:
-            run(module)
-            _uninstall()
-            _register()
-
-        loader.exec_module = exec_module  # type: ignore[union-attr]  # this spec's own loader
-        return spec
-
-
-_finder = _Finder()
-
-
-def _uninstall() -> None:
-    try:
-        sys.meta_path.remove(_finder)
-    except ValueError:
-        pass
-
-
-def install() -> None:
-    """Registers now if ``distributed.protocol`` has been imported, else when it is."""
-    module = sys.modules.get(_TARGET)
-    if module is not None and hasattr(module, "dask_serialize"):
-        _register()
-    elif _finder not in sys.meta_path:
-        sys.meta_path.insert(0, _finder)
+def register_sizeof(sizeof: Any) -> None:
+    """The ``dask.sizeof`` entry point: Dask calls it with its ``sizeof`` dispatcher."""
+    sizeof.register(Tensor)(_sizeof)

@@ -44,15 +44,26 @@ pub fn reduce_ex<'py>(t: &Bound<'py, PyTensor>, protocol: i64) -> PyResult<Bound
     let host = if memory.is_host_accessible() {
         // Row-major compact already: the same tensor; strided: one copy, here.
         py.detach(|| adapter::compact(tensor, Some(1)))?
-    } else if device_copy_allowed(py) {
-        py.detach(|| adapter::host_copy(tensor))?
     } else {
-        return Err(buffer_error(format!(
-            "a dlport.Tensor in {memory} memory is not pickled: pickling sends host bytes, and \
-             copying device memory to the host is the caller's choice: allow it for a block \
-             with `with dlport.pickling(device_copy=True): ...`, or pickle \
-             dlport.from_dlpack(t, device=\"cpu\")"
-        )));
+        let switch = device_copy_switch(py);
+        if switch != Some(true) {
+            let allow = match switch {
+                Some(_) => {
+                    "allow it for a block with `with dlport.pickling(device_copy=True): ...`"
+                }
+                None => {
+                    "the switch that allows it, `dlport.pickling(device_copy=True)`, is the \
+                     Python package dlport's, which cannot be imported here: install it \
+                     (pip install dlport)"
+                }
+            };
+            return Err(buffer_error(format!(
+                "a dlport.Tensor in {memory} memory is not pickled: pickling sends host bytes, \
+                 and copying device memory to the host is the caller's choice: {allow}, or \
+                 pickle a host copy (dlport.from_dlpack(t, device=\"cpu\"))"
+            )));
+        }
+        py.detach(|| adapter::host_copy(tensor))?
     };
     let (address, len) = adapter::host_span(&host)
         .ok_or_else(|| buffer_error("the host copy of the tensor is not row-major compact"))?;
@@ -101,12 +112,19 @@ pub fn reduce_ex<'py>(t: &Bound<'py, PyTensor>, protocol: i64) -> PyResult<Bound
     PyTuple::new(py, [rebuild, args.into_pyobject(py)?.into_any()])
 }
 
-/// `dlport.pickling(device_copy=True)` is in force in this context. False where the package
-/// `dlport` cannot be imported (an extension's tensors without the package).
-fn device_copy_allowed(py: Python<'_>) -> bool {
-    py.import("dlport._pickle")
-        .and_then(|m| m.getattr("_device_copy")?.call0()?.extract::<bool>())
-        .unwrap_or(false)
+/// Whether `dlport.pickling(device_copy=True)` is in force in this context. The switch is the
+/// Python package's (`dlport._pickle`, a context variable every copy of this crate must share:
+/// the package's and each extension's): `None` where the package cannot be imported (an
+/// extension on dlport-pyo3 without it), so that the refusal says what is missing.
+fn device_copy_switch(py: Python<'_>) -> Option<bool> {
+    let module = py.import("dlport._pickle").ok()?;
+    Some(
+        module
+            .getattr("_device_copy")
+            .and_then(|f| f.call0())
+            .and_then(|v| v.extract::<bool>())
+            .unwrap_or(false),
+    )
 }
 
 /// The fields of `Tensor._rebuild`, extracted with errors that name them.

@@ -1,19 +1,26 @@
 """dlport.Tensor through Dask distributed (LocalCluster with process workers: pickle protocol 5,
-frames out of band; dlport.Tensor registered in Dask's own serialization family): scatter, compute
-on a worker, gather, for every dtype; the family's frame, forged headers, either import order."""
+frames out of band; dlport.Tensor registered in Dask's own serialization family by
+`import dlport.dask`, here and, through Dask's preload, in every worker): scatter, compute on a
+worker, gather, for every dtype; the family's frame, forged headers. Registration without an
+import hook is python/tests/test_dask_registration.py's."""
 
 import numpy as np
 import pytest
 
 import dlport
+import dlport.dask  # noqa: F401  (registers dlport.Tensor in Dask's "dask" family)
 from pickle_cases import all_dtypes, make, raw
 
 
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("distributed", reason="Dask is not installed: run scripts/engines-test.sh")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+    import dask
+
+    # The workers import dlport.dask as they start (Dask's preload), as the client has.
+    with dask.config.set({"distributed.worker.preload": ["dlport.dask"]}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=None) as cluster, distributed.Client(cluster) as c:
         yield c
 
 
@@ -97,37 +104,3 @@ def test_forged_dask_headers_are_refused_by_field():
     for field, (header, frames) in forged.items():
         with pytest.raises(dlport.DLPackValueError, match=field):
             load(header, frames)
-
-
-IMPORT_ORDERS = {
-    "dlport first": "import dlport, distributed",
-    "distributed first": "import distributed, dlport",
-    "dask.distributed first": "from dask.distributed import Client; import dlport",
-}
-
-
-@pytest.mark.parametrize("order", IMPORT_ORDERS)
-def test_registered_whichever_is_imported_first(order):
-    import subprocess
-    import sys
-
-    code = IMPORT_ORDERS[order] + """
-import numpy as np
-from distributed.protocol import serialize
-from dask.sizeof import sizeof
-t = dlport.from_dlpack(np.arange(8, dtype=np.float32))
-print(serialize(t)[0]["serializer"], sizeof(t))
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["dask", "32"], out.stdout + out.stderr
-
-
-def test_dlport_never_imports_dask():
-    import subprocess
-    import sys
-
-    code = "import sys, dlport; print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
