@@ -10,6 +10,9 @@ as ``cpu`` without a copy (``Tensor.memory`` says where it is). ``layout="compac
 a producer offers it (PyTorch's excepted: its table disagrees with its ``__dlpack__``) and
 offered by ``dlport.Tensor``. ``dlport.explain(x)`` says what a producer offers and what dlport
 would do with it; ``dlport.testing`` has emulated producers for your own tests.
+``dlport.to_numpy(x)`` and ``dlport.to_jax(x)`` carry the dtypes a framework's own DLPack
+cannot: bfloat16 and float8 into NumPy as ml_dtypes arrays (no copy), int4, uint4 and
+float4 into and out of JAX (one copy, through ``jax.device_put`` or the array's own transfer).
 
 ``dlport.Tensor`` pickles (protocol 5: the bytes out of band, so Ray and Dask move them
 without a copy, and the receiver's tensor is a view of the buffer the engine hands back;
@@ -37,6 +40,7 @@ from ._errors import (
     DLPackTypeError,
     DLPackValueError,
 )
+from ._bridge import to_jax, to_numpy
 from ._explain import explain
 from ._pickle import pickling
 from ._native import (
@@ -63,6 +67,8 @@ __all__ = [
     "Shared",
     "Tensor",
     "explain",
+    "to_jax",
+    "to_numpy",
     "pickling",
     "from_dlpack",
     "open_shared",

@@ -94,6 +94,17 @@ def from_dlpack(
     """Imports any DLPack producer (or a bare DLPack capsule) as a ``dlport.Tensor``: a view,
     or one copy where ``device``, ``layout`` or ``align`` need one and ``copy`` allows it."""
 
+def to_numpy(x: Any, /, *, copy: Optional[bool] = None) -> Any:
+    """A NumPy array of ``x``, with an ml_dtypes dtype where NumPy has none: a view for
+    bfloat16 and float8 (READ_ONLY kept), one copy for int4, uint4, float4 and float6
+    (unpacked), and one copy, the producer's ``__array__``, for an array whose producer has no
+    DLPack for its dtype (a JAX int4 array)."""
+
+def to_jax(x: Any, /, *, copy: Optional[bool] = None) -> Any:
+    """A ``jax.Array`` of ``x``: through JAX's DLPack where it takes the dtype (a view, or the
+    one copy a layout needs); int4, uint4, float4 and ml_dtypes NumPy arrays through
+    ``jax.device_put`` (one copy)."""
+
 def explain(
     x: Any,
     /,

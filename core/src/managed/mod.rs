@@ -421,6 +421,14 @@ impl ManagedTensor {
         Ok(())
     }
 
+    /// Declares the memory read-only: nobody may write it through this tensor or any later
+    /// export of it, whatever the producer's flags say. For producers whose arrays are
+    /// immutable but whose capsule cannot say so (a `jax.Array` sent as a legacy capsule,
+    /// which carries no flags). It only takes rights away, so it is safe.
+    pub fn set_read_only(&mut self) {
+        self.access = Access::ReadOnly;
+    }
+
     /// `IS_COPIED` is set: this consumer owns the data alone until the deleter runs.
     #[inline]
     pub fn is_copied(&self) -> bool {

@@ -37,14 +37,23 @@ pub fn registry() -> &'static Registry {
 
 /// Takes ownership of a managed tensor, validates it and imports it onto the registry: a view
 /// when the target reaches the memory, a copy where the policy allows. Every error releases it.
+/// `read_only`: the producer's memory is immutable whatever its flags say (a `jax.Array`), so
+/// the view is READ_ONLY.
 ///
 /// # Safety
 /// `raw` is an owned managed tensor of the form it says, handed over (nobody else releases it),
 /// satisfying `ManagedTensor::from_raw`'s contract.
 #[inline]
-pub unsafe fn import(raw: RawManaged, options: &ImportOptions) -> Result<Tensor, Failure> {
+pub unsafe fn import(
+    raw: RawManaged,
+    options: &ImportOptions,
+    read_only: bool,
+) -> Result<Tensor, Failure> {
     // SAFETY: forwarded contract.
-    let managed = unsafe { ManagedTensor::from_raw(raw) }?;
+    let mut managed = unsafe { ManagedTensor::from_raw(raw) }?;
+    if read_only {
+        managed.set_read_only();
+    }
     Ok(registry().from_dlpack(managed, options)?)
 }
 

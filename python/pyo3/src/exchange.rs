@@ -146,7 +146,7 @@ unsafe extern "C" fn to_py_object(
             ..ImportOptions::default()
         };
         // SAFETY: owned and handed over (contract); check_view showed it imports as a view.
-        let imported = unsafe { adapter::import(raw, &view_only) }?;
+        let imported = unsafe { adapter::import(raw, &view_only, false) }?;
         // Were the object allocation to fail, this handle keeps the tensor alive for good: a
         // leak, never a deleter call the caller does not expect.
         let keep = imported.clone();
@@ -309,6 +309,8 @@ pub enum Route {
     Dunder {
         /// Ask `__dlpack_device__` first (every type but NumPy's host-only `ndarray`).
         ask_device: bool,
+        /// Immutable arrays (`jax.Array`): READ_ONLY whatever the capsule says (JAX < 0.12's has no flags).
+        immutable: bool,
     },
 }
 
@@ -381,7 +383,9 @@ fn route_slow(ty: Borrowed<'_, '_, PyType>, before: Option<u64>) -> PyResult<Rou
         // `__dlpack__`, so that dlport gives exactly torch's own values and refusals.
         Some(_) if is_torch_tensor(&ty) => ASK_DEVICE,
         Some(table) => std::ptr::from_ref(table) as isize,
-        None if is_numpy_ndarray(&ty) => SKIP_DEVICE,
+        None if is_exactly(&ty, &["numpy"], "ndarray") => SKIP_DEVICE,
+        // jaxlib's `ArrayImpl` (`jax.Array`; `jaxlib.xla_extension` before `jaxlib._jax`).
+        None if is_exactly(&ty, &["jaxlib._jax", "jaxlib.xla_extension"], "ArrayImpl") => IMMUTABLE,
         None => ASK_DEVICE,
     };
     if let Some(versions) = before.filter(|&v| cpython::versions(ty) == Some(v)) {
@@ -395,24 +399,28 @@ fn route_slow(ty: Borrowed<'_, '_, PyType>, before: Option<u64>) -> PyResult<Rou
 
 const ASK_DEVICE: isize = 0;
 const SKIP_DEVICE: isize = -1;
+const IMMUTABLE: isize = -2;
 
 /// A route code back as a route.
 #[inline]
 fn decode(code: isize) -> Route {
     match code {
-        ASK_DEVICE => Route::Dunder { ask_device: true },
-        SKIP_DEVICE => Route::Dunder { ask_device: false },
+        ASK_DEVICE | SKIP_DEVICE | IMMUTABLE => Route::Dunder {
+            ask_device: code != SKIP_DEVICE,
+            immutable: code == IMMUTABLE,
+        },
         // SAFETY: a positive code is the address of a table `find_table` accepted; the header
         // requires tables to live as long as the process.
         address => Route::Exchange(unsafe { &*(address as *const DLPackExchangeAPI) }),
     }
 }
 
-/// Exactly `numpy.ndarray` (a subclass may answer `__dlpack_device__` its own way).
-fn is_numpy_ndarray(ty: &Borrowed<'_, '_, PyType>) -> bool {
+/// Exactly the type `qualname` of one of `modules` (not a subclass, which may answer
+/// `__dlpack_device__` or export its own way).
+fn is_exactly(ty: &Borrowed<'_, '_, PyType>, modules: &[&str], qualname: &str) -> bool {
     let name = |r: PyResult<Bound<'_, pyo3::types::PyString>>| r.map(|s| s.to_string()).ok();
-    name(ty.module()).as_deref() == Some("numpy")
-        && name(ty.qualname()).as_deref() == Some("ndarray")
+    name(ty.module()).is_some_and(|m| modules.contains(&m.as_str()))
+        && name(ty.qualname()).as_deref() == Some(qualname)
 }
 
 /// `torch.Tensor` or a subclass: a type whose MRO holds `torch._C.TensorBase`. Looked up once

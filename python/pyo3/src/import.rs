@@ -90,32 +90,36 @@ pub fn take<R>(
     options: &ImportOptions,
     make: impl FnOnce(Tensor) -> PyResult<R>,
 ) -> PyResult<R> {
-    let (raw, advertised) = produce(x)?;
+    let (raw, advertised, immutable) = produce(x)?;
     let options = ImportOptions {
         advertised,
         ..*options
     };
     // SAFETY: `raw` was just handed over by its producer and is owned by nobody else.
-    let tensor = unsafe { adapter::import(raw, &options) }?;
+    let tensor = unsafe { adapter::import(raw, &options, immutable) }?;
     // The result is made here, where the tensor is: a large value moved through fewer results
     // on its way into it.
     make(tensor)
 }
 
-/// The managed tensor of `x`, owned by the caller, and the device its producer advertised.
+/// The managed tensor of `x`, owned by the caller, the device its producer advertised, and
+/// whether the producer's arrays are immutable (their memory is then READ_ONLY).
 // Inlined into each caller, as it is when `from_dlpack` is its only one: a call here costs
 // about 80 instructions per import (callgrind, BENCHMARKS.md's PyO3 section).
 #[inline(always)]
-fn produce(x: &Bound<'_, PyAny>) -> PyResult<(RawManaged, Option<Device>)> {
+fn produce(x: &Bound<'_, PyAny>) -> PyResult<(RawManaged, Option<Device>, bool)> {
     if capsule::is_capsule(x) {
-        return Ok((capsule::take(x)?, None));
+        return Ok((capsule::take(x)?, None, false));
     }
     // SAFETY: the type of a live object, alive (and borrowed) as long as `x` is.
     let ty = unsafe { Borrowed::from_ptr(x.py(), x.get_type_ptr().cast()).cast_unchecked() };
-    let ask_device = match exchange::route(ty)? {
+    let (ask_device, immutable) = match exchange::route(ty)? {
         // The table's tensor carries its device; the exchange API has no second opinion.
-        exchange::Route::Exchange(api) => return Ok((exchange::take_from(api, x)?, None)),
-        exchange::Route::Dunder { ask_device } => ask_device,
+        exchange::Route::Exchange(api) => return Ok((exchange::take_from(api, x)?, None, false)),
+        exchange::Route::Dunder {
+            ask_device,
+            immutable,
+        } => (ask_device, immutable),
     };
     let py = x.py();
     let advertised = if ask_device {
@@ -147,7 +151,7 @@ fn produce(x: &Bound<'_, PyAny>) -> PyResult<(RawManaged, Option<Device>)> {
         }
         Err(e) => return Err(producer_failed(x, "__dlpack__", e)),
     };
-    Ok((capsule::take(&capsule)?, advertised))
+    Ok((capsule::take(&capsule)?, advertised, immutable))
 }
 
 /// A producer's own failure in `method`, as dlport reports every tensor that cannot cross: a
@@ -277,7 +281,11 @@ pub fn _route(x: &Bound<'_, PyAny>) -> PyResult<&'static str> {
     let ty = unsafe { Borrowed::from_ptr(x.py(), x.get_type_ptr().cast()).cast_unchecked() };
     Ok(match exchange::route(ty)? {
         exchange::Route::Exchange(_) => "exchange",
-        exchange::Route::Dunder { ask_device: true } => "dunder",
-        exchange::Route::Dunder { ask_device: false } => "dunder-no-device",
+        exchange::Route::Dunder {
+            ask_device: true, ..
+        } => "dunder",
+        exchange::Route::Dunder {
+            ask_device: false, ..
+        } => "dunder-no-device",
     })
 }
