@@ -2,7 +2,8 @@
 //! and a vendor) over the real XLA CPU plugin (`DLPORT_PJRT_PLUGIN`; skipped visibly without
 //! it), with dlport's own client as the host: the renamed platform, the host's client seen,
 //! a buffer learnt at `PJRT_Buffer_UnsafePointer` and exported, the host's `Destroy` deferred
-//! while the export lives (memory kept, not reused), the refusals of `interpose`.
+//! while the export lives (memory kept, not reused), the refusals of `interpose`, and the host's
+//! client borrowed (it compiles and runs after the host's `Destroy`; the last holder destroys it).
 
 mod pjrt_common;
 
@@ -12,7 +13,7 @@ use dlport_core::abi::DeviceType;
 use dlport_core::{CopyPolicy, ManagedTensor};
 use dlport_native::pjrt::interpose::{self, Interposition};
 use dlport_native::pjrt::{ClientOptions, PjrtBuffer, PjrtClient, PjrtPlugin, sys};
-use pjrt_common::{Spec, plugin_path, tensor};
+use pjrt_common::{AFFINE, Spec, plugin_path, tensor};
 
 /// The vendor's table: the plugin opened with `dlopen` (never closed) and its `GetPjrtApi`.
 fn vendor(path: &str) -> *const c_void {
@@ -149,4 +150,27 @@ fn the_host_sees_the_interposed_table_and_exports_outlive_its_destroy() {
     std::thread::spawn(move || drop(export)).join().unwrap();
     assert_eq!(interpose::pins(raw), 0);
     drop(others);
+
+    // The host's client, borrowed: it computes, and outlives the host's Destroy.
+    let raw_client = interpose::borrow_client(ours).expect("a client to borrow");
+    // SAFETY: a counted reference to a live client of the interposed table.
+    let borrowed = unsafe { PjrtClient::adopt(&plugin, raw_client, &options) }.expect("adopt");
+    assert_eq!(borrowed.platform(), "xpu");
+    assert_eq!(borrowed.devices().len(), client.devices().len());
+    drop(client);
+    let exe = borrowed
+        .compile_mlir(AFFINE)
+        .expect("compile on the borrowed client");
+    let (t, _, _) = tensor(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], &Spec::f32(&[2, 3]));
+    let input = borrowed.import(t, CopyPolicy::Always, None).unwrap();
+    let out = exe
+        .execute(&[&input])
+        .expect("execute after the host's Destroy");
+    let got = read(&out[0].to_dlpack(true).unwrap());
+    assert_eq!(got, [1.0, 3.0, 5.0, 7.0, 9.0, 11.0]);
+    drop((exe, input, out, borrowed));
+    assert!(
+        interpose::borrow_client(ours).is_none(),
+        "the last holder destroyed the client"
+    );
 }

@@ -227,22 +227,28 @@ fn copy_str(api: &Api, f: &'static str, p: *const c_char, n: usize) -> Result<St
     Ok(String::from_utf8_lossy(b).into_owned())
 }
 
+/// Refuses a `ClientOptions::device_type` that is not a DLPack device type.
+fn check_device_type(api: &Api, options: &ClientOptions) -> Result<(), Error> {
+    if let Some(t) = options.device_type.filter(|t| !t.is_known()) {
+        return Err(api.error(
+            "PjrtClient::create",
+            -1,
+            &format!(
+                "ClientOptions::device_type = {} is not a DLPack device type: name one of \
+                 DLPack's DLDeviceType codes (kDLCPU = 1, kDLCUDA = 2, …, kDLExtDev = 12)",
+                t.0
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl PjrtClient {
     /// Creates a client of `plugin` (`PJRT_Client_Create` with `options`), reads its platform
     /// name and its addressable devices.
     pub fn create(plugin: &Arc<PjrtPlugin>, options: &ClientOptions) -> Result<Self, Error> {
         let api = plugin.api;
-        if let Some(t) = options.device_type.filter(|t| !t.is_known()) {
-            return Err(api.error(
-                "PjrtClient::create",
-                -1,
-                &format!(
-                    "ClientOptions::device_type = {} is not a DLPack device type: name one of \
-                     DLPack's DLDeviceType codes (kDLCPU = 1, kDLCUDA = 2, …, kDLExtDev = 12)",
-                    t.0
-                ),
-            ));
-        }
+        check_device_type(&api, options)?;
         let names: Vec<CString> = options
             .options
             .iter()
@@ -274,14 +280,33 @@ impl PjrtClient {
         if a.client.is_null() {
             return Err(api.error(sys::CLIENT_CREATE.name, -1, "returned a NULL client"));
         }
+        // SAFETY: a client the plugin just made, handed to the new value alone.
+        unsafe { Self::adopt(plugin, a.client.cast(), options) }
+    }
+
+    /// A client value over `raw`, a `PJRT_Client*` of `plugin`'s table that the caller hands
+    /// over (`dlport.jax` hands over a counted borrow of JAX's own client): its platform name
+    /// and addressable devices read, `PJRT_Client_Destroy` called through `plugin`'s table when
+    /// the last clone, buffer and executable are gone (or at once, if this fails).
+    ///
+    /// # Safety
+    /// `raw` is a live client of `plugin`'s table, and the value owns one `PJRT_Client_Destroy`
+    /// of it.
+    pub unsafe fn adopt(
+        plugin: &Arc<PjrtPlugin>,
+        raw: *mut c_void,
+        options: &ClientOptions,
+    ) -> Result<Self, Error> {
+        let api = plugin.api;
         let mut inner = ClientInner {
             api,
-            raw: a.client,
+            raw: raw.cast(),
             devices: Vec::new(),
             device_type: DeviceType::CPU,
             plugin: plugin.clone(),
         };
         // From here on a failure destroys the client (ClientInner's drop).
+        check_device_type(&api, options)?;
         let mut p = sys::Client_PlatformName_Args::new();
         p.client = inner.raw;
         // SAFETY: the args of PJRT_Client_PlatformName.

@@ -4,7 +4,8 @@
 //! [`interpose`] copies the vendor's table (its `struct_size` bytes, nothing more) and replaces
 //! a few slots with dlport's functions; every other call goes to the vendor's function
 //! unchanged. The replaced slots, each forwarding to the vendor:
-//! - `PJRT_Client_Create`: records the client the host made (the one its buffers belong to);
+//! - `PJRT_Client_Create` and `PJRT_Client_Destroy`: record the client the host made (the one
+//!   its buffers belong to) and count its holders, so dlport can borrow it ([`borrow_client`]);
 //! - `PJRT_Client_PlatformName`: answers a name the caller chose, where one is given (a
 //!   stand-in vendor for tests: the XLA CPU plugin answering "xpu");
 //! - `PJRT_Buffer_UnsafePointer`: while a thread [`learn`]s, gives dlport the host's
@@ -17,6 +18,7 @@
 //! monomorphised on the room's number: a C function pointer carries no data, so the number
 //! finds the vendor's table.
 
+mod clients;
 mod export;
 mod pins;
 
@@ -218,6 +220,7 @@ pub unsafe fn interpose(
     }
     if what.hooks {
         set(sys::CLIENT_CREATE, hooks.client_create);
+        set(sys::CLIENT_DESTROY, hooks.client_destroy);
         set(sys::BUFFER_DESTROY, hooks.destroy);
         set(BUFFER_DELETE, hooks.delete);
         set(BUFFER_IS_DELETED, hooks.is_deleted);
@@ -254,6 +257,19 @@ pub fn host_client(table: *const c_void) -> *mut c_void {
         .map_or(std::ptr::null_mut(), |ip| {
             ip.client.load(Ordering::Acquire).cast()
         })
+}
+
+/// A counted reference to the client the host created through the interposed table `table`,
+/// for a second user of it (`PjrtClient::adopt` over `table`): the vendor destroys the client
+/// only when the host and every borrower gave theirs back through `table`'s
+/// `PJRT_Client_Destroy`. `None` before the host created one, or after it was destroyed.
+pub fn borrow_client(table: *const c_void) -> Option<*mut c_void> {
+    let ip = ROOMS
+        .iter()
+        .filter_map(OnceLock::get)
+        .find(|ip| std::ptr::eq(ip.table.as_ptr().cast(), table) && ip.hooks)?;
+    let client = ip.client.load(Ordering::Acquire);
+    (!client.is_null() && clients::borrow(client)).then_some(client.cast())
 }
 
 /// The DLPack device type of the interposed table `table` (`None`: not one of dlport's).
@@ -319,6 +335,7 @@ pub fn learn<R>(f: impl FnOnce() -> R) -> (R, Option<Learnt>) {
 /// The functions of one room.
 struct Hooks {
     client_create: sys::Fn,
+    client_destroy: sys::Fn,
     platform_name: sys::Fn,
     destroy: sys::Fn,
     delete: sys::Fn,
@@ -333,6 +350,7 @@ const HOOKS: [fn() -> Hooks; MAX_TABLES] = [
 fn hooks<const N: usize>() -> Hooks {
     Hooks {
         client_create: client_create::<N>,
+        client_destroy: client_destroy::<N>,
         platform_name: platform_name::<N>,
         destroy: destroy::<N>,
         delete: delete::<N>,
@@ -386,10 +404,25 @@ unsafe extern "C" fn client_create<const N: usize>(args: *mut c_void) -> *mut sy
         // SAFETY: as above: the field is in the host's struct, written by the vendor.
         let client = unsafe { (*args.cast::<sys::Client_Create_Args>()).client };
         if let Some(ip) = room(N) {
+            clients::created(client);
             ip.client.store(client, Ordering::Release);
         }
     }
     err
+}
+
+unsafe extern "C" fn client_destroy<const N: usize>(args: *mut c_void) -> *mut sys::PJRT_Error {
+    let end = std::mem::offset_of!(sys::Client_Destroy_Args, client) + 8;
+    // SAFETY: the host's args for PJRT_Client_Destroy, reaching the client (checked).
+    if unsafe { reaches(args, end) } {
+        // SAFETY: as above.
+        let client = unsafe { (*args.cast::<sys::Client_Destroy_Args>()).client };
+        if !clients::release(client) {
+            return std::ptr::null_mut();
+        }
+    }
+    // SAFETY: the host's args, forwarded: the last reference.
+    unsafe { forward(N, sys::CLIENT_DESTROY, args) }
 }
 
 unsafe extern "C" fn platform_name<const N: usize>(args: *mut c_void) -> *mut sys::PJRT_Error {
