@@ -144,7 +144,8 @@ def test_jax_37896_managed(case):
 def test_jax_40789_read_only(case):
     x = jnp.arange(6, dtype=jnp.float32) * 2
     capsule = x.__dlpack__(max_version=(1, 3))
-    if capsule_name(capsule) == "dltensor":
+    legacy = capsule_name(capsule) == "dltensor"
+    if legacy:
         case.framework_note(
             f"failure confirmed: jax {jax.__version__} sends a legacy capsule, which has no "
             "READ_ONLY flag: a consumer may take the immutable array as writable"
@@ -159,11 +160,13 @@ def test_jax_40789_read_only(case):
     assert not a.flags.writeable and a.tolist() == [0, 2, 4, 6, 8, 10]
     note = "a READ_ONLY view (same address); NumPy's array of it is read-only"
     plugin = os.environ.get("DLPORT_XLA_CPU_PJRT_DIR")
-    if plugin:
+    if legacy and plugin:
         # The example fails its own assertion when a JAX array is taken as writable.
         example = os.path.join(os.path.dirname(__file__), "..", "..", "python", "examples", "pjrt", "roundtrip.py")
         env = dict(os.environ, PYTHONPATH=plugin)
         run = subprocess.run([sys.executable, example, "xla_cpu_pjrt"], env=env, capture_output=True, text=True)
         assert run.returncode == 0 and "roundtrip: OK" in run.stdout, run.stdout + run.stderr
         note += "; python/examples/pjrt/roundtrip.py passes"
+    elif legacy:
+        note += "; roundtrip.py not run: the XLA CPU plugin is not cached (scripts/pjrt-test.sh caches it)"
     case.dlport(note)
