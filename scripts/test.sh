@@ -31,7 +31,7 @@ declare -A stage_steps=(
   [miri]="miri"
   [c]="c-test c-examples"
   [python]="python wheels-dry-run"
-  [peers]="torch engines peers arrow"
+  [peers]="torch engines peers arrow upstream"
   [plugins]="plugins pjrt"
   [wasm]="simd128 browser npm-build npm-node demo readmes"
   [hardening]="stress sanitize fuzz"
@@ -339,6 +339,12 @@ step_arrow() {
   step arrow "pyarrow reads the IPC streams dlport writes (fixed_shape_tensor) and dlport reads pyarrow's"
   python_package
   bash scripts/arrow-test.sh
+}
+
+step_upstream() {
+  step upstream "the upstream cases (tests/upstream): each DLPack failure of JAX, PyTorch and NumPy confirmed with the framework alone (or fixed upstream), then dlport's one call, in the peers' venv and on the JAX 0.10.2 stack (CPython 3.11, cached)"
+  python_package
+  bash scripts/upstream-test.sh
 }
 
 step_plugins() {
