@@ -17,9 +17,10 @@ use super::{sys, types};
 pub(super) struct Owned {
     pub(super) raw: *mut sys::PJRT_Buffer,
     pub(super) client: PjrtClient,
-    /// For a view of a producer's tensor, its token (the tensor is released once both this
-    /// destroy has returned and the plugin's on-delete callback has run); else 0.
-    view: usize,
+    /// For a view of a producer's tensor: its token, and what to call with it once this
+    /// destroy has returned (the import room releases the tensor when the plugin's on-delete
+    /// callback has run too).
+    view: Option<(usize, fn(usize))>,
 }
 
 // SAFETY: PJRT buffers may be used and destroyed from any thread (PJRT C API).
@@ -34,8 +35,8 @@ impl Drop for Owned {
         // SAFETY: the last holder is gone: the buffer is destroyed once, here (a view's
         // on-delete callback runs in it). An error cannot be reported from a drop.
         let _ = unsafe { self.client.api().call(sys::BUFFER_DESTROY, &mut a) };
-        if self.view != 0 {
-            super::import::view_destroyed(self.view);
+        if let Some((token, destroyed)) = self.view {
+            destroyed(token);
         }
     }
 }
@@ -80,16 +81,16 @@ impl PjrtBuffer {
         raw: *mut sys::PJRT_Buffer,
         function: &'static str,
     ) -> Result<Self, Error> {
-        Self::adopt_view(client, raw, function, 0)
+        Self::adopt_view(client, raw, function, None)
     }
 
-    /// As [`adopt`](Self::adopt), for a view whose producer's tensor waits under `view` (a
-    /// token of the import room; 0 for none).
+    /// As [`adopt`](Self::adopt), for a view whose producer's tensor waits under a token of
+    /// the import room (`view`: the token and the function to call with it after the destroy).
     pub(super) fn adopt_view(
         client: &PjrtClient,
         raw: *mut sys::PJRT_Buffer,
         function: &'static str,
-        view: usize,
+        view: Option<(usize, fn(usize))>,
     ) -> Result<Self, Error> {
         if raw.is_null() {
             return Err(client.api().error(function, -1, "returned a NULL buffer"));

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use dlport_core::abi::DeviceType;
 use dlport_core::{Device, Error};
 
-use super::result::Api;
+use super::result::{Api, keep};
 use super::sys;
 use super::types::device_type_of;
 use crate::plugin::plugin_error;
@@ -18,21 +18,6 @@ use crate::plugin::plugin_error;
 #[derive(Debug)]
 pub struct PjrtPlugin {
     pub(super) api: Api,
-}
-
-/// A `'static` copy of `s`, shared by equal texts: the path or name of a plugin that loaded
-/// (it stays loaded for the process) and the platform names of its clients. Only what
-/// succeeded is kept: a failed load or a plugin's error message never enters it, so no
-/// number of failures changes what a later load does.
-pub(super) fn keep(s: &str) -> &'static str {
-    static KEPT: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-    let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(k) = kept.iter().find(|k| **k == s) {
-        return k;
-    }
-    let k: &'static str = Box::leak(s.to_owned().into_boxed_str());
-    kept.push(k);
-    k
 }
 
 /// The plugins loaded by path, and the `PJRT_Plugin_Initialize` functions already called.

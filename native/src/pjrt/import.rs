@@ -61,7 +61,7 @@ fn settle(token: usize, requested: bool, destroyed: bool) {
 }
 
 /// Called once dlport's `PJRT_Buffer_Destroy` of the view with `token` has returned.
-pub(super) fn view_destroyed(token: usize) {
+fn view_destroyed(token: usize) {
     settle(token, false, true);
 }
 
@@ -276,7 +276,12 @@ impl PjrtClient {
         // SAFETY: the args of PJRT_Client_CreateViewOfDeviceBuffer; the memory stays valid
         // until both the callback and dlport's destroy of the view have released the tensor.
         let made = unsafe { api.call(sys::CLIENT_CREATE_VIEW, &mut a) }.and_then(|()| {
-            PjrtBuffer::adopt_view(self, a.buffer, sys::CLIENT_CREATE_VIEW.name, token)
+            PjrtBuffer::adopt_view(
+                self,
+                a.buffer,
+                sys::CLIENT_CREATE_VIEW.name,
+                Some((token, view_destroyed)),
+            )
         });
         if made.is_err() {
             // No view holds the tensor (a NULL buffer is destroyed by no one): release it now,

@@ -3,10 +3,10 @@
 //! carries the plugin's message, its code and the call's name (the error destroyed at once).
 
 use std::ffi::c_void;
+use std::sync::{Mutex, PoisonError};
 
 use dlport_core::Error;
 
-use super::client::keep;
 use super::sys::{self, Slot};
 use crate::plugin::plugin_error;
 
@@ -32,6 +32,21 @@ pub struct Api {
 unsafe impl Send for Api {}
 // SAFETY: as above.
 unsafe impl Sync for Api {}
+
+/// A `'static` copy of `s`, shared by equal texts: the path or name of a plugin that loaded
+/// (it stays loaded for the process) and the platform names of its clients. Only what
+/// succeeded is kept: a failed load or a plugin's error message never enters it, so no
+/// number of failures changes what a later load does.
+pub(super) fn keep(s: &str) -> &'static str {
+    static KEPT: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(k) = kept.iter().find(|k| **k == s) {
+        return k;
+    }
+    let k: &'static str = Box::leak(s.to_owned().into_boxed_str());
+    kept.push(k);
+    k
+}
 
 /// The PJRT error code `UNIMPLEMENTED`.
 pub const UNIMPLEMENTED: i32 = 12;
