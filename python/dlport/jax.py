@@ -31,7 +31,7 @@ from typing import Any
 from . import _native
 from ._native import from_dlpack as _dlport_from_dlpack
 
-__all__ = ["install", "installed", "export", "to_dlpack", "from_dlpack", "stand_in"]
+__all__ = ["install", "installed", "client", "export", "to_dlpack", "from_dlpack", "stand_in"]
 
 #: The oldest JAX whose private surfaces this module was checked against.
 MIN_JAX = (0, 12)
@@ -212,6 +212,23 @@ def stand_in(platform: str, library_path: str, *, stubs: tuple[str, ...] = ()) -
             stubs=list(stubs),
         )
         s.register_plugin(platform, c_api=table)
+
+
+def client(platform: str) -> Any:
+    """JAX's own PJRT client of an installed platform, as a ``dlport.pjrt.PjrtClient``: compile,
+    execute and transfer on the client JAX uses, without a second client of the device. The
+    client is borrowed: neither JAX's end of it (``jax.clear_caches``, backends cleared) nor
+    this value's destroys it while the other holds it. Makes JAX's backend if it was not made
+    yet."""
+    with _lock:
+        if platform not in _installed:
+            raise LookupError(
+                f"dlport.jax.client({platform!r}): the platform is not installed "
+                f"(installed: {sorted(_installed)}); call dlport.jax.install({platform!r}) first"
+            )
+        table, code = _installed[platform]
+    _surfaces().jax.devices(platform)
+    return _native._jax_borrow_client(table, origin=platform, device_type=code)
 
 
 def installed() -> dict[str, int]:

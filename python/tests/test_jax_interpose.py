@@ -51,6 +51,7 @@ def test_both_ways_deletes_donation_threads_round_trips_dtypes():
         "dtypes",
         "refuse_unknown_array",
         "copy_when_asked",
+        "borrowed_client",
     )
     print(out)
 

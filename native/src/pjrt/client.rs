@@ -64,6 +64,18 @@ impl PjrtPlugin {
         Ok(Arc::new(Self { api }))
     }
 
+    /// A plugin from a function table its host already initialized (`dlport.jax`: the table
+    /// interposed over JAX's plugin, which JAX initialized), checked as
+    /// [`from_table`](Self::from_table) does but not initialized again.
+    ///
+    /// # Safety
+    /// As [`from_table`](Self::from_table), and the host called `PJRT_Plugin_Initialize`.
+    pub unsafe fn initialized(table: *const c_void, origin: &str) -> Result<Arc<Self>, Error> {
+        // SAFETY: the caller's contract.
+        let api = unsafe { Api::new(table, origin) }?;
+        Ok(Arc::new(Self { api }))
+    }
+
     /// The plugin's PJRT API version, `(major, minor)`.
     pub fn api_version(&self) -> (i32, i32) {
         (sys::API_MAJOR, self.api.minor)

@@ -8,10 +8,12 @@ use std::ffi::{CStr, c_void};
 use dlport_core::CopyPolicy;
 use dlport_core::abi::{DeviceType, RawManaged};
 use dlport_native::pjrt::interpose::{self, Interposition};
+use dlport_native::pjrt::{ClientOptions, PjrtClient, PjrtPlugin};
 use pyo3::ffi;
 use pyo3::prelude::*;
 
 use crate::adapter::Failure;
+use crate::pjrt::PyPjrtClient;
 use crate::{capsule, errors};
 
 /// The name JAX gives a capsule holding a `PJRT_Api*`.
@@ -109,6 +111,42 @@ pub fn _jax_pins(address: usize) -> usize {
     interpose::pins(address as *const c_void)
 }
 
+/// JAX's own client of the platform interposed by `table` (a `pjrt_c_api` capsule), borrowed
+/// as a `dlport.pjrt.PjrtClient`: a counted reference, so neither JAX's `Destroy` of its
+/// client nor this value's end destroys it while the other holds it. `device_type` is the
+/// platform's DLPack device type. A `BufferError` before JAX made the backend.
+#[pyfunction]
+#[pyo3(signature = (table, /, *, origin, device_type))]
+pub fn _jax_borrow_client(
+    table: &Bound<'_, PyAny>,
+    origin: &str,
+    device_type: i32,
+) -> PyResult<PyPjrtClient> {
+    let table = table_of(table)?;
+    let raw = interpose::borrow_client(table).ok_or_else(|| {
+        errors::buffer_error(format!(
+            "dlport.jax.client({origin:?}): JAX has no live client made through dlport's table \
+             (its backend is not made yet, or was destroyed)"
+        ))
+    })?;
+    let options = ClientOptions {
+        device_type: Some(DeviceType(device_type)),
+        ..ClientOptions::default()
+    };
+    // SAFETY: dlport's interposed table, over the vendor's table JAX loaded and initialized,
+    // both kept for the process.
+    let client = match unsafe { PjrtPlugin::initialized(table, origin) } {
+        // SAFETY: a counted reference to JAX's live client of this table, handed over.
+        Ok(plugin) => unsafe { PjrtClient::adopt(&plugin, raw, &options) },
+        Err(e) => {
+            // SAFETY: the reference borrow_client gave, given back once.
+            unsafe { interpose::give_back_client(table, raw) };
+            Err(e)
+        }
+    };
+    Ok(PyPjrtClient::of(client.map_err(Failure::from)?))
+}
+
 /// How many host copies `dlport.jax` exports made in this process.
 #[pyfunction]
 pub fn _jax_host_copies() -> usize {
@@ -137,6 +175,7 @@ pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_jax_export, m)?)?;
     m.add_function(wrap_pyfunction!(_jax_pins, m)?)?;
     m.add_function(wrap_pyfunction!(_jax_host_copies, m)?)?;
+    m.add_function(wrap_pyfunction!(_jax_borrow_client, m)?)?;
     m.add_function(wrap_pyfunction!(_jax_client, m)?)?;
     m.add_function(wrap_pyfunction!(_jax_device_type, m)?)?;
     Ok(())

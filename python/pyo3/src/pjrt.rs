@@ -51,6 +51,13 @@ pub fn pjrt_load(py: Python<'_>, path: &str, device_type: Option<i32>) -> PyResu
     })
 }
 
+impl PyPjrtClient {
+    /// The Python value of a client made elsewhere (`dlport.jax.client`: JAX's own, borrowed).
+    pub(crate) fn of(client: PjrtClient) -> Self {
+        Self { client }
+    }
+}
+
 #[pymethods]
 impl PyPjrtClient {
     /// The platform name (`cpu`, `cuda`, `xpu`, …).

@@ -343,6 +343,45 @@ def stubbed_plugin():
     np.testing.assert_array_equal(y, np.arange(1, 7, dtype=np.float32).reshape(2, 3))
 
 
+AFFINE = """
+module @affine {
+  func.func public @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    %two = stablehlo.constant dense<2.0> : tensor<2x3xf32>
+    %one = stablehlo.constant dense<1.0> : tensor<2x3xf32>
+    %m = stablehlo.multiply %x, %two : tensor<2x3xf32>
+    %r = stablehlo.add %m, %one : tensor<2x3xf32>
+    return %r : tensor<2x3xf32>
+  }
+}
+"""
+
+
+@case
+def borrowed_client():
+    """JAX's own client, as dlport.pjrt's: it compiles, runs and transfers; dropping it leaves
+    JAX's client alive."""
+    import jax
+    import jax.numpy as jnp
+
+    import dlport.jax
+
+    expect(LookupError, lambda: dlport.jax.client("nope"), "not installed")
+    c = dlport.jax.client("xpu")
+    assert c.platform == "xpu" and c.device_type == 1
+    assert len(c.devices) == len(jax.devices("xpu"))
+    x = aligned(np.arange(6, dtype=np.float32).reshape(2, 3))
+    buf = c.from_dlpack(x, copy=False)
+    assert buf.data_ptr == x.ctypes.data
+    (out,) = c.compile(AFFINE).execute(buf)
+    np.testing.assert_array_equal(np.from_dlpack(out), x * 2 + 1)
+    del c, buf, out
+    gc.collect()
+    y = jnp.arange(3, dtype=jnp.float32) + 1
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda v: v * 3)(y)), [3, 6, 9])
+    c2 = dlport.jax.client("xpu")
+    assert c2.devices == dlport.jax.client("xpu").devices
+
+
 STUB = "PJRT_Buffer_OpaqueDeviceMemoryDataPointer"
 
 

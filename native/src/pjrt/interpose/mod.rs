@@ -22,6 +22,7 @@ mod clients;
 mod export;
 mod pins;
 
+pub use clients::{borrow_client, give_back_client};
 pub use export::{export, host_copies};
 pub use pins::pins;
 
@@ -87,7 +88,7 @@ pub(crate) struct Interposer {
     vendor_table: usize,
     table: Box<[usize]>,
     rename: Option<CString>,
-    hooks: bool,
+    pub(crate) hooks: bool,
     stubs: Vec<String>,
     pub(crate) device_type: DeviceType,
     pub(crate) client: AtomicPtr<sys::PJRT_Client>,
@@ -248,37 +249,24 @@ pub unsafe fn interpose(
     Ok(ptr)
 }
 
-/// The client the host created through the interposed table `table` (NULL before it did).
-pub fn host_client(table: *const c_void) -> *mut c_void {
+/// The interposer whose table is `table`.
+pub(crate) fn by_table(table: *const c_void) -> Option<&'static Interposer> {
     ROOMS
         .iter()
         .filter_map(OnceLock::get)
         .find(|ip| std::ptr::eq(ip.table.as_ptr().cast(), table))
-        .map_or(std::ptr::null_mut(), |ip| {
-            ip.client.load(Ordering::Acquire).cast()
-        })
 }
 
-/// A counted reference to the client the host created through the interposed table `table`,
-/// for a second user of it (`PjrtClient::adopt` over `table`): the vendor destroys the client
-/// only when the host and every borrower gave theirs back through `table`'s
-/// `PJRT_Client_Destroy`. `None` before the host created one, or after it was destroyed.
-pub fn borrow_client(table: *const c_void) -> Option<*mut c_void> {
-    let ip = ROOMS
-        .iter()
-        .filter_map(OnceLock::get)
-        .find(|ip| std::ptr::eq(ip.table.as_ptr().cast(), table) && ip.hooks)?;
-    let client = ip.client.load(Ordering::Acquire);
-    (!client.is_null() && clients::borrow(client)).then_some(client.cast())
+/// The client the host created through the interposed table `table` (NULL before it did).
+pub fn host_client(table: *const c_void) -> *mut c_void {
+    by_table(table).map_or(std::ptr::null_mut(), |ip| {
+        ip.client.load(Ordering::Acquire).cast()
+    })
 }
 
 /// The DLPack device type of the interposed table `table` (`None`: not one of dlport's).
 pub fn table_device_type(table: *const c_void) -> Option<DeviceType> {
-    ROOMS
-        .iter()
-        .filter_map(OnceLock::get)
-        .find(|ip| std::ptr::eq(ip.table.as_ptr().cast(), table))
-        .map(|ip| ip.device_type)
+    by_table(table).map(|ip| ip.device_type)
 }
 
 /// What a thread's [`learn`] found: the buffer, pinned, and the room whose table saw it.
