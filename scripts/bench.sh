@@ -17,8 +17,8 @@ cargo run --release --locked -p dlport-bench --bin copies -- $quick
 .venv/bin/python bench/python/numpy_copies.py $quick
 DLPORT_PY_FEATURES=bench bash scripts/python-build.sh --release   # with dlport._native._bench
 .venv/bin/python bench/python/exchange.py $quick
-cargo run --release --locked -p dlport-bench --bin wgpu_upload
-cargo run --release --locked -p dlport-bench --bin wgpu_compact
+cargo run --release --locked -p dlport-bench --features wgpu --bin wgpu_upload
+cargo run --release --locked -p dlport-bench --features wgpu --bin wgpu_compact
 cargo run --release --locked -p dlport-bench --bin share -- $quick
 .venv/bin/python bench/python/numpy_shared.py $quick
 bash scripts/wasm-build.sh

@@ -441,7 +441,7 @@ def main():
     if wg.exists():
         g = json.loads(wg.read_text())
         w("## WebGPU upload and readback, 64 MiB (medians, p25–p75)\n")
-        w(f"Command: `cargo run --release -p dlport-bench --bin wgpu_upload`. Adapter: {g['adapter']}.\n")
+        w(f"Command: `cargo run --release -p dlport-bench --features wgpu --bin wgpu_upload`. Adapter: {g['adapter']}.\n")
         w("| operation | dlport GB/s | bare wgpu GB/s | dlport / bare | goal |")
         w("|---|---|---|---|---|")
         for op in ("upload", "readback"):
@@ -458,7 +458,7 @@ def main():
     if wc.exists():
         g = json.loads(wc.read_text())
         w(f"## WebGPU compaction, strided → compact, {g['bytes'] >> 20} MiB (medians, p25–p75)\n")
-        w(f"Command: `cargo run --release -p dlport-bench --bin wgpu_compact`. Adapter: {g['adapter']}.\n")
+        w(f"Command: `cargo run --release -p dlport-bench --features wgpu --bin wgpu_compact`. Adapter: {g['adapter']}.\n")
         w("| layout | dlport GB/s | copyBufferToBuffer GB/s | identity kernel GB/s | dlport / copy | goal | dlport / identity kernel |")
         w("|---|---|---|---|---|---|---|")
         gb = lambda t: g["bytes"] / t / 1e9

@@ -6,7 +6,7 @@
 //! that only copies 16 bytes per invocation into a new buffer (what no compaction kernel can
 //! beat). Writes `target/bench/wgpu_compact.json`.
 //!
-//! `cargo run --release -p dlport-bench --bin wgpu_compact`
+//! `cargo run --release -p dlport-bench --features wgpu --bin wgpu_compact`
 
 use std::time::Instant;
 

@@ -2,7 +2,7 @@
 //! that does only that (create a buffer, write it, copy to a staging buffer, map, read), in the
 //! same run on the same adapter (lavapipe here). Writes `target/bench/wgpu.json`.
 //!
-//! `cargo run --release -p dlport-bench --bin wgpu_upload`
+//! `cargo run --release -p dlport-bench --features wgpu --bin wgpu_upload`
 
 use std::time::Instant;
 
