@@ -304,3 +304,63 @@ fn stream_argument_follows_the_dlpack_protocol() {
     assert_eq!(S::PerThreadDefault.cuda_handle(), Some(2));
     assert_eq!(S::NoSync.cuda_handle(), None);
 }
+
+// ── host memory asked for as pinned ──
+
+#[test]
+fn host_memory_is_never_presented_as_pinned_memory_it_is_not_whatever_the_policy() {
+    // A CPU-only registry: the CPU backend reaches kDLCUDAHost memory but makes none.
+    let r = Registry::with_cpu();
+    let plain = || {
+        ExportBuilder::from_vec(vec![1.0f32, 2.0], &[2])
+            .build()
+            .unwrap()
+    };
+    let pinned = || {
+        ExportBuilder::new(
+            HostAs(vec![1.0, 2.0], Device::cuda_host()),
+            DataType::FLOAT32,
+            &[2],
+        )
+        .build()
+        .unwrap()
+    };
+    let asked = |copy| ImportOptions {
+        device: Some(Device::cuda_host()),
+        copy,
+        ..ImportOptions::default()
+    };
+    let to_pinned = CopyReason::Device {
+        from: Device::cpu(),
+        to: Device::cuda_host(),
+    };
+    // Plain host memory: a view would present cpu memory as pinned, so every policy needs a
+    // copy into pinned memory, which no backend here makes.
+    let d = r
+        .decide(&plain().view(), &asked(CopyPolicy::IfNeeded))
+        .unwrap();
+    assert_eq!((d.copies, d.copy_reason), (true, Some(to_pinned)));
+    assert_eq!(
+        r.from_dlpack(plain(), &asked(CopyPolicy::Never))
+            .unwrap_err(),
+        Error::Dispatch(DispatchError::CopyRequired { reason: to_pinned })
+    );
+    for copy in [CopyPolicy::IfNeeded, CopyPolicy::Always] {
+        let err = r.from_dlpack(plain(), &asked(copy)).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Dispatch(DispatchError::NoBackend {
+                    device_type: DeviceType::CUDA_HOST,
+                    ..
+                })
+            ),
+            "{copy:?}: {err}"
+        );
+    }
+    // Memory that is pinned is presented as itself without a copy.
+    for copy in [CopyPolicy::Never, CopyPolicy::IfNeeded] {
+        let t = r.from_dlpack(pinned(), &asked(copy)).unwrap();
+        assert_eq!((t.device(), t.is_copied()), (Device::cuda_host(), false));
+    }
+}

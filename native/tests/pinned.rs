@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use dlport_core::abi::DeviceType;
 use dlport_core::backend::Backend;
-use dlport_core::error::BackendError;
+use dlport_core::error::{BackendError, CopyReason, DispatchError};
 use dlport_core::{CopyPolicy, DataType, Device, Error, ExportOptions, ImportOptions};
 use dlport_native::pinned::{LockedBuffer, PinnedBackend, lock_error};
 
@@ -132,4 +132,52 @@ fn pinned_copies_compact_into_locked_memory() {
         err,
         Error::Backend(BackendError::Unsupported { .. })
     ));
+}
+
+#[test]
+fn host_memory_asked_for_as_cuda_host_answers_one_way_for_every_policy() {
+    // The native registry: without a CUDA driver no backend makes kDLCUDAHost memory, and plain
+    // host memory is never presented as pinned, so every policy refuses; with one, every policy
+    // but Never copies into pinned memory.
+    let _serial = LOCKING.lock().unwrap();
+    let registry = dlport_native::registry();
+    let driver = registry.get("cuda").is_some();
+    let plain = || {
+        dlport_core::ExportBuilder::from_vec(vec![1.0f32, 2.0], &[2])
+            .build()
+            .unwrap()
+    };
+    let asked = |copy| ImportOptions {
+        device: Some(Device::cuda_host()),
+        copy,
+        ..ImportOptions::default()
+    };
+    let err = registry
+        .from_dlpack(plain(), &asked(CopyPolicy::Never))
+        .unwrap_err();
+    assert_eq!(
+        err,
+        Error::Dispatch(DispatchError::CopyRequired {
+            reason: CopyReason::Device {
+                from: Device::cpu(),
+                to: Device::cuda_host(),
+            },
+        })
+    );
+    for copy in [CopyPolicy::IfNeeded, CopyPolicy::Always] {
+        match registry.from_dlpack(plain(), &asked(copy)) {
+            Ok(t) => {
+                assert!(driver, "{copy:?}: a copy without a driver");
+                assert_eq!((t.device(), t.is_copied()), (Device::cuda_host(), true));
+                assert_eq!(t.to_vec::<f32>().unwrap(), [1.0, 2.0]);
+            }
+            Err(e) => {
+                assert!(!driver, "{copy:?}: {e}");
+                assert!(
+                    e.to_string().contains("needs the CUDA driver"),
+                    "{copy:?}: {e}"
+                );
+            }
+        }
+    }
 }

@@ -131,3 +131,21 @@ class _Capsule:
 
     def __dlpack_device__(self):
         return (1, 0)
+
+
+@pytest.mark.parametrize("copy", [None, False, True])
+def test_host_memory_asked_for_as_cuda_host_answers_one_way_for_every_policy(copy):
+    """Plain host memory is never presented as pinned memory it is not: `device="cuda_host"`
+    needs a copy into pinned memory for every policy, which only a CUDA driver can make, so
+    without one every policy refuses (`copy=False` because a copy is needed, the others
+    because none can be made) and none returns a view labelled cpu."""
+    data = aligned(4, np.float32)
+    driver = any(3 in b["device_types"] for b in dlport.backends())
+    if copy is False or not driver:
+        with pytest.raises(BufferError) as e:
+            dlport.from_dlpack(data, device="cuda_host", copy=copy)
+        expected = "copy policy" if copy is False else "needs the CUDA driver"
+        assert expected in str(e.value), str(e.value)
+    else:
+        t = dlport.from_dlpack(data, device="cuda_host", copy=copy)
+        assert t.device == "cuda_host:0" and t.copied

@@ -147,7 +147,11 @@ impl Device {
     /// name, such as `cuda_host:0`), present as themselves.
     ///
     /// An export reaches a consumer without a copy exactly when the device it asks for is the
-    /// device presented: `memory.presented(Some(wanted)) == wanted`.
+    /// device presented: `memory.presented(Some(wanted)) == wanted`; an import is a view only
+    /// under the same rule for the device it asks for. So memory is never presented as a class
+    /// it is not: plain `cpu` memory asked for as `cuda_host` needs a copy into pinned memory
+    /// whatever the copy policy (and without a backend that makes pinned memory, such as a CUDA
+    /// driver's, every policy refuses it).
     ///
     /// ```
     /// use dlport_core::Device;
@@ -155,6 +159,8 @@ impl Device {
     /// assert_eq!(pinned.presented(None), Device::cpu());
     /// assert_eq!(pinned.presented(Some(Device::cpu())), Device::cpu());
     /// assert_eq!(pinned.presented(Some(pinned)), pinned);
+    /// // Plain host memory stays itself: never presented as pinned.
+    /// assert_eq!(Device::cpu().presented(Some(pinned)), Device::cpu());
     /// assert_eq!(Device::cuda(0).presented(None), Device::cuda(0));
     /// assert_eq!(Device::cuda(0).presented(Some(Device::cpu())), Device::cuda(0));
     /// ```

@@ -299,7 +299,9 @@ impl core::error::Error for DispatchError {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CopyReason {
-    /// The target backend cannot reach the memory.
+    /// The target backend cannot reach the memory, or the memory is not of the target device
+    /// and cannot be presented as it ([`Device::presented`]: host memory asked for as pinned
+    /// memory it is not).
     Device {
         /// Where the data is.
         from: Device,

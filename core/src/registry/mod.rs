@@ -246,7 +246,13 @@ impl Registry {
             None => memory,
         };
         let backend = self.resolve(target)?;
-        let copy_reason = if !backend.can_access(memory) {
+        // A view is the memory itself, presented as the device it presents to this request
+        // (`Device::presented`, the rule of exports too): only when that is the target can the
+        // import be a view. So host memory is never presented as pinned or managed memory it is
+        // not (plain `cpu` memory asked for `cuda_host` needs a copy into pinned memory, which
+        // only a backend that makes pinned memory can give), whatever the copy policy.
+        let copy_reason = if !backend.can_access(memory) || memory.presented(Some(target)) != target
+        {
             Some(CopyReason::Device {
                 from: memory,
                 to: target,
