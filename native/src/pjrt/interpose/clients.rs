@@ -4,12 +4,9 @@
 //! `Destroy` (`jax.clear_backends()`), and the host's outlives dlport's.
 
 use std::collections::HashMap;
-use std::ffi::c_void;
-use std::sync::atomic::Ordering;
 use std::sync::{Mutex, PoisonError};
 
 use super::super::sys;
-use super::by_table;
 
 static CLIENTS: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
 
@@ -25,7 +22,7 @@ pub(super) fn created(client: *mut sys::PJRT_Client) {
 
 /// One more reference to a live `client`; `false` when the table holds none (destroyed, or
 /// not created through it).
-fn borrow(client: *mut sys::PJRT_Client) -> bool {
+pub(super) fn borrow(client: *mut sys::PJRT_Client) -> bool {
     with(|m| match m.get_mut(&(client as usize)) {
         Some(n) => {
             *n += 1;
@@ -52,30 +49,4 @@ pub(super) fn release(client: *mut sys::PJRT_Client) -> bool {
             None => true,
         }
     })
-}
-
-/// A counted reference to the client the host created through the interposed table `table`,
-/// for a second user of it (`PjrtClient::adopt` over `table`): the vendor destroys the client
-/// only when the host and every borrower gave theirs back through `table`'s
-/// `PJRT_Client_Destroy`. `None` before the host created one, or after it was destroyed.
-pub fn borrow_client(table: *const c_void) -> Option<*mut c_void> {
-    let ip = by_table(table).filter(|ip| ip.hooks)?;
-    let client = ip.client.load(Ordering::Acquire);
-    (!client.is_null() && borrow(client)).then_some(client.cast())
-}
-
-/// Gives back a reference [`borrow_client`] gave, for a borrower that made no client value of
-/// it (a value's drop gives it back through the table itself).
-///
-/// # Safety
-/// `client` came from `borrow_client(table)` and is given back once.
-pub unsafe fn give_back_client(table: *const c_void, client: *mut c_void) {
-    if release(client.cast()) {
-        let mut a = sys::Client_Destroy_Args::new();
-        a.client = client.cast();
-        if let Some(ip) = by_table(table) {
-            // SAFETY: the last reference: the vendor's Destroy runs once, here.
-            let _ = unsafe { ip.vendor.call(sys::CLIENT_DESTROY, &mut a) };
-        }
-    }
 }

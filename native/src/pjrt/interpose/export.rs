@@ -12,7 +12,8 @@ use dlport_core::{CopyPolicy, DataType, Device, Error, ExportBuilder, ManagedTen
 use super::super::buffer::await_event;
 use super::super::result::{Api, UNIMPLEMENTED};
 use super::super::{sys, types};
-use super::{Learnt, TO_HOST, room};
+use super::abi::TO_HOST;
+use super::{Learnt, room};
 use crate::plugin::plugin_error;
 
 /// How many host copies [`export`] made in this process (one per export that copied).

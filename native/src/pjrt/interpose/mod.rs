@@ -18,11 +18,11 @@
 //! monomorphised on the room's number: a C function pointer carries no data, so the number
 //! finds the vendor's table.
 
+mod abi;
 mod clients;
 mod export;
 mod pins;
 
-pub use clients::{borrow_client, give_back_client};
 pub use export::{export, host_copies};
 pub use pins::pins;
 
@@ -36,51 +36,11 @@ use dlport_core::abi::DeviceType;
 
 use super::result::Api;
 use super::sys::{self, Head, Slot};
+use abi::{BUFFER_DELETE, BUFFER_IS_DELETED, BUFFER_UNSAFE_POINTER, BufferArgs, IsDeletedArgs};
 
 /// How many tables can be interposed in one process (one per platform; a stand-in and the
 /// table over it count two).
 pub const MAX_TABLES: usize = 8;
-
-/// Slots the interposer uses that dlport's own client does not (pjrt_c_api.h 0.81 order).
-pub(crate) const BUFFER_DELETE: Slot = Slot {
-    name: "PJRT_Buffer_Delete",
-    index: 67,
-};
-pub(crate) const BUFFER_IS_DELETED: Slot = Slot {
-    name: "PJRT_Buffer_IsDeleted",
-    index: 68,
-};
-pub(crate) const TO_HOST: Slot = Slot {
-    name: "PJRT_Buffer_ToHostBuffer",
-    index: 70,
-};
-pub(crate) const BUFFER_UNSAFE_POINTER: Slot = Slot {
-    name: "PJRT_Buffer_UnsafePointer",
-    index: 73,
-};
-
-/// `PJRT_Buffer_Destroy_Args` and `PJRT_Buffer_Delete_Args`.
-#[repr(C)]
-pub(crate) struct BufferArgs {
-    pub head: Head,
-    pub buffer: *mut sys::PJRT_Buffer,
-}
-
-/// `PJRT_Buffer_IsDeleted_Args`.
-#[repr(C)]
-struct IsDeletedArgs {
-    head: Head,
-    buffer: *mut sys::PJRT_Buffer,
-    is_deleted: bool,
-}
-
-/// `PJRT_Buffer_UnsafePointer_Args`.
-#[repr(C)]
-struct UnsafePointerArgs {
-    head: Head,
-    buffer: *mut sys::PJRT_Buffer,
-    buffer_pointer: usize,
-}
 
 /// One interposed table: the vendor's, checked; dlport's copy; what it changes.
 pub(crate) struct Interposer {
@@ -262,6 +222,32 @@ pub fn host_client(table: *const c_void) -> *mut c_void {
     by_table(table).map_or(std::ptr::null_mut(), |ip| {
         ip.client.load(Ordering::Acquire).cast()
     })
+}
+
+/// A counted reference to the client the host created through the interposed table `table`,
+/// for a second user of it (`PjrtClient::adopt` over `table`): the vendor destroys the client
+/// only when the host and every borrower gave theirs back through `table`'s
+/// `PJRT_Client_Destroy`. `None` before the host created one, or after it was destroyed.
+pub fn borrow_client(table: *const c_void) -> Option<*mut c_void> {
+    let ip = by_table(table).filter(|ip| ip.hooks)?;
+    let client = ip.client.load(Ordering::Acquire);
+    (!client.is_null() && clients::borrow(client)).then_some(client.cast())
+}
+
+/// Gives back a reference [`borrow_client`] gave, for a borrower that made no client value of
+/// it (a value's drop gives it back through the table itself).
+///
+/// # Safety
+/// `client` came from `borrow_client(table)` and is given back once.
+pub unsafe fn give_back_client(table: *const c_void, client: *mut c_void) {
+    if clients::release(client.cast()) {
+        let mut a = sys::Client_Destroy_Args::new();
+        a.client = client.cast();
+        if let Some(ip) = by_table(table) {
+            // SAFETY: the last reference: the vendor's Destroy runs once, here.
+            let _ = unsafe { ip.vendor.call(sys::CLIENT_DESTROY, &mut a) };
+        }
+    }
 }
 
 /// The DLPack device type of the interposed table `table` (`None`: not one of dlport's).
@@ -479,9 +465,3 @@ unsafe extern "C" fn unsafe_pointer<const N: usize>(args: *mut c_void) -> *mut s
     // SAFETY: the host's args, forwarded.
     unsafe { forward(N, BUFFER_UNSAFE_POINTER, args) }
 }
-
-const _: () = {
-    assert!(std::mem::offset_of!(IsDeletedArgs, is_deleted) == 24);
-    assert!(std::mem::size_of::<UnsafePointerArgs>() == 32);
-    assert!(BUFFER_UNSAFE_POINTER.end() == 40 + 74 * 8);
-};

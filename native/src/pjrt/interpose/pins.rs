@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 
 use super::super::result::Api;
 use super::super::sys;
-use super::{BUFFER_DELETE, BufferArgs};
+use super::abi::{BUFFER_DELETE, BufferArgs};
 
 /// What the host asked for while the buffer was pinned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
