@@ -62,6 +62,10 @@ fn every_door(r: &Registry) -> [Result<dlport_core::Tensor, Error>; 5] {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "4 MiB zeroed and read in every door, 1 GiB alignments: too slow under Miri"
+)]
 fn four_mib_are_refused_under_a_one_mib_limit_in_every_door_and_backend() {
     let _held = hold();
     let r = Registry::with_cpu();
@@ -94,6 +98,10 @@ fn four_mib_are_refused_under_a_one_mib_limit_in_every_door_and_backend() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "4 MiB zeroed and read in every door, 1 GiB alignments: too slow under Miri"
+)]
 fn a_limit_raised_above_the_default_is_the_one_in_force_everywhere() {
     let _held = hold();
     // The platform's default (what `dlport_native::install()` gives as the machine's memory),
@@ -183,6 +191,10 @@ fn zero_is_none_of_its_own_and_never_a_zero_byte_limit() {
 const ALIGNED_COPY: u128 = 2 + 2 + (1 << 30) - 1;
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "4 MiB zeroed and read in every door, 1 GiB alignments: too slow under Miri"
+)]
 fn an_aligned_allocation_counts_what_it_can_take_not_only_its_bytes() {
     let _held = hold();
     let r = Registry::with_cpu();
