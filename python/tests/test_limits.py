@@ -3,6 +3,7 @@ translated, core decides (the same table as core/tests/guarantees.rs, capi/tests
 and native/tests/install.rs). The limit is the lowest of a call's ``max_alloc``, the registry's
 and the process's (``dlport.set_alloc_limit``): a call cannot raise it."""
 
+import copy
 import ctypes
 import subprocess
 import sys
@@ -123,6 +124,13 @@ def test_every_python_door_refuses_four_mib_under_a_one_mib_limit():
         view = dlport.from_dlpack(broadcast(4 << 20))
         with pytest.raises(BufferError, match=refused):
             view.compact()
+        with pytest.raises(BufferError, match=refused):
+            copy.deepcopy(view)
+        with pytest.raises(BufferError, match=refused):
+            view.__dlpack__(max_version=(1, 3), copy=True)
+        if hasattr(dlport, "share"):
+            with pytest.raises(BufferError, match=refused):
+                dlport.share(view, copy=True)
         dlport.set_alloc_limit(8 << 20)
         assert exchange_allocate(4 << 20) is None
         assert view.compact().copied
