@@ -210,3 +210,16 @@ def test_a_tvm_ffi_function_takes_and_returns_the_extensions_tensors():
     del r
     collect()
     assert t._dlpack_users == 0, "tvm-ffi released the extension's export exactly once"
+
+
+# ── Byte counts (issue 56): the extension's tensors share dlport-pyo3's checks ──
+
+def test_a_tensor_whose_bytes_do_not_fit_a_buffer_is_refused_and_nbytes_is_exact():
+    # float64, 2**61 + 1 elements over one (stride 0): 2**64 + 8 bytes, which no buffer holds.
+    t = ext.passthrough(Producer(np.ones(1), shape=[2**61 + 1], strides=[0]))
+    assert t.nbytes == 8 * (2**61 + 1)
+    for read in (bytearray, lambda t: memoryview(t).tobytes()):
+        with pytest.raises(BufferError, match="does not fit a buffer"):
+            read(t)
+    empty = ext.passthrough(Producer(np.ones(1), shape=[2**33, 2**33, 0], strides=[0, 0, 0]))
+    assert empty.nbytes == 0 and bytearray(empty) == b""
