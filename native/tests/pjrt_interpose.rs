@@ -151,6 +151,13 @@ fn the_host_sees_the_interposed_table_and_exports_outlive_its_destroy() {
     assert_eq!(interpose::pins(raw), 0);
     drop(others);
 
+    // An export outlives the host's buffer and the host's client.
+    let b2 = buffer(&client, &[5.0; 4]);
+    let (_, l2) = interpose::learn(|| unsafe_pointer(ours, b2.as_raw()));
+    let late = interpose::export(l2.unwrap(), true, CopyPolicy::Never).unwrap();
+    assert_eq!(interpose::client_holders(ours), 2, "the host and the pin");
+    drop(b2);
+
     // The host's client, borrowed: it computes, and outlives the host's Destroy.
     let raw_client = interpose::borrow_client(ours).expect("a client to borrow");
     // SAFETY: a counted reference to a live client of the interposed table.
@@ -169,8 +176,13 @@ fn the_host_sees_the_interposed_table_and_exports_outlive_its_destroy() {
     let got = read(&out[0].to_dlpack(true).unwrap());
     assert_eq!(got, [1.0, 3.0, 5.0, 7.0, 9.0, 11.0]);
     drop((exe, input, out, borrowed));
-    assert!(
-        interpose::borrow_client(ours).is_none(),
-        "the last holder destroyed the client"
+    assert_eq!(interpose::client_holders(ours), 1, "the pin alone");
+    assert_eq!(read(&late), [5.0; 4]);
+    drop(late);
+    assert_eq!(
+        interpose::client_holders(ours),
+        0,
+        "the last holder destroyed it"
     );
+    assert!(interpose::borrow_client(ours).is_none());
 }

@@ -50,3 +50,8 @@ pub(super) fn release(client: *mut sys::PJRT_Client) -> bool {
         }
     })
 }
+
+/// The references `client` has (0: destroyed, or not counted).
+pub(super) fn holders(client: *mut sys::PJRT_Client) -> usize {
+    with(|m| m.get(&(client as usize)).copied().unwrap_or(0))
+}

@@ -26,6 +26,12 @@ mod pins;
 pub use export::{export, host_copies};
 pub use pins::pins;
 
+/// How many holders the host's client of the interposed table `table` has (the host, each
+/// borrow, each pinned buffer); 0 once the vendor destroyed it. For tests.
+pub fn client_holders(table: *const c_void) -> usize {
+    by_table(table).map_or(0, |ip| clients::holders(ip.client.load(Ordering::Acquire)))
+}
+
 use std::cell::Cell;
 use std::ffi::{CString, c_void};
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -457,7 +463,7 @@ unsafe extern "C" fn unsafe_pointer<const N: usize>(args: *mut c_void) -> *mut s
         LEARN.with(|l| {
             if let (Learning::Waiting, Some(ip)) = (l.get(), room(N)) {
                 // Pinned before the vendor answers: the host holds the buffer for this call.
-                pins::pin(buffer, ip.vendor);
+                pins::pin(buffer, ip.vendor, ip.client.load(Ordering::Acquire));
                 l.set(Learning::Got(buffer, N));
             }
         });

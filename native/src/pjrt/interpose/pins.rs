@@ -8,6 +8,7 @@ use std::sync::{Mutex, PoisonError};
 use super::super::result::Api;
 use super::super::sys;
 use super::abi::{BUFFER_DELETE, BufferArgs};
+use super::clients;
 
 /// What the host asked for while the buffer was pinned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,6 +21,9 @@ struct Pin {
     count: usize,
     /// The vendor's table, which runs the deferred call.
     api: Api,
+    /// The host's client, borrowed while the buffer is pinned (NULL: none counted), so the
+    /// host's `PJRT_Client_Destroy` cannot free the buffer under an export either.
+    client: *mut sys::PJRT_Client,
     deleted: bool,
     destroyed: bool,
 }
@@ -31,13 +35,21 @@ fn with<R>(f: impl FnOnce(&mut HashMap<usize, Pin>) -> R) -> R {
     f(g.get_or_insert_with(HashMap::new))
 }
 
-/// Pins `buffer` once more.
-pub(super) fn pin(buffer: *mut sys::PJRT_Buffer, api: Api) {
+// SAFETY: the pointers are only handed back to the vendor, from any thread (PJRT's contract).
+unsafe impl Send for Pin {}
+
+/// Pins `buffer` once more; the first pin borrows `client`, the host's client of it.
+pub(super) fn pin(buffer: *mut sys::PJRT_Buffer, api: Api, client: *mut sys::PJRT_Client) {
     with(|m| {
         m.entry(buffer as usize)
-            .or_insert(Pin {
+            .or_insert_with(|| Pin {
                 count: 0,
                 api,
+                client: if clients::borrow(client) {
+                    client
+                } else {
+                    std::ptr::null_mut()
+                },
                 deleted: false,
                 destroyed: false,
             })
@@ -74,7 +86,8 @@ pub fn pins(buffer: *const std::ffi::c_void) -> usize {
 }
 
 /// Drops one pin of `buffer`; the last one runs what the host deferred (`Destroy`, else
-/// `Delete`) on the vendor's table, on this thread, once.
+/// `Delete`) on the vendor's table, on this thread, once, then gives the client back (the
+/// vendor's `PJRT_Client_Destroy` when the host had destroyed it).
 pub(super) fn unpin(buffer: *mut sys::PJRT_Buffer) {
     let last = with(|m| {
         let key = buffer as usize;
@@ -94,14 +107,23 @@ pub(super) fn unpin(buffer: *mut sys::PJRT_Buffer) {
         buffer,
     };
     let slot = if p.destroyed {
-        sys::BUFFER_DESTROY
+        Some(sys::BUFFER_DESTROY)
     } else if p.deleted {
-        BUFFER_DELETE
+        Some(BUFFER_DELETE)
     } else {
-        return;
+        None
     };
-    // SAFETY: the args of PJRT_Buffer_Destroy / _Delete (the same struct); the host asked for
-    // this call and it waited for the last pin, which is gone: it runs once, here. An error
-    // cannot be reported to anyone (the host's call already returned success).
-    let _ = unsafe { p.api.call(slot, &mut a) };
+    if let Some(slot) = slot {
+        // SAFETY: the args of PJRT_Buffer_Destroy / _Delete (the same struct); the host asked
+        // for this call and it waited for the last pin, which is gone: it runs once, here. An
+        // error cannot be reported to anyone (the host's call already returned success).
+        let _ = unsafe { p.api.call(slot, &mut a) };
+    }
+    if !p.client.is_null() && clients::release(p.client) {
+        let mut d = sys::Client_Destroy_Args::new();
+        d.client = p.client;
+        // SAFETY: the host destroyed its client while this pin borrowed it: the vendor's
+        // Destroy runs once, here, after the buffer's.
+        let _ = unsafe { p.api.call(sys::CLIENT_DESTROY, &mut d) };
+    }
 }
