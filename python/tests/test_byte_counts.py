@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dlport
-from dlport._dask import _deserialize
+from dlport._dask import _deserialize, _sizeof
 from dlport.testing import Producer
 
 HUGE = (2**61 + 1,)  # float64: 2**64 + 8 bytes, 8 in memory
@@ -34,6 +34,7 @@ def check_truthful(t, itemsize):
     names the shape and the itemsize when the count does not fit a buffer."""
     count = int(np.prod([int(n) for n in t.shape], dtype=object)) * itemsize
     assert t.nbytes == count and type(t.nbytes) is int
+    assert _sizeof(t) == count  # what Dask's memory accounting reads (dask.sizeof)
     if count <= 2**63 - 1:
         return
     for name, read in READERS.items():
