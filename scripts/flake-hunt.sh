@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# The flake hunt: runs a stage's test binaries many times at once, so that each run has parallel
+# copies of itself and of the other binaries beside it as load, and records every failure with
+# the binary, the failing tests and the run's output. A test that depends on timing or on its
+# neighbours fails here long before it fails in CI. CI does not run it (FUZZING.md records the
+# last hunt).
+#
+# Usage: scripts/flake-hunt.sh STAGE N
+#   rust     every test binary of `cargo test --workspace --all-features` (the libraries' unit
+#            tests and every integration test; built once, with the test command's env), N runs
+#            each; doc tests are not binaries and are not hunted
+#   python   every file of python/tests with the installed package in .venv
+#            (scripts/python-build.sh first), N pytest runs each
+# Environment:
+#   FLAKE_HUNT_JOBS     runs at once (default 3 x the cores): the load
+#   FLAKE_HUNT_ONLY     an extended regex: hunt only the binaries (files) whose name matches
+#   FLAKE_HUNT_BUDGET   seconds for the whole hunt (default 3600); runs not started by then are
+#                       counted as not run, and the summary says so
+#   FLAKE_HUNT_TIMEOUT  seconds one run may take (default 600); a run past it fails
+#   FLAKE_HUNT_DIR      where the logs go (default target/flake-hunt/STAGE)
+# Tests that need a machine's hardware or a peer (CUDA, PoCL, a PJRT plugin: DLPORT_PJRT_PLUGIN,
+# torch) skip themselves as they do in the test command; they pass here without running (a
+# Python file that skips itself whole is named in the summary).
+# The last line reads "flake-hunt: N passed, N failed" (", N not run" when the budget ran out);
+# the exit status is 1 when a run failed or did not run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+self="$PWD/scripts/flake-hunt.sh"
+
+if [ "${1:-}" = "--one" ]; then
+  # One run (called by xargs below): --one DIR DEADLINE TIMEOUT INDEX, the run's line of DIR/plan.
+  dir=$2 deadline=$3 limit=$4 index=$5
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    echo "$index" >>"$dir/notrun"
+    exit 0
+  fi
+  IFS=$'\t' read -r _ _ workdir command < <(awk -F'\t' -v i="$index" '$1 == i' "$dir/plan")
+  IFS=$'\x1f' read -r -a words <<<"$command"
+  log="$dir/runs/$index.log"
+  status=0
+  (cd "$workdir" && timeout --kill-after=10 "$limit" "${words[@]}") >"$log" 2>&1 </dev/null || status=$?
+  # pytest's 5: nothing collected, a test file that skipped itself whole (a peer not installed).
+  if [ "$status" -eq 5 ] && [ "${words[1]:-}" = "-m" ] && [ "${words[2]:-}" = "pytest" ]; then
+    echo "$index" >>"$dir/skipped"
+    status=0
+  fi
+  if [ "$status" -eq 0 ]; then
+    echo "$index" >>"$dir/passed"
+    rm -f "$log"
+  else
+    echo "$index $status" >>"$dir/failed"
+  fi
+  exit 0
+fi
+
+stage=${1:-}
+runs=${2:-}
+case "$runs" in '' | *[!0-9]*) runs=0 ;; esac
+if [ -z "$stage" ] || [ "$runs" -lt 1 ]; then
+  echo "usage: $0 STAGE N   (STAGE: rust or python; N: runs per binary, at least 1)" >&2
+  exit 2
+fi
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only CARGO_INCREMENTAL=0
+cores=$(nproc)
+jobs=${FLAKE_HUNT_JOBS:-$((3 * cores))}
+budget=${FLAKE_HUNT_BUDGET:-3600}
+limit=${FLAKE_HUNT_TIMEOUT:-600}
+only=${FLAKE_HUNT_ONLY:-}
+dir=${FLAKE_HUNT_DIR:-target/flake-hunt/$stage}
+rm -rf "$dir"
+mkdir -p "$dir/runs"
+: >"$dir/passed"
+: >"$dir/failed"
+: >"$dir/notrun"
+: >"$dir/skipped"
+# What each binary is: one line per binary, "NAME<TAB>WORKDIR<TAB>COMMAND" (the command's
+# words separated by the unit separator \x1f).
+targets="$dir/targets"
+
+case "$stage" in
+  rust)
+    echo "[flake-hunt] building the test binaries (cargo test --workspace --all-features --no-run)"
+    cargo test --workspace --all-features --locked --no-run --message-format=json-render-diagnostics \
+      >"$dir/build.json"
+    python3 - "$dir/build.json" "$targets" <<'EOF'
+import json, os, sys
+seen = {}
+for line in open(sys.argv[1]):
+    if not line.startswith("{"):
+        continue
+    m = json.loads(line)
+    if m.get("reason") != "compiler-artifact" or not m.get("executable") or not m["profile"]["test"]:
+        continue
+    kind = m["target"]["kind"][0]
+    pid = m["package_id"]  # "path+file:///…#dlport-core@0.1.0" or "dlport-core 0.1.0 (…)"
+    crate = pid.split("#", 1)[1].split("@")[0] if "#" in pid else pid.split(" ")[0]
+    name = f"{crate}:{m['target']['name']}" if kind in ("test", "bench") else f"{crate}:{kind}"
+    seen[name] = (os.path.dirname(m["manifest_path"]), m["executable"])
+with open(sys.argv[2], "w") as out:
+    for name, (workdir, exe) in sorted(seen.items()):
+        out.write(f"{name}\t{workdir}\t{exe}\n")
+EOF
+    ;;
+  python)
+    py=.venv/bin/python
+    [ -x "$py" ] || { echo "[flake-hunt] no $py: run scripts/python-env.sh and scripts/python-build.sh first" >&2; exit 1; }
+    for f in python/tests/test_*.py; do
+      printf '%s\t%s\t%s\n' "python:$(basename "$f" .py)" "$PWD" \
+        "$PWD/$py"$'\x1f'-m$'\x1f'pytest$'\x1f'-q$'\x1f'-p$'\x1f'no:cacheprovider$'\x1f'"$f"
+    done >"$targets"
+    ;;
+  *)
+    echo "[flake-hunt] unknown stage '$stage' (rust or python)" >&2
+    exit 2
+    ;;
+esac
+if [ -n "$only" ]; then
+  grep -E "^[^	]*($only)" "$targets" >"$targets.only" || true
+  mv "$targets.only" "$targets"
+fi
+count=$(wc -l <"$targets")
+[ "$count" -gt 0 ] || { echo "[flake-hunt] no binary matches '$only'" >&2; exit 1; }
+
+# The runs, shuffled so that each has other binaries and copies of itself beside it, one list
+# entry a line: "INDEX<TAB>NAME<TAB>WORKDIR<TAB>COMMAND". INDEX names its log.
+python3 - "$targets" "$runs" "$dir/plan" <<'EOF'
+import random, sys
+targets = [l.rstrip("\n") for l in open(sys.argv[1]) if l.strip()]
+plan = [(t, r) for t in targets for r in range(int(sys.argv[2]))]
+random.shuffle(plan)
+with open(sys.argv[3], "w") as out:
+    for i, (t, r) in enumerate(plan):
+        out.write(f"{i}\t{t}\n")
+EOF
+total=$((count * runs))
+deadline=$(($(date +%s) + budget))
+echo "[flake-hunt] $stage: $count binaries x $runs runs = $total runs, $jobs at once on $cores cores," \
+  "at most ${budget}s in all and ${limit}s a run; logs in $dir"
+start=$(date +%s)
+cut -f1 "$dir/plan" | xargs -P "$jobs" -n 1 bash "$self" --one "$dir" "$deadline" "$limit"
+elapsed=$(($(date +%s) - start))
+
+passed=$(wc -l <"$dir/passed")
+failed=$(wc -l <"$dir/failed")
+notrun=$(wc -l <"$dir/notrun")
+# Each failure: the binary, its exit status, the failing tests and the log.
+summary="$dir/failures.txt"
+: >"$summary"
+if [ "$failed" -gt 0 ]; then
+  while read -r index status; do
+    name=$(awk -F'\t' -v i="$index" '$1 == i { print $2 }' "$dir/plan")
+    log="$dir/runs/$index.log"
+    tests=$(grep -E '^test .* \.\.\. FAILED|^FAILED |^---- .* stdout ----' "$log" | sort -u | tr '\n' ' ' || true)
+    if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+      tests="(timed out after ${limit}s) $tests"
+    fi
+    echo "$name (run $index, exit $status): ${tests:-see the log} -> $log" >>"$summary"
+  done <"$dir/failed"
+  echo "[flake-hunt] failures:"
+  sort "$summary" | sed 's/^/  /'
+  echo "[flake-hunt] failed runs per binary (of $runs each):"
+  cut -d' ' -f1 "$summary" | sort | uniq -c | sort -rn | sed 's/^ */  /'
+fi
+if [ -s "$dir/skipped" ]; then
+  echo "[flake-hunt] passed by skipping themselves whole (pytest: nothing collected):" \
+    "$(awk -F'\t' 'NR == FNR { s[$1] = 1; next } $1 in s { print $2 }' "$dir/skipped" "$dir/plan" | sort -u | tr '\n' ' ')"
+fi
+echo "[flake-hunt] $stage: $total runs planned, ${elapsed}s, load $(cut -d' ' -f1-3 /proc/loadavg)"
+line="flake-hunt: $passed passed, $failed failed"
+[ "$notrun" -gt 0 ] && line="$line, $notrun not run (the ${budget}s budget ran out)"
+echo "$line"
+[ "$failed" -eq 0 ] && [ "$notrun" -eq 0 ]
