@@ -38,12 +38,13 @@ fn client_arg<'a>(c: *const DlportPjrtClient) -> Result<&'a PjrtClient, Failure>
 /// major version; every function's slot against the table's `struct_size`), initializes it
 /// once per process and creates a client. `device_type` is the DLPack device type of the
 /// plugin's memory, or 0 to take it from the platform name (`cpu` → kDLCPU, `cuda` →
-/// kDLCUDA, `rocm` → kDLROCM, `xpu`/`oneapi`/`sycl` → kDLOneAPI, `metal` → kDLMetal, …).
+/// kDLCUDA, `rocm` → kDLROCM, `xpu`/`oneapi`/`sycl` → kDLOneAPI, `METAL`/`mtl`/`mps` →
+/// kDLMetal, `tt`/`qaic` → kDLExtDev, …; a name dlport does not know is kDLExtDev).
 ///
 /// Errors (`DLPORT_ERR_BACKEND`) name the plugin and the PJRT function, with the plugin's own
 /// message and code: a library that does not load, no `GetPjrtApi`, another major version, a
-/// table too short for a function (an older API), a NULL result, an unknown platform with
-/// `device_type` 0.
+/// table too short for a function (an older API), a NULL result, a `device_type` that is
+/// no DLPack device type.
 ///
 /// Ownership: `path` stays the caller's. On success `*client_out` is a new client the caller
 /// frees with `dlport_pjrt_client_free`; on error it is untouched. Plugins stay loaded for the

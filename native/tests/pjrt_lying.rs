@@ -11,7 +11,8 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
-use dlport_core::{CopyPolicy, Error};
+use dlport_core::abi::DeviceType;
+use dlport_core::{CopyPolicy, Device, Error};
 use dlport_native::pjrt::sys::{self, Slot};
 use dlport_native::pjrt::{ClientOptions, PjrtClient, PjrtPlugin};
 use pjrt_common::{AFFINE, Spec, count, plugin_path, tensor};
@@ -411,4 +412,68 @@ fn lies_about_a_buffer_are_errors_and_release_everything_once() {
         e.contains("PJRT_Client_AddressableDevices") && e.contains("NULL"),
         "{e}"
     );
+}
+
+/// The platform name the renaming table answers.
+static PLATFORM: Mutex<&'static str> = Mutex::new("cpu");
+
+wrapper!(
+    platform_name,
+    sys::CLIENT_PLATFORM_NAME,
+    sys::Client_PlatformName_Args,
+    |_a| { None },
+    |b| {
+        let name = *PLATFORM.lock().unwrap_or_else(PoisonError::into_inner);
+        b.platform_name = name.as_ptr().cast();
+        b.platform_name_size = name.len();
+    }
+);
+
+#[test]
+fn a_platform_name_gives_its_device_type_and_an_unknown_one_never_cuda() {
+    let Some(_g) = setup("platform names") else {
+        return;
+    };
+    let renamed = table(|t| {
+        set(
+            t,
+            sys::CLIENT_PLATFORM_NAME,
+            platform_name as sys::Fn as usize,
+        )
+    });
+    // SAFETY: a leaked copy of the real table, its wrapper following the C API's signature.
+    let plugin = unsafe { PjrtPlugin::from_table(renamed, "renamed") }.unwrap();
+    let of = |name: &'static str, caller: Option<DeviceType>| {
+        *PLATFORM.lock().unwrap_or_else(PoisonError::into_inner) = name;
+        let options = ClientOptions {
+            device_type: caller,
+            ..ClientOptions::default()
+        };
+        let c = PjrtClient::create(&plugin, &options).expect("a client");
+        assert_eq!(c.platform(), name);
+        for (i, d) in c.devices().iter().enumerate() {
+            assert_eq!(d.device, Device::new(c.device_type(), i as i32), "{name}");
+        }
+        c.device_type()
+    };
+    for (name, t) in [
+        ("mtl", DeviceType::METAL),
+        ("METAL", DeviceType::METAL),
+        ("xpu", DeviceType::ONEAPI),
+        ("tt", DeviceType::EXT_DEV),
+        ("qaic", DeviceType::EXT_DEV),
+        ("cuda", DeviceType::CUDA),
+        // Names dlport does not know, "gpu" among them: kDLExtDev, never kDLCUDA.
+        ("gpu", DeviceType::EXT_DEV),
+        ("some-new-vendor", DeviceType::EXT_DEV),
+    ] {
+        assert_eq!(of(name, None), t, "{name}");
+    }
+    // The caller's code wins, for a known name and an unknown one.
+    assert_eq!(
+        of("some-new-vendor", Some(DeviceType::OPENCL)),
+        DeviceType::OPENCL
+    );
+    assert_eq!(of("cpu", Some(DeviceType::EXT_DEV)), DeviceType::EXT_DEV);
+    *PLATFORM.lock().unwrap_or_else(PoisonError::into_inner) = "cpu";
 }

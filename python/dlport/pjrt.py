@@ -97,8 +97,10 @@ def plugin_path(name: str) -> str:
 
 def load(path_or_name: str | os.PathLike[str], *, device_type: int | None = None) -> PjrtClient:
     """Loads a PJRT plugin (a path to a library file, or an installed plugin package's name)
-    and creates a client. ``device_type`` (a DLPack code) names the device type of a platform
-    dlport does not know by name.
+    and creates a client. ``device_type`` (a DLPack code) names the device type of the
+    plugin's memory; without it the platform name decides (``"cpu"`` kDLCPU, ``"cuda"``
+    kDLCUDA, ``"METAL"``/``"mtl"`` kDLMetal, ...), and a name dlport does not know is
+    kDLExtDev (12).
 
     A path is loaded as the absolute path of the file that exists (the dynamic loader never
     searches for it); a name that is no file is a package name, whose candidate libraries are

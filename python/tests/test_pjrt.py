@@ -55,6 +55,16 @@ def test_devices(client):
     assert client.missing == []
 
 
+def test_the_callers_device_type_labels_every_device():
+    # A code the caller names wins over the platform name's ("cpu" is kDLCPU): kDLExtDev here,
+    # the type a platform dlport does not know by name gets without one.
+    ext = pjrt.load(PLUGIN, device_type=12)
+    assert ext.platform == "cpu"
+    assert ext.device_type == 12
+    assert ext.devices == [(12, i) for i in range(len(ext.devices))]
+    assert ext.devices
+
+
 def test_numpy_both_ways_without_a_copy(client):
     x = aligned(np.arange(6, dtype=np.float32).reshape(2, 3))
     buf = client.from_dlpack(x, copy=False)

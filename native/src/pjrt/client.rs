@@ -9,7 +9,7 @@ use dlport_core::{Device, Error};
 
 use super::result::{Api, keep};
 use super::sys;
-use super::types::device_type_of;
+use super::types::device_type_for;
 use crate::plugin::plugin_error;
 
 /// A loaded PJRT plugin: its checked function table. Plugins stay loaded for the life of the
@@ -151,13 +151,15 @@ pub enum OptionValue {
     Bool(bool),
 }
 
-/// How to create a client: the plugin's create options, and the DLPack device type of a
-/// platform whose name dlport does not know.
+/// How to create a client: the plugin's create options, and the DLPack device type of its
+/// memory when the platform table's is not the right one.
 #[derive(Clone, Debug, Default)]
 pub struct ClientOptions {
     /// `(name, value)` pairs passed to `PJRT_Client_Create`.
     pub options: Vec<(String, OptionValue)>,
-    /// The device type for the platform (overrides the name's mapping).
+    /// The device type for the platform (overrides the platform table's,
+    /// [`device_type_for`](super::device_type_for); a name the table does not know is
+    /// kDLExtDev without it).
     pub device_type: Option<DeviceType>,
 }
 
@@ -316,19 +318,9 @@ impl PjrtClient {
         )?;
         inner.api = api.named(keep(&platform));
         let api = inner.api;
-        inner.device_type = match options.device_type.or_else(|| device_type_of(&platform)) {
-            Some(t) => t,
-            None => {
-                return Err(api.error(
-                    sys::CLIENT_PLATFORM_NAME.name,
-                    -1,
-                    &format!(
-                        "platform \"{platform}\" has no DLPack device type dlport knows: name \
-                         one in ClientOptions::device_type"
-                    ),
-                ));
-            }
-        };
+        // The caller's device type, else the platform table's, else kDLExtDev: a platform
+        // dlport does not know is never labelled as another vendor's memory.
+        inner.device_type = device_type_for(&platform, options.device_type);
         let mut d = sys::Client_AddressableDevices_Args::new();
         d.client = inner.raw;
         // SAFETY: the args of PJRT_Client_AddressableDevices.

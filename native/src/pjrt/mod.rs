@@ -32,7 +32,7 @@ pub use buffer::{BufferInfo, PjrtBuffer};
 pub use client::{ClientOptions, OptionValue, PjrtClient, PjrtDevice, PjrtPlugin};
 pub use execute::PjrtExecutable;
 pub use import::VIEW_ALIGN;
-pub use types::device_type_of;
+pub use types::{device_type_for, device_type_of};
 
 use sys::Slot;
 

@@ -64,24 +64,64 @@ pub fn to_pjrt(dtype: DataType) -> Result<i32, String> {
         .ok_or_else(|| format!("dtype {dtype} has no PJRT_Buffer_Type"))
 }
 
-/// The DLPack device type a PJRT platform name stands for, or `None` for a name dlport does
-/// not know (the caller then names the device type).
+/// `(platform names, the DLPack device type)`: the names PJRT plugins answer in
+/// `PJRT_Client_PlatformName` (compared without case), each with the memory its buffers are in.
+/// A name stands for one vendor's memory or it is not here: "gpu" (CUDA, ROCm or Metal), "npu"
+/// and "amd" (several vendors' accelerators) are left to the caller.
+const PLATFORMS: &[(&[&str], DeviceType)] = &[
+    // XLA's CPU plugin and its interpreter: host memory.
+    (&["cpu", "host", "interpreter"], DeviceType::CPU),
+    // XLA's GPU plugin built for CUDA (jax-cuda12-pjrt, jax-cuda13-pjrt).
+    (&["cuda"], DeviceType::CUDA),
+    // XLA's GPU plugin built for ROCm (jax-rocm7-pjrt).
+    (&["rocm", "hip"], DeviceType::ROCM),
+    // Intel's plugins (jax-oneapi-pjrt, intel-extension-for-openxla): USM memory.
+    (&["xpu", "oneapi", "sycl"], DeviceType::ONEAPI),
+    // Apple GPUs: jax-metal ("METAL"), metal-pjrt-plugin ("mtl"), jax-mps ("mps").
+    (&["metal", "mtl", "mps"], DeviceType::METAL),
+    (&["vulkan"], DeviceType::VULKAN),
+    (&["opencl"], DeviceType::OPENCL),
+    // libtpu.
+    (&["tpu"], DeviceType::TPU),
+    // Qualcomm's Hexagon DSP/NPU.
+    (&["hexagon", "htp"], DeviceType::HEXAGON),
+    (&["maia"], DeviceType::MAIA),
+    // AWS Neuron (Trainium, Inferentia).
+    (&["neuron", "trn", "trainium"], DeviceType::TRN),
+    (&["ascend"], DeviceType::ASCEND),
+    // Vendors whose memory DLPack has no device type for: Tenstorrent's tt-xla ("tt"),
+    // Qualcomm's Cloud AI plugins ("qaic", "qnn"), Cerebras, Graphcore's IPU, Groq.
+    (
+        &[
+            "tt",
+            "tenstorrent",
+            "qaic",
+            "qnn",
+            "cerebras",
+            "ipu",
+            "groq",
+        ],
+        DeviceType::EXT_DEV,
+    ),
+];
+
+/// The DLPack device type a PJRT platform name stands for (compared without case), or `None`
+/// for a name dlport does not know (see [`device_type_for`]).
 pub fn device_type_of(platform: &str) -> Option<DeviceType> {
-    Some(match platform.to_ascii_lowercase().as_str() {
-        "cpu" | "host" | "interpreter" => DeviceType::CPU,
-        "cuda" | "gpu" | "nvidia" => DeviceType::CUDA,
-        "rocm" | "amd" | "hip" => DeviceType::ROCM,
-        "xpu" | "oneapi" | "sycl" | "intel" => DeviceType::ONEAPI,
-        "metal" | "mps" => DeviceType::METAL,
-        "vulkan" => DeviceType::VULKAN,
-        "opencl" => DeviceType::OPENCL,
-        "tpu" => DeviceType::TPU,
-        "hexagon" => DeviceType::HEXAGON,
-        "maia" => DeviceType::MAIA,
-        "neuron" | "trn" | "trainium" => DeviceType::TRN,
-        "ascend" | "npu" => DeviceType::ASCEND,
-        _ => return None,
-    })
+    PLATFORMS
+        .iter()
+        .find(|(names, _)| names.iter().any(|n| n.eq_ignore_ascii_case(platform)))
+        .map(|&(_, t)| t)
+}
+
+/// The DLPack device type of a client of `platform`: the caller's (`ClientOptions::device_type`)
+/// when given, else the platform table's, else kDLExtDev. A name dlport does not know is never
+/// labelled as another vendor's memory (kDLCUDA above all): kDLExtDev says "a device DLPack
+/// does not name", which a consumer refuses or asks about, never reads as its own.
+pub fn device_type_for(platform: &str, caller: Option<DeviceType>) -> DeviceType {
+    caller
+        .or_else(|| device_type_of(platform))
+        .unwrap_or(DeviceType::EXT_DEV)
 }
 
 #[cfg(test)]
@@ -99,7 +139,76 @@ mod tests {
         assert!(to_pjrt(DataType::FLOAT6_E2M3FN).is_err());
         assert_eq!(by_name("BF16"), Some(DataType::BFLOAT16));
         assert_eq!(by_name("TOKEN"), None);
-        assert_eq!(device_type_of("XPU"), Some(DeviceType::ONEAPI));
-        assert_eq!(device_type_of("tt"), None);
+    }
+
+    #[test]
+    fn platform_names_of_todays_plugins() {
+        for (name, t) in [
+            ("cpu", DeviceType::CPU),
+            ("CPU", DeviceType::CPU),
+            ("interpreter", DeviceType::CPU),
+            ("cuda", DeviceType::CUDA),
+            ("rocm", DeviceType::ROCM),
+            ("xpu", DeviceType::ONEAPI),
+            ("XPU", DeviceType::ONEAPI),
+            ("oneapi", DeviceType::ONEAPI),
+            ("METAL", DeviceType::METAL),
+            ("metal", DeviceType::METAL),
+            ("mtl", DeviceType::METAL),
+            ("mps", DeviceType::METAL),
+            ("tpu", DeviceType::TPU),
+            ("neuron", DeviceType::TRN),
+            ("tt", DeviceType::EXT_DEV),
+            ("qaic", DeviceType::EXT_DEV),
+            ("hexagon", DeviceType::HEXAGON),
+        ] {
+            assert_eq!(device_type_of(name), Some(t), "{name}");
+            assert_eq!(device_type_for(name, None), t, "{name}");
+        }
+    }
+
+    #[test]
+    fn unknown_names_get_the_callers_code_or_ext_dev_never_cuda() {
+        for name in [
+            "gpu",
+            "GPU",
+            "npu",
+            "amd",
+            "nvidia-ish",
+            "",
+            "cuda ",
+            "cpu:0",
+        ] {
+            assert_eq!(device_type_of(name), None, "{name:?}");
+            assert_eq!(device_type_for(name, None), DeviceType::EXT_DEV, "{name:?}");
+            assert_eq!(
+                device_type_for(name, Some(DeviceType::OPENCL)),
+                DeviceType::OPENCL
+            );
+        }
+        // The caller's code wins over the table's.
+        assert_eq!(
+            device_type_for("cpu", Some(DeviceType::EXT_DEV)),
+            DeviceType::EXT_DEV
+        );
+        // Only CUDA's own name is labelled kDLCUDA, and the table is lower case.
+        for (names, t) in PLATFORMS {
+            assert!(
+                *t != DeviceType::CUDA || *names == ["cuda"],
+                "{names:?} labelled kDLCUDA"
+            );
+            for n in *names {
+                assert_eq!(*n, n.to_ascii_lowercase());
+            }
+        }
+        // Every name appears once.
+        let mut all: Vec<&str> = PLATFORMS
+            .iter()
+            .flat_map(|(n, _)| n.iter().copied())
+            .collect();
+        let len = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), len);
     }
 }

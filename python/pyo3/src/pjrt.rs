@@ -33,7 +33,7 @@ pub struct PyPjrtExecutable {
 
 /// Loads the PJRT plugin library at `path` (`GetPjrtApi`; its table checked, initialized once
 /// per process) and creates a client. `device_type` (a DLPack code) names the device type of
-/// a platform dlport does not know by name. Loading runs the library's code: load only plugins
+/// the plugin's memory (without it: the platform table's, kDLExtDev for an unknown name). Loading runs the library's code: load only plugins
 /// you trust.
 #[pyfunction]
 #[pyo3(signature = (path, /, *, device_type=None))]
