@@ -98,6 +98,8 @@ for build in "${builds[@]}"; do
     if [ "$first" = 1 ]; then
       # dlport.jax (issue #55): JAX's own arrays on a plugin platform JAX's DLPack refuses ("xpu").
       "$python" -m pytest -q -rs -p no:cacheprovider python/tests/test_jax_interpose.py || py=FAILED
+      # ... and under the next JAX release (scripts/jax-matrix.sh: .venv-jax, JAX 0.12.1).
+      bash scripts/jax-matrix.sh || py=FAILED
       "$python" python/examples/pjrt/roundtrip.py "$DLPORT_PJRT_PLUGIN" || py=FAILED
     fi
   fi
