@@ -16,6 +16,8 @@
 #              and every README block as a user pastes it
 #   hardening  the stress test, valgrind and LeakSanitizer, the fuzz smoke run
 #   all        every stage above, in this order: lint rust miri c python peers plugins wasm hardening
+# Flaky tests: scripts/flake-hunt.sh STAGE N (rust, python) runs a stage's test binaries N times
+# under parallel load; it is not part of the test command (FUZZING.md records the last hunt).
 # Each stage, and each step, runs alone: it installs what it needs first (scripts/install-deps.sh
 # STAGE...: only what is missing, named as it goes; the Python steps make their own venvs). A
 # table of every step's time closes the run, on failure too, and a failure names the command
