@@ -114,7 +114,7 @@ else
   log "chromium and chromium-driver: installing"
   bash "$here/apt-install.sh" chromium chromium-driver
 fi
-want wasm && bash "$here/install-wasm-tools.sh"
+want wasm && bash "$here/install-wasm-tools.sh" --wasm-pack
 # The C ABI: cbindgen generates capi/include/dlport.h (pinned: another version may print a
 # different header); CMake builds the C examples through find_package(dlport); Debian's aarch64
 # cross gcc links dlport-core's aarch64 test binaries.

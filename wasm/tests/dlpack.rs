@@ -1,60 +1,16 @@
-//! `Tensor.fromDLPack(address)` in the browser (scripts/test.sh's `browser` step: `cargo test
-//! --target wasm32-unknown-unknown` with wasm-bindgen-test-runner and ChromeDriver): it takes
-//! back only addresses that `toDLPack` returned and that were neither taken back nor released
-//! by their deleter, exactly once; everything else is a JS `Error` naming the value.
+//! `Tensor.fromDLPack(address)` without a GPU, under Node (`wasm-pack test --node wasm`,
+//! scripts/wasm-pack-test.sh): it takes back only addresses that `toDLPack` returned and that
+//! were neither taken back nor released by their deleter, exactly once; everything else is a JS
+//! `Error` naming the value. The same for a foreign `GPUBuffer`'s exports is in
+//! dlpack_webgpu.rs (a browser).
 #![cfg(target_arch = "wasm32")]
 
-use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned};
-use dlport_wasm::js::{Tensor, init, live_exports};
-use js_sys::{Function, Object, Reflect};
-use wasm_bindgen::{JsCast, JsValue};
+mod support;
+
+use dlport_wasm::js::{Tensor, live_exports};
+use support::{consumer_releases_legacy, consumer_releases_versioned, host_tensor, refused};
+use wasm_bindgen::JsValue;
 use wasm_bindgen_test::*;
-
-wasm_bindgen_test_configure!(run_in_browser);
-
-/// The message of the JS `Error` a call threw (and that it is one).
-fn message(v: JsValue) -> String {
-    assert!(v.is_instance_of::<js_sys::Error>(), "a JS Error: {v:?}");
-    Reflect::get(&v, &"message".into())
-        .unwrap()
-        .as_string()
-        .unwrap()
-}
-
-fn refused(address: JsValue, legacy: Option<bool>) -> String {
-    message(
-        Tensor::from_dlpack(address, legacy.map_or(JsValue::UNDEFINED, JsValue::from))
-            .err()
-            .expect("refused"),
-    )
-}
-
-fn host_tensor() -> (Tensor, Vec<u8>) {
-    let values: Vec<f32> = (0..6).map(|i| i as f32 - 1.5).collect();
-    let shape: js_sys::Array = [2.0, 3.0].iter().map(|&x| JsValue::from(x)).collect();
-    let t = Tensor::new(
-        JsValue::from(js_sys::Float32Array::from(&values[..])),
-        shape.into(),
-        JsValue::UNDEFINED,
-    )
-    .unwrap();
-    let bytes = t.to_bytes().unwrap();
-    (t, bytes)
-}
-
-/// What a consumer in another module does when it is done: calls the export's deleter.
-fn consumer_releases_versioned(address: u32) {
-    let p = std::ptr::with_exposed_provenance_mut::<DLManagedTensorVersioned>(address as usize);
-    // SAFETY: `address` is a live versioned export that this test owns and hands over once.
-    unsafe { ((*p).deleter.expect("a deleter"))(p) };
-}
-
-/// As [`consumer_releases_versioned`], for a legacy export.
-fn consumer_releases_legacy(address: u32) {
-    let p = std::ptr::with_exposed_provenance_mut::<DLManagedTensor>(address as usize);
-    // SAFETY: as above.
-    unsafe { ((*p).deleter.expect("a deleter"))(p) };
-}
 
 #[wasm_bindgen_test]
 fn addresses_that_are_not_numbers_or_not_integers_are_errors() {
@@ -149,8 +105,7 @@ fn only_live_exports_are_taken_back_and_only_once() {
 }
 
 #[wasm_bindgen_test]
-async fn an_export_released_by_its_consumer_cannot_be_taken_back() {
-    init().await.unwrap();
+fn an_export_released_by_its_consumer_cannot_be_taken_back() {
     let (t, _) = host_tensor();
     let before = live_exports();
     let versioned = t.to_dlpack(JsValue::UNDEFINED).unwrap();
@@ -165,38 +120,4 @@ async fn an_export_released_by_its_consumer_cannot_be_taken_back() {
             "{address}"
         );
     }
-
-    // A foreign GPUBuffer's onRelease runs once, when the consumer releases the last export.
-    let dev = dlport_wasm::js::device().unwrap();
-    let buffer = Function::new_with_args(
-        "d",
-        "return d.createBuffer({size: 64, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC});",
-    )
-    .call1(&JsValue::NULL, &dev)
-    .unwrap();
-    let counter = Object::new();
-    let released = || {
-        Reflect::get(&counter, &"n".into())
-            .unwrap()
-            .as_f64()
-            .unwrap_or(0.0)
-    };
-    let options = Function::new_with_args(
-        "c",
-        "return { shape: [16], onRelease: () => { c.n = (c.n || 0) + 1; } };",
-    )
-    .call1(&JsValue::NULL, &counter)
-    .unwrap();
-    let g = Tensor::from_gpu_buffer(buffer, options).unwrap();
-    let versioned = g.to_dlpack(JsValue::UNDEFINED).unwrap();
-    let legacy = g.to_dlpack(true.into()).unwrap();
-    drop(g);
-    assert_eq!(released(), 0.0, "the exports hold the buffer");
-    consumer_releases_legacy(legacy);
-    assert_eq!(released(), 0.0, "one export still holds it");
-    consumer_releases_versioned(versioned);
-    assert_eq!(released(), 1.0, "released once, by the last consumer");
-    assert!(refused(versioned.into(), None).contains("is not a live DLPack export"));
-    assert_eq!(released(), 1.0);
-    assert_eq!(live_exports(), before);
 }
