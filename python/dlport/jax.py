@@ -31,7 +31,9 @@ from typing import Any
 from . import _native
 from ._native import from_dlpack as _dlport_from_dlpack
 
-__all__ = ["install", "installed", "client", "export", "to_dlpack", "from_dlpack", "stand_in"]
+__all__ = [
+    "Export", "install", "installed", "client", "export", "to_dlpack", "from_dlpack", "stand_in"
+]
 
 #: The oldest JAX whose private surfaces this module was checked against.
 MIN_JAX = (0, 12)
@@ -280,14 +282,54 @@ def to_dlpack(x: Any, *, versioned: bool = True, copy: bool | None = None) -> An
     releases it. Where the plugin lacks a function a view needs (the external-reference pair,
     the device pointer), or with ``copy=True``, it is one host copy (IS_COPIED) where ``copy``
     allows; ``copy=False`` refuses, naming the missing PJRT function."""
-    return _native._jax_export(_learner(x), versioned=versioned, copy=copy)
+    return _native._jax_export(_learner(x), versioned=versioned, copy=copy)[0]
 
 
-def export(x: Any, *, copy: bool | None = None) -> Any:
-    """A ``dlport.Tensor`` of a single-device ``jax.Array`` on an installed platform (a view,
-    or a copy as :func:`to_dlpack` says): any DLPack consumer takes it (``__dlpack__``,
-    ``__dlpack_device__``)."""
-    return _dlport_from_dlpack(to_dlpack(x, copy=copy))
+class Export:
+    """A DLPack producer of a single-device ``jax.Array`` on an installed platform (what
+    :func:`export` returns): ``__dlpack_device__`` and ``__dlpack__`` as the array API asks.
+    The first versioned ``__dlpack__`` hands out the export made when this object was (so it
+    holds the memory from then on, whatever happens to the array); later calls export the
+    array again."""
+
+    __slots__ = ("_learn", "_copy", "_capsule", "_device")
+
+    def __init__(self, x: Any, copy: bool | None = None) -> None:
+        self._learn = _learner(x)
+        self._copy = copy
+        self._capsule, self._device = _native._jax_export(self._learn, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._device
+
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        # `stream` needs nothing: the export awaited the buffer's ready event.
+        if dl_device is not None and tuple(dl_device) != self._device:
+            raise BufferError(
+                f"dlport.jax: dl_device={tuple(dl_device)}: the array is on {self._device}, and "
+                f"it is exported from its own device only"
+            )
+        versioned = max_version is not None and max_version[0] >= 1
+        want = self._copy if copy is None else copy
+        capsule, self._capsule = self._capsule, None
+        if capsule is not None and versioned and want == self._copy:
+            return capsule
+        return _native._jax_export(self._learn, versioned=versioned, copy=want)[0]
+
+
+def export(x: Any, *, copy: bool | None = None) -> Export:
+    """A DLPack producer (:class:`Export`) of a single-device ``jax.Array`` on an installed
+    platform, exported now (a view, or a copy as :func:`to_dlpack` says): any DLPack consumer
+    takes it (``numpy.from_dlpack``, ``torch.from_dlpack``, ``dlport.from_dlpack``); its
+    device is the platform's DLPack device type and the device's place among its devices."""
+    return Export(x, copy)
 
 
 def from_dlpack(t: Any, device: Any = None, *, copy: bool | None = None) -> Any:

@@ -43,6 +43,7 @@ def test_both_ways_deletes_donation_threads_round_trips_dtypes():
         "installed",
         "jax_refuses",
         "export_view",
+        "export_protocol",
         "import_view",
         "delete_while_exported",
         "donation_while_exported",
@@ -54,6 +55,10 @@ def test_both_ways_deletes_donation_threads_round_trips_dtypes():
         "borrowed_client",
     )
     print(out)
+
+
+def test_the_platform_table_labels_the_device_when_install_is_not_told():
+    run("labelled", "platform_device_label")
 
 
 def test_a_plugin_lacking_what_a_view_needs_is_copied_or_refused_by_name():

@@ -75,7 +75,8 @@ pub fn _jax_interpose<'py>(
 /// reference held until the capsule's consumer releases it. `versioned` gives DLPack 1.x with
 /// READ_ONLY. Where the plugin lacks what a view needs, or `copy=True`, the export is one host
 /// copy (`PJRT_Buffer_ToHostBuffer`, IS_COPIED) where `copy` allows; `copy=False` refuses,
-/// naming the missing function. When no interposed table saw a buffer, a `BufferError` says so, with `learn()`'s
+/// naming the missing function. Returns the capsule and its `(device_type, device_id)`. When
+/// no interposed table saw a buffer, a `BufferError` says so, with `learn()`'s
 /// own error if it raised.
 #[pyfunction]
 #[pyo3(signature = (learn, /, *, versioned=true, copy=None))]
@@ -84,7 +85,7 @@ pub fn _jax_export<'py>(
     learn: &Bound<'py, PyAny>,
     versioned: bool,
     copy: Option<bool>,
-) -> PyResult<Bound<'py, PyAny>> {
+) -> PyResult<(Bound<'py, PyAny>, (i32, i32))> {
     let policy = CopyPolicy::from_copy(copy);
     let (called, learnt) = interpose::learn(|| learn.call0());
     let Some(learnt) = learnt else {
@@ -101,8 +102,12 @@ pub fn _jax_export<'py>(
     let m = py
         .detach(move || interpose::export(learnt, versioned, policy))
         .map_err(Failure::from)?;
+    let device = m.view().device();
     let raw: RawManaged = m.into_raw();
-    capsule::wrap(py, raw)
+    Ok((
+        capsule::wrap(py, raw)?,
+        (device.device_type.0, device.device_id),
+    ))
 }
 
 /// How many exports pin the `PJRT_Buffer*` at `address` (0: none), for tests.

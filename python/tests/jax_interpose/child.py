@@ -73,7 +73,9 @@ def export_view():
     import dlport.jax
 
     x = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
-    t = dlport.jax.export(x)
+    e = dlport.jax.export(x)
+    assert e.__dlpack_device__() == (1, 0)
+    t = dlport.from_dlpack(e)
     assert t.readonly and t.__dlpack_device__() == (1, 0) and t.shape == (3, 4)
     y = np.from_dlpack(t)
     assert y.ctypes.data == x.unsafe_buffer_pointer(), "a copy, not a view"
@@ -142,6 +144,57 @@ def import_view():
     gc.collect()
     assert w() is None, "not released after JAX's view went"
     del jnp
+
+
+@case
+def export_protocol():
+    """The producer export() returns: made at once (it outlives x.delete() before any
+    consumer), the array API's keywords, a new export per later call."""
+    import jax.numpy as jnp
+
+    import dlport
+    import dlport.jax
+
+    x = jnp.arange(5, dtype=jnp.float32) + 1
+    e = dlport.jax.export(x)
+    x.delete()
+    a = np.from_dlpack(e)
+    np.testing.assert_array_equal(a, [1, 2, 3, 4, 5])
+    expect(Exception, lambda: np.from_dlpack(e), "deleted")  # x is gone for a new export
+    z = jnp.arange(3, dtype=jnp.float32)
+    e = dlport.jax.export(z)
+    expect(BufferError, lambda: e.__dlpack__(max_version=(1, 3), dl_device=(2, 0)), "dl_device")
+    # No max_version: a legacy capsule, which cannot say READ_ONLY: a copy, or refused.
+    legacy = e.__dlpack__()
+    assert "dltensor" in repr(legacy) and "versioned" not in repr(legacy)
+    t = dlport.from_dlpack(legacy)
+    assert t.__dlpack_device__() == (1, 0)
+    assert t.data_ptr() != z.unsafe_buffer_pointer()
+    np.testing.assert_array_equal(np.from_dlpack(t), [0, 1, 2])
+    expect(BufferError, lambda: e.__dlpack__(copy=False), "READ_ONLY")
+    c = dlport.from_dlpack(e.__dlpack__(max_version=(1, 3), copy=True))
+    assert c.copied
+    np.testing.assert_array_equal(np.from_dlpack(c), [0, 1, 2])
+
+
+@case
+def platform_device_label():
+    """Installed without device_type, "xpu" is labelled by the platform table (kDLOneAPI,
+    the device's place): NumPy refuses it by that label, the capsule carries it."""
+    import jax
+    import jax.numpy as jnp
+
+    import dlport
+    import dlport.jax
+
+    assert dlport.jax.installed() == {"xpu": 14}
+    x = jax.device_put(jnp.arange(4, dtype=jnp.float32), jax.devices("xpu")[1])
+    e = dlport.jax.export(x)
+    assert e.__dlpack_device__() == (14, 1)
+    expect(Exception, lambda: np.from_dlpack(e))
+    cap = dlport.jax.to_dlpack(x)
+    assert "dltensor_versioned" in repr(cap)
+    expect(BufferError, lambda: dlport.jax.from_dlpack(np.arange(3, dtype=np.float32)), "14")
 
 
 @case
@@ -281,14 +334,14 @@ def dtypes():
     for name in names:
         dt = jnp.dtype(getattr(ml_dtypes, name, None) or name)
         x = jnp.asarray(np.arange(6).reshape(2, 3) % 2, dtype=dt)
-        t = dlport.jax.export(x)
+        t = dlport.from_dlpack(dlport.jax.export(x))
         assert t.shape == (2, 3), name
         host = np.asarray(x)
         assert t.nbytes == host.nbytes, (name, t.nbytes)
         assert ctypes.string_at(t.data_ptr(), t.nbytes) == host.tobytes(), name
     # int4: PJRT packs two per byte; DLPack's int4 is that packing.
     x = jnp.asarray([1, -2, 3, -4, 5, -6], dtype=jnp.int4)
-    t = dlport.jax.export(x)
+    t = dlport.from_dlpack(dlport.jax.export(x))
     assert t.dtype in ("int4", "int4x1"), t.dtype
     assert t.nbytes == 3, t.nbytes
     del jax
@@ -315,12 +368,12 @@ def copy_when_asked():
 
     x = jnp.arange(6, dtype=jnp.float32)
     before = n._jax_host_copies()
-    t = dlport.jax.export(x, copy=True)
+    t = dlport.from_dlpack(dlport.jax.export(x, copy=True))
     assert t.copied and not t.readonly
     assert t.data_ptr() != x.unsafe_buffer_pointer()
     np.testing.assert_array_equal(np.from_dlpack(t), np.arange(6, dtype=np.float32))
     assert n._jax_host_copies() == before + 1
-    v = dlport.jax.export(x)
+    v = dlport.from_dlpack(dlport.jax.export(x))
     assert not v.copied and n._jax_host_copies() == before + 1
 
 
@@ -335,7 +388,7 @@ def stubbed_plugin():
     x = jnp.arange(1, 7, dtype=jnp.float32).reshape(2, 3)
     expect(BufferError, lambda: dlport.jax.export(x, copy=False), STUB, "copy=False")
     before = n._jax_host_copies()
-    t = dlport.jax.export(x)
+    t = dlport.from_dlpack(dlport.jax.export(x))
     assert t.copied and t.data_ptr() != x.unsafe_buffer_pointer()
     assert n._jax_host_copies() == before + 1
     y = np.from_dlpack(t)
@@ -466,6 +519,8 @@ if __name__ == "__main__":
     setup, *names = sys.argv[1:]
     if setup == "stubbed":
         vendor(stubs=(STUB,))
+    elif setup == "labelled":
+        vendor(device_type=None)
     elif setup != "bare":
         vendor(install=setup == "installed")
     for name in names:

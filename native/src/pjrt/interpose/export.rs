@@ -38,7 +38,8 @@ const VIEW_NEEDS: [sys::Slot; 3] = [
 /// back once in the deleter). A copy (`copy` Always, or IfNeeded where the plugin lacks a
 /// function a view needs) is one `PJRT_Buffer_ToHostBuffer` into host memory the export owns,
 /// counted by [`host_copies`]; with `copy` Never a missing function is refused by name.
-/// `versioned` picks DLPack 1.x, else the legacy form (which carries no READ_ONLY flag).
+/// `versioned` picks DLPack 1.x, else the legacy form, which cannot carry READ_ONLY: a copy
+/// where `copy` allows, else refused.
 pub fn export(learnt: Learnt, versioned: bool, copy: CopyPolicy) -> Result<ManagedTensor, Error> {
     let ip = room(learnt.room).ok_or_else(|| {
         plugin_error(
@@ -67,6 +68,12 @@ pub fn export(learnt: Learnt, versioned: bool, copy: CopyPolicy) -> Result<Manag
     let dtype =
         types::to_dlpack(t.kind).map_err(|e| api.error(sys::BUFFER_ELEMENT_TYPE.name, -1, &e))?;
     let shape = dims(&api, raw)?;
+    // A legacy tensor cannot say READ_ONLY: its consumer gets a copy where copies are allowed
+    // (core refuses a READ_ONLY legacy export otherwise).
+    let copy = match copy {
+        CopyPolicy::IfNeeded if !versioned => CopyPolicy::Always,
+        c => c,
+    };
     let missing = VIEW_NEEDS.iter().find_map(|&slot| api.function(slot).err());
     match (missing, copy) {
         (Some(e), CopyPolicy::Never) => {
