@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-ROUNDS, LOOPS = 21, 2000
+ROUNDS, LOOPS = 101, 400
 
 
 def aligned(n):
