@@ -27,6 +27,7 @@ mod access;
 mod backend;
 mod dispatch;
 mod layout;
+mod reasons;
 mod values;
 
 use core::fmt;
