@@ -129,7 +129,7 @@ pub fn compact_bytes(dtype: DataType, shape: &[i64]) -> Result<usize, Error> {
 
 /// Bytes of a new compact tensor of `dtype` and `shape` ([`compact_bytes`]), checked against
 /// the process's allocation limit before anything is allocated, as an allocation aligned to
-/// `align` bytes counts ([`reserved_bytes`]; 1 for memory the host does not map): what every
+/// `align` bytes counts (`reserved_bytes`; 1 for memory the host does not map): what every
 /// backend's own allocation sizes itself with, so that a backend called directly (not through
 /// [`Registry::allocate`](crate::Registry::allocate), which checks the registry's limit too) is
 /// bounded by the same limit.

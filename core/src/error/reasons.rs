@@ -8,7 +8,7 @@ use super::{Address, Flag};
 use crate::device::Device;
 use crate::layout::Contiguity;
 
-/// Why [`DispatchError::CopyRequired`] was raised (20 bytes at a 4-byte alignment).
+/// Why [`DispatchError::CopyRequired`](super::DispatchError::CopyRequired) was raised (20 bytes at a 4-byte alignment).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CopyReason {
@@ -75,7 +75,7 @@ impl fmt::Display for CopyReason {
     }
 }
 
-/// What [`DispatchError::InvalidName`] was parsing.
+/// What [`DispatchError::InvalidName`](super::DispatchError::InvalidName) was parsing.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NameKind {
@@ -94,7 +94,7 @@ impl fmt::Display for NameKind {
     }
 }
 
-/// Why [`DispatchError::InvalidStream`] refused a `stream` argument.
+/// Why [`DispatchError::InvalidStream`](super::DispatchError::InvalidStream) refused a `stream` argument.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum StreamReason {
@@ -125,7 +125,7 @@ impl fmt::Display for StreamReason {
     }
 }
 
-/// An option and the rule its value breaks, for [`DispatchError::InvalidOption`].
+/// An option and the rule its value breaks, for [`DispatchError::InvalidOption`](super::DispatchError::InvalidOption).
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OptionRule {
@@ -163,7 +163,7 @@ impl OptionRule {
     }
 }
 
-/// A field read from outside and what its value must be, for [`DispatchError::InvalidValue`]:
+/// A field read from outside and what its value must be, for [`DispatchError::InvalidValue`](super::DispatchError::InvalidValue):
 /// a `static` pair, so the error holds one pointer. Write it in place, where the error is
 /// made: `&ValueRule { field: "descriptor.version", expected: "1" }` is promoted to a static.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,7 +174,7 @@ pub struct ValueRule {
     pub expected: &'static str,
 }
 
-/// The names of the registered backends, for [`DispatchError::NoBackend`]: boxed, so the error
+/// The names of the registered backends, for [`DispatchError::NoBackend`](super::DispatchError::NoBackend): boxed, so the error
 /// holds one pointer however many backends there are. Displays as `cpu, pinned`, or `none`.
 #[cfg(feature = "alloc")]
 #[derive(Clone, Default, PartialEq, Eq)]
