@@ -114,7 +114,9 @@ else
   log "chromium and chromium-driver: installing"
   bash "$here/apt-install.sh" chromium chromium-driver
 fi
-want wasm && bash "$here/install-wasm-tools.sh" --wasm-pack
+# wasm-pack (scripts/install-wasm-tools.sh --wasm-pack) is not installed here: scripts/test.sh
+# builds it in the background while the other steps run, and only its wasm-pack step needs it.
+want wasm && bash "$here/install-wasm-tools.sh"
 # The C ABI: cbindgen generates capi/include/dlport.h (pinned: another version may print a
 # different header); CMake builds the C examples through find_package(dlport); Debian's aarch64
 # cross gcc links dlport-core's aarch64 test binaries.

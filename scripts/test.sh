@@ -35,7 +35,7 @@ declare -A stage_steps=(
   [python]="python wheels-dry-run"
   [peers]="torch engines peers arrow upstream"
   [plugins]="plugins pjrt"
-  [wasm]="simd128 browser npm-build npm-node demo readmes"
+  [wasm]="simd128 browser wasm-pack npm-build npm-node demo readmes"
   [hardening]="stress sanitize fuzz"
 )
 usage() {
@@ -86,6 +86,9 @@ table() {
       "$([ "${step_names[$i]}" = "$failed" ] && [ "$i" = $((${#step_names[@]} - 1)) ] && echo '  FAILED')"
   done
   printf '%-28s %5d:%02d\n' total $((SECONDS / 60)) $((SECONDS % 60))
+  if [ -n "$wasm_pack_install" ] && kill -0 "$wasm_pack_install" 2>/dev/null; then
+    kill -- "-$wasm_pack_install" 2>/dev/null || true
+  fi
   rm -rf "$run_tmp"
   if [ "$rc" = 0 ]; then
     echo "all checks passed (${args[*]})"
@@ -95,7 +98,7 @@ table() {
     echo "FAILED in step $failed (exit status $rc); rerun this step alone: scripts/test.sh $stage_now:$failed"
   fi
 }
-run_tmp=$(mktemp -d)
+run_tmp=$(mktemp -d) wasm_pack_install=""
 trap table EXIT
 
 # Builds sized for a test run: line tables instead of full debug info (a test binary that links
@@ -131,6 +134,16 @@ python_package() {
   bash scripts/python-build.sh
   python_ready=yes
 }
+
+# wasm-pack (for the wasm-pack step) compiles about 200 crates from crates.io: minutes on 2 cores,
+# once per machine. Nothing else needs it, so when it is missing it builds in the background from
+# here at the lowest priority, on the cycles that downloads, emulated and single-threaded tests
+# leave idle, and the wasm-pack step waits for it.
+if wanted wasm wasm-pack && ! wasm-pack --version 2>/dev/null | grep -q '^wasm-pack 0.15.0$'; then
+  echo "[install] wasm-pack 0.15.0: building in the background (lowest priority; the wasm-pack step waits for it)"
+  setsid nice -n 19 bash scripts/install-wasm-tools.sh --wasm-pack >"$run_tmp/wasm-pack-install.log" 2>&1 &
+  wasm_pack_install=$!
+fi
 
 # The steps: each one function, run by the loop at the end.
 step_format() {
@@ -195,8 +208,10 @@ step_tests() {
 }
 
 step_tests_default() {
-  step tests-default "default features"
-  cargo test --workspace --locked
+  step tests-default "plain \`cargo test\` at the root, as a new user runs it (every crate, default features; its cold time on 2 cores is in README.md)"
+  local start=$SECONDS
+  cargo test --locked
+  echo "[tests-default] plain cargo test at the root passed in $((SECONDS - start)) s (this run's target/ was warm from the all-features step)"
 }
 
 step_word32() {
@@ -377,6 +392,19 @@ step_browser() {
   env CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner CHROMEDRIVER=/usr/bin/chromedriver \
     WASM_BINDGEN_TEST_ONLY_WEB=1 WASM_BINDGEN_TEST_TIMEOUT=300 \
     cargo test -p dlport-wasm --target wasm32-unknown-unknown --locked
+}
+
+step_wasm_pack() {
+  step wasm-pack "wasm-pack test --node wasm (the suites without a GPU) and --headless --chrome wasm (the WebGPU suites), as wasm/README.md shows them; skips visibly without wasm-pack (scripts/wasm-pack-test.sh)"
+  if [ -n "$wasm_pack_install" ]; then
+    local rc=0
+    echo "[wasm-pack] waiting for its install, started in the background at the run's start"
+    wait "$wasm_pack_install" || rc=$?
+    wasm_pack_install=""
+    sed 's/^/[wasm-pack install] /' "$run_tmp/wasm-pack-install.log"
+    [ "$rc" = 0 ] || { echo "[wasm-pack] FAILED: its install exited with $rc (above)"; exit 1; }
+  fi
+  bash scripts/wasm-pack-test.sh
 }
 
 step_npm_build() {
