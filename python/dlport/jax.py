@@ -336,18 +336,38 @@ def from_dlpack(t: Any, device: Any = None, *, copy: bool | None = None) -> Any:
     """A ``jax.Array`` viewing any DLPack producer's tensor on an installed platform's device
     (host memory for a platform installed with ``device_type=1``), without a copy. dlport
     checks what JAX's entry point does not: the device, alignment (64 bytes), a layout PJRT
-    takes (compact), and READ_ONLY memory, which is copied (``copy=None`` or ``True``) or
-    refused (``copy=False``): never handed to a program that may write it."""
+    takes (compact row-major), and READ_ONLY memory, which is copied (host memory, ``copy=None``
+    or ``True``) or refused (``copy=False``, or device memory): never handed to a program that
+    may write it."""
     s = _surfaces()
-    tensor = _dlport_from_dlpack(t, copy=copy, layout="compact", align=64)
-    if tensor.readonly:
-        if copy is False:
-            raise BufferError(
-                "dlport.jax.from_dlpack: the tensor is READ_ONLY and copy=False; a JAX view "
-                "may be donated and written: pass copy=None or copy=True"
-            )
-        tensor = _dlport_from_dlpack(tensor, copy=True, layout="compact", align=64)
-    dev_type, dev_id = tensor.__dlpack_device__()
+    advertised = getattr(t, "__dlpack_device__", None)
+    kind = advertised()[0] if advertised is not None else _KDLCPU
+    with _lock:
+        device_memory = kind != _KDLCPU and any(c == kind for _, c in _installed.values())
+    if device_memory:
+        # Memory dlport has no backend for (the platform's own): the capsule is checked here.
+        capsule = t.__dlpack__(max_version=(1, 3))
+        dev_type, dev_id, flags, address, row_major = _native._jax_capsule_facts(capsule)
+        why = None
+        if flags & 1:
+            why = "READ_ONLY (device memory cannot be copied here)"
+        elif not row_major:
+            why = "not compact row-major (PJRT views take only that layout)"
+        elif address % 64:
+            why = f"at {address:#x}, not 64-byte aligned"
+        if why is not None:
+            raise BufferError(f"dlport.jax.from_dlpack: the tensor on device {dev_type} is {why}")
+    else:
+        tensor = _dlport_from_dlpack(t, copy=copy, layout="compact", align=64)
+        if tensor.readonly:
+            if copy is False:
+                raise BufferError(
+                    "dlport.jax.from_dlpack: the tensor is READ_ONLY and copy=False; a JAX view "
+                    "may be donated and written: pass copy=None or copy=True"
+                )
+            tensor = _dlport_from_dlpack(tensor, copy=True, layout="compact", align=64)
+        dev_type, dev_id = tensor.__dlpack_device__()
+        capsule = None
     with _lock:
         candidates = [p for p, (_, code) in _installed.items() if code == dev_type]
     if device is not None:
@@ -372,5 +392,11 @@ def from_dlpack(t: Any, device: Any = None, *, copy: bool | None = None) -> Any:
                 f"{len(devices)} devices"
             )
         target = devices[index]
-    capsule = tensor.__dlpack__(max_version=(1, 3))
+    if capsule is None:
+        capsule = tensor.__dlpack__(max_version=(1, 3))
+    elif device is not None and device != s.jax.devices(candidates[0])[dev_id]:
+        raise BufferError(
+            f"dlport.jax.from_dlpack: the tensor is on device {dev_id} of {candidates[0]!r}, "
+            f"not {device}: device memory is viewed where it is"
+        )
     return s.to_buffer(capsule, target, None, False, dev_type)

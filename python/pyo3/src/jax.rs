@@ -6,7 +6,7 @@
 use std::ffi::{CStr, c_void};
 
 use dlport_core::CopyPolicy;
-use dlport_core::abi::{DeviceType, RawManaged};
+use dlport_core::abi::{DLManagedTensor, DLManagedTensorVersioned, DeviceType, RawManaged};
 use dlport_native::pjrt::interpose::{self, Interposition};
 use dlport_native::pjrt::{ClientOptions, PjrtClient, PjrtPlugin};
 use pyo3::ffi;
@@ -152,6 +152,68 @@ pub fn _jax_borrow_client(
     Ok(PyPjrtClient::of(client.map_err(Failure::from)?))
 }
 
+/// What `dlport.jax.from_dlpack` checks of a producer's capsule on a device dlport has no
+/// backend for, read without consuming it: `(device_type, device_id, flags, address,
+/// row_major)`, where `address` is `data + byte_offset` and `row_major` says the strides are
+/// absent or compact row-major. A capsule that is not an unconsumed DLPack one, or whose shape
+/// is unreadable, is a `ValueError`.
+#[pyfunction]
+pub fn _jax_capsule_facts(obj: &Bound<'_, PyAny>) -> PyResult<(i32, i32, u64, usize, bool)> {
+    let (tensor, flags) = [(c"dltensor_versioned", true), (c"dltensor", false)]
+        .into_iter()
+        .find_map(|(name, versioned)| {
+            // SAFETY: a live object; IsValid checks type and name and never raises.
+            if unsafe { ffi::PyCapsule_IsValid(obj.as_ptr(), name.as_ptr()) } != 1 {
+                return None;
+            }
+            // SAFETY: valid with this name: its pointer, non-NULL.
+            let p = unsafe { ffi::PyCapsule_GetPointer(obj.as_ptr(), name.as_ptr()) };
+            Some(if versioned {
+                let m = p.cast::<DLManagedTensorVersioned>();
+                // SAFETY: an unconsumed versioned capsule holds a live managed tensor.
+                unsafe { (std::ptr::addr_of!((*m).dl_tensor), (*m).flags) }
+            } else {
+                let m = p.cast::<DLManagedTensor>();
+                // SAFETY: an unconsumed legacy capsule holds a live managed tensor.
+                unsafe { (std::ptr::addr_of!((*m).dl_tensor), 0) }
+            })
+        })
+        .ok_or_else(|| errors::value_error("expected an unconsumed DLPack capsule"))?;
+    // SAFETY: the producer's live DLTensor, read field by field.
+    let t = unsafe { &*tensor };
+    let ndim = usize::try_from(t.ndim)
+        .ok()
+        .filter(|&n| n <= 64 && (n == 0 || !t.shape.is_null()))
+        .ok_or_else(|| errors::value_error(format!("ndim {} is unreadable", t.ndim)))?;
+    let shape = if ndim == 0 {
+        &[][..]
+    } else {
+        // SAFETY: `ndim` dims (checked non-NULL), the producer's for the tensor's life.
+        unsafe { std::slice::from_raw_parts(t.shape, ndim) }
+    };
+    let row_major = t.strides.is_null() || {
+        // SAFETY: `ndim` strides, the producer's for the tensor's life.
+        let strides = unsafe { std::slice::from_raw_parts(t.strides, ndim) };
+        let mut want = 1i64;
+        let mut ok = true;
+        for (&n, &st) in shape.iter().zip(strides).rev() {
+            if n != 1 && st != want {
+                ok = false;
+            }
+            want = want.saturating_mul(n.max(0));
+        }
+        ok
+    };
+    let address = (t.data as usize).wrapping_add(t.byte_offset as usize);
+    Ok((
+        t.device.device_type.0,
+        t.device.device_id,
+        flags,
+        address,
+        row_major,
+    ))
+}
+
 /// How many host copies `dlport.jax` exports made in this process.
 #[pyfunction]
 pub fn _jax_host_copies() -> usize {
@@ -181,6 +243,7 @@ pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_jax_pins, m)?)?;
     m.add_function(wrap_pyfunction!(_jax_host_copies, m)?)?;
     m.add_function(wrap_pyfunction!(_jax_borrow_client, m)?)?;
+    m.add_function(wrap_pyfunction!(_jax_capsule_facts, m)?)?;
     m.add_function(wrap_pyfunction!(_jax_client, m)?)?;
     m.add_function(wrap_pyfunction!(_jax_device_type, m)?)?;
     Ok(())

@@ -195,6 +195,31 @@ def platform_device_label():
     cap = dlport.jax.to_dlpack(x)
     assert "dltensor_versioned" in repr(cap)
     expect(BufferError, lambda: dlport.jax.from_dlpack(np.arange(3, dtype=np.float32)), "14")
+    # A producer on the platform's device (kDLOneAPI; the stand-in's memory is host memory):
+    # viewed where it is, checked by dlport first.
+    from dlport.testing import Producer
+
+    a = aligned(np.arange(6, dtype=np.float32))
+    p = Producer(a, capsule_device=(14, 1), advertised=(14, 1), versioned=True)
+    v = dlport.jax.from_dlpack(p)
+    assert v.devices() == {jax.devices("xpu")[1]}
+    assert v.unsafe_buffer_pointer() == a.ctypes.data
+    np.testing.assert_array_equal(np.asarray(v), a)
+    del v
+    gc.collect()
+    assert p.deleted == 1, p.deleted
+    ro = Producer(a, capsule_device=(14, 1), advertised=(14, 1), versioned=True, flags=1)
+    expect(BufferError, lambda: dlport.jax.from_dlpack(ro), "READ_ONLY")
+    odd = Producer(a[1:], capsule_device=(14, 1), advertised=(14, 1), versioned=True)
+    expect(BufferError, lambda: dlport.jax.from_dlpack(odd), "aligned")
+    b = aligned(np.arange(12, dtype=np.float32)).reshape(3, 4)
+    col = Producer(b, capsule_device=(14, 0), advertised=(14, 0), versioned=True,
+                   shape=(4, 3), strides=(1, 4))
+    expect(BufferError, lambda: dlport.jax.from_dlpack(col), "row-major")
+    far = Producer(a, capsule_device=(14, 9), advertised=(14, 9), versioned=True)
+    expect(BufferError, lambda: dlport.jax.from_dlpack(far), "device id 9")
+    gc.collect()
+    assert ro.deleted == odd.deleted == col.deleted == far.deleted == 1
 
 
 @case
