@@ -296,7 +296,7 @@ def round_trips():
         once()
     gc.collect()
     before = rss()
-    n = int(os.environ.get("DLPORT_JAX_ROUND_TRIPS", "3000"))
+    n = int(os.environ.get("DLPORT_JAX_ROUND_TRIPS", "10000"))
     for _ in range(n):
         once()
     gc.collect()
