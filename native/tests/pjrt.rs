@@ -18,6 +18,12 @@ fn devices_follow_the_addressable_devices() {
     assert_eq!(plugin.api_version().0, 0);
     assert!(plugin.api_version().1 >= 81, "{:?}", plugin.api_version());
     assert!(plugin.missing().is_empty(), "{:?}", plugin.missing());
+    // The table's size covers the 0.81 functions; the extensions are a readable chain.
+    assert!(plugin.struct_size() >= dlport_native::pjrt::sys::API_SIZE_0_81);
+    let exts = plugin.extensions();
+    eprintln!("extensions: {exts:?}");
+    assert!(!exts.is_empty() && exts.len() < 64, "{exts:?}");
+    assert!(exts.iter().all(|&(_, _, size)| size >= 24), "{exts:?}");
     assert_eq!(client.platform(), "cpu");
     assert_eq!(client.device_type(), DeviceType::CPU);
     assert!(!client.devices().is_empty());

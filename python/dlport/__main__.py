@@ -31,4 +31,12 @@ def report() -> str:
 
 
 if __name__ == "__main__":
-    print(report())
+    if len(sys.argv) == 3 and sys.argv[1] == "pjrt":
+        # python -m dlport pjrt PATH_OR_NAME: what a PJRT plugin offers (dlport.pjrt.probe).
+        from .pjrt import probe
+
+        print(probe(sys.argv[2]))
+    elif len(sys.argv) > 1:
+        sys.exit("usage: python -m dlport [pjrt PATH_OR_NAME]")
+    else:
+        print(report())

@@ -137,3 +137,63 @@ def test_load_by_package_name():
 def test_unknown_package_is_named():
     with pytest.raises(LookupError, match="no-such-plugin"):
         pjrt.load("no-such-plugin")
+
+
+def test_the_readmes_pjrt_block_prints_what_it_shows():
+    """python/README.md's dlport.pjrt block, run as written in a process of its own (the plugin
+    found as the installed package ``xla_cpu_pjrt``), prints what the README shows after it."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if Path(PLUGIN).name != "xla_cpu_pjrt.so":
+        pytest.skip("the README's block loads the xla-cpu-pjrt package; DLPORT_PJRT_PLUGIN is another build")
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Any PJRT plugin as a DLPack device"):]
+    code, shown = re.findall(r"```(?:python|text)\n(.*?)```", section, re.S)[:2]
+    package_root = Path(PLUGIN).parents[2]  # .../xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(package_root)},
+    )
+    assert p.returncode == 0, p.stderr[-4000:]
+    assert p.stdout == shown, f"printed:\n{p.stdout}\nthe README shows:\n{shown}"
+
+
+def test_the_probe_calls_each_function_and_says_what_dlport_does():
+    import re
+    import subprocess
+    import sys
+
+    text = pjrt.probe(PLUGIN)
+    print(text)
+    for line in (
+        "PJRT API 0.",
+        "struct_size ",
+        "platform: 'cpu', DLPack device type 1",
+        "PJRT_Client_BufferFromHostBuffer: works",
+        "PJRT_Client_CreateViewOfDeviceBuffer: works (a view of host memory)",
+        "OpaqueDeviceMemoryDataPointer: works (the buffer's own memory)",
+        "PJRT_Client_Compile: works",
+        "PJRT_LoadedExecutable_Execute: works",
+        "host memory, 64-byte aligned, writable -> PJRT: a view",
+        "host memory, 4 bytes off 64-byte alignment -> PJRT: one copy (DLPackBufferError: ",
+        "host memory, READ_ONLY -> PJRT: one copy (DLPackBufferError: ",
+        "PJRT buffer -> DLPack: by reference, as cpu",
+    ):
+        assert line in text, f"{line!r} not in:\n{text}"
+    assert "Layouts" in text.split("extensions: ", 1)[1].split("\n", 1)[0]
+    lines = text.split("\n")
+    misaligned = next(l for l in lines if "4 bytes off" in l)
+    assert "not 64-byte aligned" in misaligned, misaligned
+    read_only = next(l for l in lines if "READ_ONLY ->" in l)
+    assert "not 64-byte aligned" not in read_only and "READ_ONLY" in read_only.split("(", 1)[1], read_only
+    p = subprocess.run([sys.executable, "-m", "dlport", "pjrt", PLUGIN], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-4000:]
+    addresses = re.compile(r"0x[0-9a-f]+")
+    assert addresses.sub("0x", p.stdout) == addresses.sub("0x", text + "\n")

@@ -81,6 +81,21 @@ impl PjrtPlugin {
         (sys::API_MAJOR, self.api.minor)
     }
 
+    /// The table's `struct_size`: how many bytes of functions it has (newer minors, more).
+    pub fn struct_size(&self) -> usize {
+        self.api.size
+    }
+
+    /// The extensions the plugin lists (`PJRT_Api.extension_start`): `(type, its name in
+    /// pjrt_c_api.h 0.81 or None for a newer type, struct_size)`, in order.
+    pub fn extensions(&self) -> Vec<(i32, Option<&'static str>, usize)> {
+        self.api
+            .extensions()
+            .into_iter()
+            .map(|(t, size)| (t, super::types::extension_name(t), size))
+            .collect()
+    }
+
     /// Where it was loaded from.
     pub fn origin(&self) -> &'static str {
         self.api.origin

@@ -145,6 +145,30 @@ impl Api {
         self.function(slot).is_ok()
     }
 
+    /// The extensions the table's `extension_start` chain lists: `(type, struct_size)` of each
+    /// `PJRT_Extension_Base`, in order, at most 64 (a longer chain, or one that loops, is cut).
+    pub fn extensions(&self) -> Vec<(i32, usize)> {
+        #[repr(C)]
+        struct Base {
+            struct_size: usize,
+            kind: i32,
+            next: *const Base,
+        }
+        let mut out = Vec::new();
+        // SAFETY: the head is readable (checked in `new`).
+        let mut at = unsafe { (*self.table).extension_start }
+            .cast::<Base>()
+            .cast_const();
+        while !at.is_null() && out.len() < 64 {
+            // SAFETY: a non-NULL extension the plugin lists lives as long as its table; every
+            // extension starts with PJRT_Extension_Base (header).
+            let b = unsafe { &*at };
+            out.push((b.kind, b.struct_size));
+            at = b.next;
+        }
+        out
+    }
+
     /// Calls the function in `slot` with `args` (an args struct of the slot's type), turning a
     /// returned `PJRT_Error` into an error naming the call.
     ///

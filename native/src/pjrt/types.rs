@@ -124,6 +124,35 @@ pub fn device_type_for(platform: &str, caller: Option<DeviceType>) -> DeviceType
         .unwrap_or(DeviceType::EXT_DEV)
 }
 
+/// The extension types of `pjrt_c_api.h` 0.81 (`PJRT_Extension_Type`), by value.
+const EXTENSIONS: &[&str] = &[
+    "Gpu_Custom_Call",
+    "Profiler",
+    "Custom_Partitioner",
+    "Stream",
+    "Layouts",
+    "FFI",
+    "MemoryDescriptions",
+    "Triton",
+    "RawBuffer",
+    "PhaseCompile",
+    "Example",
+    "Unknown",
+    "CrossHostTransfers",
+    "ExecutableMetadata",
+    "Callback",
+    "HostAllocator",
+];
+
+/// The header's name of a `PJRT_Extension_Type` value (`Layouts`, `Stream`, …), or `None` for
+/// a type newer than the header dlport reads.
+pub fn extension_name(t: i32) -> Option<&'static str> {
+    usize::try_from(t)
+        .ok()
+        .and_then(|i| EXTENSIONS.get(i))
+        .copied()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +168,16 @@ mod tests {
         assert!(to_pjrt(DataType::FLOAT6_E2M3FN).is_err());
         assert_eq!(by_name("BF16"), Some(DataType::BFLOAT16));
         assert_eq!(by_name("TOKEN"), None);
+    }
+
+    #[test]
+    fn extension_names_follow_the_header() {
+        assert_eq!(extension_name(0), Some("Gpu_Custom_Call"));
+        assert_eq!(extension_name(3), Some("Stream"));
+        assert_eq!(extension_name(4), Some("Layouts"));
+        assert_eq!(extension_name(15), Some("HostAllocator"));
+        assert_eq!(extension_name(16), None);
+        assert_eq!(extension_name(-1), None);
     }
 
     #[test]

@@ -88,6 +88,25 @@ impl PyPjrtClient {
         self.client.plugin().missing()
     }
 
+    /// The plugin's PJRT API version, `(major, minor)`.
+    #[getter]
+    fn api_version(&self) -> (i32, i32) {
+        self.client.plugin().api_version()
+    }
+
+    /// The plugin's `PJRT_Api.struct_size` (bytes: a newer minor has more functions).
+    #[getter]
+    fn struct_size(&self) -> usize {
+        self.client.plugin().struct_size()
+    }
+
+    /// The extensions the plugin lists, as `(type, name or None for a type newer than the
+    /// header dlport reads, struct_size)`.
+    #[getter]
+    fn extensions(&self) -> Vec<(i32, Option<&'static str>, usize)> {
+        self.client.plugin().extensions()
+    }
+
     /// A PJRT buffer of any DLPack producer's tensor: a view of its memory when the plugin
     /// can view it (a dtype PJRT has, row-major, 64-byte aligned, not read-only, on this
     /// platform's device type, or host memory on a CPU platform); else a copy of host memory
