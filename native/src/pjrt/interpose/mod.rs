@@ -108,11 +108,9 @@ pub unsafe fn interpose(
     let _guard = INSTALL.lock().unwrap_or_else(PoisonError::into_inner);
     // SAFETY: the caller's contract.
     let api = unsafe { Api::new(vendor, origin) }?;
-    // The caller's device type, else the platform table's, else kDLExtDev: never a wrong label.
-    let device_type = what
-        .device_type
-        .or_else(|| super::types::device_type_of(origin))
-        .unwrap_or(DeviceType::EXT_DEV);
+    // The PJRT door's one rule: the caller's device type, else the platform table's, else
+    // kDLExtDev (never a wrong label).
+    let device_type = super::types::device_type_for(origin, what.device_type);
     let refuse = |what: String| api.error("dlport.jax.install", -1, &what);
     let mut free = None;
     for (n, slot) in ROOMS.iter().enumerate() {
