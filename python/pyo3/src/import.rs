@@ -124,11 +124,11 @@ fn produce(x: &Bound<'_, PyAny>) -> PyResult<(RawManaged, Option<Device>, bool)>
     let py = x.py();
     let advertised = if ask_device {
         match x.getattr_opt(intern!(py, "__dlpack_device__"))? {
-            Some(f) => Some(device_tuple(
-                x,
-                &f.call0()
-                    .map_err(|e| producer_failed(x, "__dlpack_device__", e))?,
-            )?),
+            Some(f) => match f.call0() {
+                Ok(d) => Some(device_tuple(x, &d)?),
+                Err(e) if immutable => return jax_export(x, "__dlpack_device__", e),
+                Err(e) => return Err(producer_failed(x, "__dlpack_device__", e)),
+            },
             None => None,
         }
     } else {
@@ -136,6 +136,9 @@ fn produce(x: &Bound<'_, PyAny>) -> PyResult<(RawManaged, Option<Device>, bool)>
     };
     let capsule = match call_dlpack(x, true) {
         Ok(c) => c,
+        Err(e) if immutable && !e.is_instance_of::<PyTypeError>(py) => {
+            return jax_export(x, "__dlpack__", e);
+        }
         // A producer from before DLPack 1.0 does not know `max_version`: legacy.
         Err(e) if e.is_instance_of::<PyTypeError>(py) => {
             call_dlpack(x, false).map_err(|e| producer_failed(x, "__dlpack__", e))?
@@ -152,6 +155,36 @@ fn produce(x: &Bound<'_, PyAny>) -> PyResult<(RawManaged, Option<Device>, bool)>
         Err(e) => return Err(producer_failed(x, "__dlpack__", e)),
     };
     Ok((capsule::take(&capsule)?, advertised, immutable))
+}
+
+/// A `jax.Array` whose own DLPack refused in `method` (JAX's DLPack serves cpu, cuda, rocm and
+/// oneapi only): exported through `dlport.jax`'s interposed PJRT table when the program imported
+/// `dlport.jax` and installed it on some platform (`dlport.jax.to_dlpack`: JAX's own buffer, a
+/// READ_ONLY view where the plugin allows one). Otherwise, or when the array is on no installed
+/// platform, JAX's refusal is reported as every producer's is (with `dlport.jax`'s reason, when
+/// it has one, as the error and JAX's as its cause). Only the failure path pays for this.
+#[cold]
+fn jax_export(
+    x: &Bound<'_, PyAny>,
+    method: &str,
+    refused: PyErr,
+) -> PyResult<(RawManaged, Option<Device>, bool)> {
+    let py = x.py();
+    let jax = py
+        .import(intern!(py, "sys"))?
+        .getattr(intern!(py, "modules"))?
+        .call_method1(intern!(py, "get"), (intern!(py, "dlport.jax"),))?;
+    let installed = !jax.is_none() && jax.call_method0(intern!(py, "installed"))?.len()? > 0;
+    if !installed {
+        return Err(producer_failed(x, method, refused));
+    }
+    match jax.call_method1(intern!(py, "to_dlpack"), (x,)) {
+        Ok(capsule) => Ok((capsule::take(&capsule)?, None, true)),
+        Err(e) => {
+            e.set_cause(py, Some(refused));
+            Err(e)
+        }
+    }
 }
 
 /// A producer's own failure in `method`, as dlport reports every tensor that cannot cross: a

@@ -40,6 +40,12 @@ def export_view():
     y = np.from_dlpack(t)
     assert y.ctypes.data == x.unsafe_buffer_pointer(), "a copy, not a view"
     assert not y.flags.writeable
+    # dlport.from_dlpack takes the array itself: JAX's own DLPack refuses "xpu", so dlport
+    # exports it through the interposed table (the same memory, READ_ONLY).
+    expect(BufferError, x.__dlpack_device__, "xpu")
+    d = dlport.from_dlpack(x)
+    assert d.readonly and d.data_ptr() == x.unsafe_buffer_pointer(), "a copy, not a view"
+    assert d.__dlpack_device__() == (1, 0) and d.shape == (3, 4)
     np.testing.assert_array_equal(y, np.arange(12, dtype=np.float32).reshape(3, 4))
     out = jax.jit(lambda a: a * 2 + 1)(x)
     np.testing.assert_array_equal(np.from_dlpack(dlport.jax.export(out)), np.asarray(out))
