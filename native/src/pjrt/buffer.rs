@@ -120,53 +120,14 @@ impl PjrtBuffer {
 
     /// Waits until the buffer's data is ready (`PJRT_Buffer_ReadyEvent`, `PJRT_Event_Await`).
     pub fn await_ready(&self) -> Result<(), Error> {
-        let api = self.api();
-        let mut r = sys::Buffer_ReadyEvent_Args::new();
-        r.buffer = self.owned.raw;
-        // SAFETY: the args of PJRT_Buffer_ReadyEvent; the buffer lives.
-        unsafe { api.call(sys::BUFFER_READY_EVENT, &mut r) }?;
-        if r.event.is_null() {
-            return Err(api.error(sys::BUFFER_READY_EVENT.name, -1, "returned a NULL event"));
-        }
-        // SAFETY: a live event we own.
-        unsafe { await_event(api, r.event) }
+        // SAFETY: the buffer lives while `self` does.
+        unsafe { await_ready(self.api(), self.owned.raw) }
     }
 
     /// The buffer's element type and dims, as the plugin reports them (checked).
     pub(super) fn dtype_and_shape(&self) -> Result<(DataType, Vec<i64>), Error> {
-        let api = self.api();
-        let raw = self.owned.raw;
-        let mut t = sys::Buffer_ElementType_Args::new();
-        t.buffer = raw;
-        // SAFETY: the args of PJRT_Buffer_ElementType.
-        unsafe { api.call(sys::BUFFER_ELEMENT_TYPE, &mut t) }?;
-        let dtype = types::to_dlpack(t.kind)
-            .map_err(|e| api.error(sys::BUFFER_ELEMENT_TYPE.name, -1, &e))?;
-        let mut d = sys::Buffer_Dimensions_Args::new();
-        d.buffer = raw;
-        // SAFETY: the args of PJRT_Buffer_Dimensions.
-        unsafe { api.call(sys::BUFFER_DIMENSIONS, &mut d) }?;
-        if d.num_dims > 64 || (d.dims.is_null() && d.num_dims > 0) {
-            return Err(api.error(
-                sys::BUFFER_DIMENSIONS.name,
-                -1,
-                &format!("returned num_dims {} with dims {:?}", d.num_dims, d.dims),
-            ));
-        }
-        let shape: Vec<i64> = if d.num_dims == 0 {
-            Vec::new()
-        } else {
-            // SAFETY: `num_dims` values, valid while the buffer lives (header).
-            unsafe { std::slice::from_raw_parts(d.dims, d.num_dims) }.to_vec()
-        };
-        if let Some(bad) = shape.iter().find(|&&x| x < 0) {
-            return Err(api.error(
-                sys::BUFFER_DIMENSIONS.name,
-                -1,
-                &format!("returned a dim {bad}"),
-            ));
-        }
-        Ok((dtype, shape))
+        // SAFETY: the buffer lives while `self` does.
+        unsafe { dtype_and_shape(self.api(), self.owned.raw) }
     }
 
     /// The buffer's type, dims, layout (asked of the plugin, never assumed), its size checked
@@ -174,45 +135,21 @@ impl PjrtBuffer {
     pub fn info(&self) -> Result<BufferInfo, Error> {
         let api = self.api();
         let raw = self.owned.raw;
-        let (dtype, shape) = self.dtype_and_shape()?;
-        let strides = self.strides(api, &shape, dtype)?;
-        let numel = shape.iter().try_fold(1u64, |n, &x| n.checked_mul(x as u64));
-        let span = numel
-            .and_then(|n| dtype.bytes_for(n, false))
-            .ok_or_else(|| {
-                api.error(
-                    sys::BUFFER_DIMENSIONS.name,
-                    -1,
-                    "the shape's size overflows",
-                )
-            })?;
-        let mut s = sys::Buffer_OnDeviceSizeInBytes_Args::new();
-        s.buffer = raw;
-        // SAFETY: the args of PJRT_Buffer_OnDeviceSizeInBytes.
-        unsafe { api.call(sys::BUFFER_ON_DEVICE_SIZE, &mut s) }?;
-        if (s.on_device_size_in_bytes as u64) < span {
-            return Err(api.error(
-                sys::BUFFER_ON_DEVICE_SIZE.name,
-                -1,
-                &format!(
-                    "the buffer has {} bytes, smaller than its shape {shape:?} of {dtype} \
-                     ({span} bytes)",
-                    s.on_device_size_in_bytes
-                ),
-            ));
-        }
+        // SAFETY: the buffer lives while `self` does.
+        let (dtype, shape) = unsafe { dtype_and_shape(api, raw) }?;
+        // SAFETY: as above; `shape` and `dtype` are the buffer's.
+        let strides = unsafe { strides(api, raw, &shape, dtype) }?;
+        // SAFETY: as above.
+        let span = unsafe { span(api, raw, &shape, dtype) }?;
         let mut v = sys::Buffer_Device_Args::new();
         v.buffer = raw;
         // SAFETY: the args of PJRT_Buffer_Device.
         unsafe { api.call(sys::BUFFER_DEVICE, &mut v) }?;
         let client = &self.owned.client;
-        let id = client.index_of(v.device).ok_or_else(|| {
-            api.error(
-                sys::BUFFER_DEVICE.name,
-                -1,
-                "returned a device that is not addressable",
-            )
-        })?;
+        let f = sys::BUFFER_DEVICE.name;
+        let id = client
+            .index_of(v.device)
+            .ok_or_else(|| api.error(f, -1, "returned a device that is not addressable"))?;
         // Host memory is kDLCPU device 0 whichever PJRT device holds it (DLPack has one host).
         let device = if client.device_type() == DeviceType::CPU {
             Device::cpu()
@@ -226,87 +163,6 @@ impl PjrtBuffer {
             span,
             device,
         })
-    }
-
-    /// The strides in elements, from `PJRT_Buffer_GetMemoryLayout`: a tiled layout without
-    /// tiles (its minor-to-major order) or byte strides that divide into elements.
-    fn strides(&self, api: &Api, shape: &[i64], dtype: DataType) -> Result<Vec<i64>, Error> {
-        let f = sys::BUFFER_GET_MEMORY_LAYOUT.name;
-        let mut l = sys::Buffer_GetMemoryLayout_Args::new();
-        l.buffer = self.owned.raw;
-        // SAFETY: the args of PJRT_Buffer_GetMemoryLayout.
-        unsafe { api.call(sys::BUFFER_GET_MEMORY_LAYOUT, &mut l) }?;
-        let n = shape.len();
-        let lie = |what: String| api.error(f, -1, &what);
-        match l.layout.kind {
-            sys::LAYOUT_TILED => {
-                // SAFETY: the plugin wrote the tiled member (kind says so).
-                let t = unsafe { l.layout.u.tiled };
-                if t.num_tiles != 0 {
-                    return Err(lie(format!(
-                        "a tiled layout with {} tiles: not a strided layout DLPack can \
-                         describe",
-                        t.num_tiles
-                    )));
-                }
-                if t.minor_to_major_size != n || (n > 0 && t.minor_to_major.is_null()) {
-                    return Err(lie(format!(
-                        "minor_to_major has {} entries for {n} dims",
-                        t.minor_to_major_size
-                    )));
-                }
-                let order = if n == 0 {
-                    &[][..]
-                } else {
-                    // SAFETY: `minor_to_major_size` values, valid while the buffer lives.
-                    unsafe { std::slice::from_raw_parts(t.minor_to_major, n) }
-                };
-                let mut strides = vec![0i64; n];
-                let mut seen = vec![false; n];
-                let mut step = 1i64;
-                for &axis in order {
-                    let a = usize::try_from(axis).ok().filter(|&a| a < n && !seen[a]);
-                    let Some(a) = a else {
-                        return Err(lie(format!(
-                            "minor_to_major {order:?} is not a permutation"
-                        )));
-                    };
-                    seen[a] = true;
-                    strides[a] = step;
-                    step = step.saturating_mul(shape[a].max(1));
-                }
-                Ok(strides)
-            }
-            sys::LAYOUT_STRIDES => {
-                // SAFETY: the plugin wrote the strides member (kind says so).
-                let s = unsafe { l.layout.u.strides };
-                let size = dtype.size_bytes() as i64;
-                if s.num_byte_strides != n
-                    || (n > 0 && s.byte_strides.is_null())
-                    || dtype.is_sub_byte()
-                {
-                    return Err(lie(format!(
-                        "{} byte strides for {n} dims of {dtype}",
-                        s.num_byte_strides
-                    )));
-                }
-                let bytes = if n == 0 {
-                    &[][..]
-                } else {
-                    // SAFETY: `num_byte_strides` values, valid while the buffer lives.
-                    unsafe { std::slice::from_raw_parts(s.byte_strides, n) }
-                };
-                if bytes.iter().any(|b| b % size != 0 || *b < 0) {
-                    return Err(lie(format!(
-                        "byte strides {bytes:?} are not non-negative multiples of {dtype}'s {size} bytes"
-                    )));
-                }
-                Ok(bytes.iter().map(|b| b / size).collect())
-            }
-            k => Err(lie(format!(
-                "layout type {k} is neither tiled (0) nor strides (1)"
-            ))),
-        }
     }
 
     /// Exports the buffer to a DLPack consumer without a copy: waits until it is ready, asks
@@ -336,19 +192,8 @@ impl PjrtBuffer {
             device: info.device,
             external_ref: true,
         };
-        let mut p = sys::Buffer_OpaqueDeviceMemoryDataPointer_Args::new();
-        p.buffer = self.owned.raw;
-        // SAFETY: the args of PJRT_Buffer_OpaqueDeviceMemoryDataPointer; the external
-        // reference keeps the pointer valid (header).
-        unsafe { api.call(sys::BUFFER_OPAQUE_POINTER, &mut p) }?;
-        if p.device_memory_ptr.is_null() && info.span > 0 {
-            return Err(api.error(
-                sys::BUFFER_OPAQUE_POINTER.name,
-                -1,
-                "returned a NULL device pointer for a non-empty buffer",
-            ));
-        }
-        held.data = p.device_memory_ptr;
+        // SAFETY: the buffer lives, under the external reference `held` holds.
+        held.data = unsafe { device_pointer(api, self.owned.raw, info.span) }?;
         let builder = ExportBuilder::new(held, info.dtype, &info.shape).strides(&info.strides);
         if versioned {
             builder.build()
@@ -372,6 +217,212 @@ pub(super) unsafe fn await_event(api: &Api, event: *mut sys::PJRT_Event) -> Resu
     // SAFETY: the event is destroyed once, here.
     let destroyed = unsafe { api.call(sys::EVENT_DESTROY, &mut d) };
     awaited.and(destroyed)
+}
+
+/// Waits until `raw`'s data is ready (`PJRT_Buffer_ReadyEvent`, `PJRT_Event_Await`).
+///
+/// # Safety
+/// `raw` is a live buffer of `api`'s plugin.
+pub(super) unsafe fn await_ready(api: &Api, raw: *mut sys::PJRT_Buffer) -> Result<(), Error> {
+    let mut r = sys::Buffer_ReadyEvent_Args::new();
+    r.buffer = raw;
+    // SAFETY: the args of PJRT_Buffer_ReadyEvent; the buffer lives (caller).
+    unsafe { api.call(sys::BUFFER_READY_EVENT, &mut r) }?;
+    if r.event.is_null() {
+        return Err(api.error(sys::BUFFER_READY_EVENT.name, -1, "returned a NULL event"));
+    }
+    // SAFETY: a live event we own, destroyed once there.
+    unsafe { await_event(api, r.event) }
+}
+
+/// `raw`'s element type as a DLPack dtype (`PJRT_Buffer_ElementType`, the explicit map of
+/// `types`) and its dims (`PJRT_Buffer_Dimensions`: at most 64, none negative).
+///
+/// # Safety
+/// `raw` is a live buffer of `api`'s plugin.
+pub(super) unsafe fn dtype_and_shape(
+    api: &Api,
+    raw: *mut sys::PJRT_Buffer,
+) -> Result<(DataType, Vec<i64>), Error> {
+    let mut t = sys::Buffer_ElementType_Args::new();
+    t.buffer = raw;
+    // SAFETY: the args of PJRT_Buffer_ElementType; the buffer lives (caller).
+    unsafe { api.call(sys::BUFFER_ELEMENT_TYPE, &mut t) }?;
+    let dtype =
+        types::to_dlpack(t.kind).map_err(|e| api.error(sys::BUFFER_ELEMENT_TYPE.name, -1, &e))?;
+    let mut d = sys::Buffer_Dimensions_Args::new();
+    d.buffer = raw;
+    // SAFETY: the args of PJRT_Buffer_Dimensions; the buffer lives (caller).
+    unsafe { api.call(sys::BUFFER_DIMENSIONS, &mut d) }?;
+    if d.num_dims > 64 || (d.dims.is_null() && d.num_dims > 0) {
+        return Err(api.error(
+            sys::BUFFER_DIMENSIONS.name,
+            -1,
+            &format!("returned num_dims {} with dims {:?}", d.num_dims, d.dims),
+        ));
+    }
+    let shape: Vec<i64> = if d.num_dims == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: `num_dims` values, valid while the buffer lives (header).
+        unsafe { std::slice::from_raw_parts(d.dims, d.num_dims) }.to_vec()
+    };
+    if let Some(bad) = shape.iter().find(|&&x| x < 0) {
+        return Err(api.error(
+            sys::BUFFER_DIMENSIONS.name,
+            -1,
+            &format!("returned a dim {bad}"),
+        ));
+    }
+    Ok((dtype, shape))
+}
+
+/// `raw`'s strides in elements, from `PJRT_Buffer_GetMemoryLayout`: a tiled layout without
+/// tiles (its minor-to-major order), or byte strides that divide into whole, non-negative
+/// elements. Tiles are refused: DLPack has no tiled layout.
+///
+/// # Safety
+/// `raw` is a live buffer of `api`'s plugin, of `shape` and `dtype`.
+pub(super) unsafe fn strides(
+    api: &Api,
+    raw: *mut sys::PJRT_Buffer,
+    shape: &[i64],
+    dtype: DataType,
+) -> Result<Vec<i64>, Error> {
+    let mut l = sys::Buffer_GetMemoryLayout_Args::new();
+    l.buffer = raw;
+    // SAFETY: the args of PJRT_Buffer_GetMemoryLayout; the buffer lives (caller).
+    unsafe { api.call(sys::BUFFER_GET_MEMORY_LAYOUT, &mut l) }?;
+    let n = shape.len();
+    let lie = |what: String| api.error(sys::BUFFER_GET_MEMORY_LAYOUT.name, -1, &what);
+    match l.layout.kind {
+        sys::LAYOUT_TILED => {
+            // SAFETY: the plugin wrote the tiled member (kind says so).
+            let t = unsafe { l.layout.u.tiled };
+            if t.num_tiles != 0 {
+                return Err(lie(format!(
+                    "a tiled layout with {} tiles: DLPack has no tiled layout, so the buffer \
+                     cannot be exported as a view",
+                    t.num_tiles
+                )));
+            }
+            if t.minor_to_major_size != n || (n > 0 && t.minor_to_major.is_null()) {
+                return Err(lie(format!(
+                    "minor_to_major has {} entries for {n} dims",
+                    t.minor_to_major_size
+                )));
+            }
+            let order = if n == 0 {
+                &[][..]
+            } else {
+                // SAFETY: `minor_to_major_size` values, valid while the buffer lives.
+                unsafe { std::slice::from_raw_parts(t.minor_to_major, n) }
+            };
+            let mut out = vec![0i64; n];
+            let mut seen = vec![false; n];
+            let mut step = 1i64;
+            for &axis in order {
+                let Some(a) = usize::try_from(axis).ok().filter(|&a| a < n && !seen[a]) else {
+                    return Err(lie(format!(
+                        "minor_to_major {order:?} is not a permutation"
+                    )));
+                };
+                seen[a] = true;
+                out[a] = step;
+                step = step.saturating_mul(shape[a].max(1));
+            }
+            Ok(out)
+        }
+        sys::LAYOUT_STRIDES => {
+            // SAFETY: the plugin wrote the strides member (kind says so).
+            let s = unsafe { l.layout.u.strides };
+            let size = dtype.size_bytes() as i64;
+            if s.num_byte_strides != n || (n > 0 && s.byte_strides.is_null()) || dtype.is_sub_byte()
+            {
+                return Err(lie(format!(
+                    "{} byte strides for {n} dims of {dtype}",
+                    s.num_byte_strides
+                )));
+            }
+            let bytes = if n == 0 {
+                &[][..]
+            } else {
+                // SAFETY: `num_byte_strides` values, valid while the buffer lives.
+                unsafe { std::slice::from_raw_parts(s.byte_strides, n) }
+            };
+            if bytes.iter().any(|b| b % size != 0 || *b < 0) {
+                return Err(lie(format!(
+                    "byte strides {bytes:?} are not non-negative multiples of {dtype}'s {size} \
+                     bytes"
+                )));
+            }
+            Ok(bytes.iter().map(|b| b / size).collect())
+        }
+        k => Err(lie(format!(
+            "layout type {k} is neither tiled (0) nor strides (1)"
+        ))),
+    }
+}
+
+/// The bytes `shape` of `dtype` spans, checked against `raw`'s size on the device
+/// (`PJRT_Buffer_OnDeviceSizeInBytes`): a smaller buffer is the plugin's lie.
+///
+/// # Safety
+/// `raw` is a live buffer of `api`'s plugin.
+pub(super) unsafe fn span(
+    api: &Api,
+    raw: *mut sys::PJRT_Buffer,
+    shape: &[i64],
+    dtype: DataType,
+) -> Result<u64, Error> {
+    let dims = sys::BUFFER_DIMENSIONS.name;
+    let numel = shape.iter().try_fold(1u64, |n, &x| n.checked_mul(x as u64));
+    let span = numel
+        .and_then(|n| dtype.bytes_for(n, false))
+        .ok_or_else(|| api.error(dims, -1, "the shape's size overflows"))?;
+    let mut s = sys::Buffer_OnDeviceSizeInBytes_Args::new();
+    s.buffer = raw;
+    // SAFETY: the args of PJRT_Buffer_OnDeviceSizeInBytes; the buffer lives (caller).
+    unsafe { api.call(sys::BUFFER_ON_DEVICE_SIZE, &mut s) }?;
+    if (s.on_device_size_in_bytes as u64) < span {
+        return Err(api.error(
+            sys::BUFFER_ON_DEVICE_SIZE.name,
+            -1,
+            &format!(
+                "the buffer has {} bytes, smaller than its shape {shape:?} of {dtype} ({span} \
+                 bytes)",
+                s.on_device_size_in_bytes
+            ),
+        ));
+    }
+    Ok(span)
+}
+
+/// `raw`'s memory (`PJRT_Buffer_OpaqueDeviceMemoryDataPointer`); NULL for a non-empty buffer
+/// (`span` bytes) is refused: a plugin that stubs what a view needs.
+///
+/// # Safety
+/// `raw` is a live buffer of `api`'s plugin, under an external reference the caller holds
+/// while the pointer is used.
+pub(super) unsafe fn device_pointer(
+    api: &Api,
+    raw: *mut sys::PJRT_Buffer,
+    span: u64,
+) -> Result<*mut c_void, Error> {
+    let mut p = sys::Buffer_OpaqueDeviceMemoryDataPointer_Args::new();
+    p.buffer = raw;
+    // SAFETY: the args of PJRT_Buffer_OpaqueDeviceMemoryDataPointer; the external reference
+    // keeps the pointer valid (header).
+    unsafe { api.call(sys::BUFFER_OPAQUE_POINTER, &mut p) }?;
+    if p.device_memory_ptr.is_null() && span > 0 {
+        return Err(api.error(
+            sys::BUFFER_OPAQUE_POINTER.name,
+            -1,
+            "returned a NULL device pointer for a non-empty buffer: the plugin stubs what a \
+             view needs",
+        ));
+    }
+    Ok(p.device_memory_ptr)
 }
 
 /// A PJRT buffer's memory as dlport storage: `data`, `len` bytes on `device`, kept valid by a

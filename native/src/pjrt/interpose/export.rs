@@ -9,9 +9,11 @@ use dlport_core::abi::DeviceType;
 use dlport_core::backend::{Access, TensorStorage};
 use dlport_core::{CopyPolicy, DataType, Device, Error, ExportBuilder, ManagedTensor};
 
-use super::super::buffer::await_event;
+use super::super::buffer::{
+    await_event, await_ready, device_pointer, dtype_and_shape, span, strides,
+};
 use super::super::result::{Api, UNIMPLEMENTED};
-use super::super::{sys, types};
+use super::super::sys;
 use super::abi::TO_HOST;
 use super::{Learnt, room};
 use crate::plugin::plugin_error;
@@ -52,22 +54,10 @@ pub fn export(learnt: Learnt, versioned: bool, copy: CopyPolicy) -> Result<Manag
     })?;
     let api = ip.vendor;
     let raw = learnt.buffer;
-    let mut r = sys::Buffer_ReadyEvent_Args::new();
-    r.buffer = raw;
-    // SAFETY: the args of PJRT_Buffer_ReadyEvent; the pin keeps the buffer alive.
-    unsafe { api.call(sys::BUFFER_READY_EVENT, &mut r) }?;
-    if r.event.is_null() {
-        return Err(api.error(sys::BUFFER_READY_EVENT.name, -1, "returned a NULL event"));
-    }
-    // SAFETY: a live event we own, destroyed once there.
-    unsafe { await_event(&api, r.event) }?;
-    let mut t = sys::Buffer_ElementType_Args::new();
-    t.buffer = raw;
-    // SAFETY: the args of PJRT_Buffer_ElementType.
-    unsafe { api.call(sys::BUFFER_ELEMENT_TYPE, &mut t) }?;
-    let dtype =
-        types::to_dlpack(t.kind).map_err(|e| api.error(sys::BUFFER_ELEMENT_TYPE.name, -1, &e))?;
-    let shape = dims(&api, raw)?;
+    // SAFETY: the pin keeps the buffer alive.
+    unsafe { await_ready(&api, raw) }?;
+    // SAFETY: as above.
+    let (dtype, shape) = unsafe { dtype_and_shape(&api, raw) }?;
     // A legacy tensor cannot say READ_ONLY: its consumer gets a copy where copies are allowed
     // (core refuses a READ_ONLY legacy export otherwise).
     let copy = match copy {
@@ -90,32 +80,10 @@ pub fn export(learnt: Learnt, versioned: bool, copy: CopyPolicy) -> Result<Manag
         }
         (None, _) => {}
     }
-    let strides = strides(&api, raw, &shape, dtype)?;
-    let numel = shape.iter().try_fold(1u64, |n, &x| n.checked_mul(x as u64));
-    let span = numel
-        .and_then(|n| dtype.bytes_for(n, false))
-        .ok_or_else(|| {
-            api.error(
-                sys::BUFFER_DIMENSIONS.name,
-                -1,
-                "the shape's size overflows",
-            )
-        })?;
-    let mut s = sys::Buffer_OnDeviceSizeInBytes_Args::new();
-    s.buffer = raw;
-    // SAFETY: the args of PJRT_Buffer_OnDeviceSizeInBytes.
-    unsafe { api.call(sys::BUFFER_ON_DEVICE_SIZE, &mut s) }?;
-    if (s.on_device_size_in_bytes as u64) < span {
-        return Err(api.error(
-            sys::BUFFER_ON_DEVICE_SIZE.name,
-            -1,
-            &format!(
-                "the buffer has {} bytes, smaller than its shape {shape:?} of {dtype} ({span} \
-                 bytes)",
-                s.on_device_size_in_bytes
-            ),
-        ));
-    }
+    // SAFETY: as above; `shape` and `dtype` are the buffer's.
+    let strides = unsafe { strides(&api, raw, &shape, dtype) }?;
+    // SAFETY: as above.
+    let span = unsafe { span(&api, raw, &shape, dtype) }?;
     let device = device_of(&api, raw, ip.device_type, ip.client.load(Ordering::Acquire))?;
     let mut a = sys::Buffer_ExternalReference_Args::new();
     a.buffer = raw;
@@ -129,20 +97,8 @@ pub fn export(learnt: Learnt, versioned: bool, copy: CopyPolicy) -> Result<Manag
         len: span as usize,
         device,
     };
-    let mut p = sys::Buffer_OpaqueDeviceMemoryDataPointer_Args::new();
-    p.buffer = raw;
-    // SAFETY: the args of PJRT_Buffer_OpaqueDeviceMemoryDataPointer; the external reference
-    // keeps the pointer valid (header).
-    unsafe { api.call(sys::BUFFER_OPAQUE_POINTER, &mut p) }?;
-    if p.device_memory_ptr.is_null() && span > 0 {
-        return Err(api.error(
-            sys::BUFFER_OPAQUE_POINTER.name,
-            -1,
-            "returned a NULL device pointer for a non-empty buffer: the plugin stubs what a \
-             view needs",
-        ));
-    }
-    held.data = p.device_memory_ptr;
+    // SAFETY: the pin keeps the buffer alive, the external reference `held` holds its memory.
+    held.data = unsafe { device_pointer(&api, raw, span) }?;
     let builder = ExportBuilder::new(held, dtype, &shape).strides(&strides);
     if versioned {
         builder.read_only(true).build()
@@ -214,119 +170,6 @@ fn host_copy(
         builder.build()
     } else {
         builder.build_legacy()
-    }
-}
-
-/// The buffer's dims (`PJRT_Buffer_Dimensions`), checked.
-fn dims(api: &Api, raw: *mut sys::PJRT_Buffer) -> Result<Vec<i64>, Error> {
-    let mut d = sys::Buffer_Dimensions_Args::new();
-    d.buffer = raw;
-    // SAFETY: the args of PJRT_Buffer_Dimensions.
-    unsafe { api.call(sys::BUFFER_DIMENSIONS, &mut d) }?;
-    if d.num_dims > 64 || (d.dims.is_null() && d.num_dims > 0) {
-        return Err(api.error(
-            sys::BUFFER_DIMENSIONS.name,
-            -1,
-            &format!("returned num_dims {} with dims {:?}", d.num_dims, d.dims),
-        ));
-    }
-    let shape: Vec<i64> = if d.num_dims == 0 {
-        Vec::new()
-    } else {
-        // SAFETY: `num_dims` values, valid while the buffer lives (header).
-        unsafe { std::slice::from_raw_parts(d.dims, d.num_dims) }.to_vec()
-    };
-    if let Some(bad) = shape.iter().find(|&&x| x < 0) {
-        return Err(api.error(
-            sys::BUFFER_DIMENSIONS.name,
-            -1,
-            &format!("returned a dim {bad}"),
-        ));
-    }
-    Ok(shape)
-}
-
-/// The strides in elements from `PJRT_Buffer_GetMemoryLayout`: a tiled layout without tiles
-/// (its minor-to-major order), or byte strides that divide into whole, non-negative elements.
-/// Tiles are refused: DLPack has no tiled layout.
-fn strides(
-    api: &Api,
-    raw: *mut sys::PJRT_Buffer,
-    shape: &[i64],
-    dtype: DataType,
-) -> Result<Vec<i64>, Error> {
-    let mut l = sys::Buffer_GetMemoryLayout_Args::new();
-    l.buffer = raw;
-    // SAFETY: the args of PJRT_Buffer_GetMemoryLayout.
-    unsafe { api.call(sys::BUFFER_GET_MEMORY_LAYOUT, &mut l) }?;
-    let n = shape.len();
-    let lie = |what: String| api.error(sys::BUFFER_GET_MEMORY_LAYOUT.name, -1, &what);
-    match l.layout.kind {
-        sys::LAYOUT_TILED => {
-            // SAFETY: the plugin wrote the tiled member (kind says so).
-            let t = unsafe { l.layout.u.tiled };
-            if t.num_tiles != 0 {
-                return Err(lie(format!(
-                    "a tiled layout with {} tiles: DLPack has no tiled layout, so the buffer \
-                     cannot be exported as a view",
-                    t.num_tiles
-                )));
-            }
-            if t.minor_to_major_size != n || (n > 0 && t.minor_to_major.is_null()) {
-                return Err(lie(format!(
-                    "minor_to_major has {} entries for {n} dims",
-                    t.minor_to_major_size
-                )));
-            }
-            let order = if n == 0 {
-                &[][..]
-            } else {
-                // SAFETY: `minor_to_major_size` values, valid while the buffer lives.
-                unsafe { std::slice::from_raw_parts(t.minor_to_major, n) }
-            };
-            let mut out = vec![0i64; n];
-            let mut seen = vec![false; n];
-            let mut step = 1i64;
-            for &axis in order {
-                let Some(a) = usize::try_from(axis).ok().filter(|&a| a < n && !seen[a]) else {
-                    return Err(lie(format!(
-                        "minor_to_major {order:?} is not a permutation"
-                    )));
-                };
-                seen[a] = true;
-                out[a] = step;
-                step = step.saturating_mul(shape[a].max(1));
-            }
-            Ok(out)
-        }
-        sys::LAYOUT_STRIDES => {
-            // SAFETY: the plugin wrote the strides member (kind says so).
-            let s = unsafe { l.layout.u.strides };
-            let size = dtype.size_bytes() as i64;
-            if s.num_byte_strides != n || (n > 0 && s.byte_strides.is_null()) || dtype.is_sub_byte()
-            {
-                return Err(lie(format!(
-                    "{} byte strides for {n} dims of {dtype}",
-                    s.num_byte_strides
-                )));
-            }
-            let bytes = if n == 0 {
-                &[][..]
-            } else {
-                // SAFETY: `num_byte_strides` values, valid while the buffer lives.
-                unsafe { std::slice::from_raw_parts(s.byte_strides, n) }
-            };
-            if bytes.iter().any(|b| b % size != 0 || *b < 0) {
-                return Err(lie(format!(
-                    "byte strides {bytes:?} are not non-negative multiples of {dtype}'s {size} \
-                     bytes"
-                )));
-            }
-            Ok(bytes.iter().map(|b| b / size).collect())
-        }
-        k => Err(lie(format!(
-            "layout type {k} is neither tiled (0) nor strides (1)"
-        ))),
     }
 }
 
