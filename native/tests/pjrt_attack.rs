@@ -8,17 +8,15 @@ mod pjrt_common;
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use dlport_core::abi::{DeviceType, TypeCode};
 use dlport_core::backend::TensorStorage;
 use dlport_core::{CopyPolicy, DataType, Device, ExportBuilder};
 use dlport_native::pjrt::sys::{self, Slot};
 use dlport_native::pjrt::{ClientOptions, PjrtClient, PjrtPlugin};
-use pjrt_common::{AFFINE, Spec, client, count, plugin_path, tensor};
+use pjrt_common::{AFFINE, Spec, client, count, plugin_path, real, real_table, real_words, tensor};
 
-const WORDS: usize = sys::API_SIZE_0_81 / 8;
-static REAL: OnceLock<Vec<usize>> = OnceLock::new();
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Loads the real plugin, keeps its table and serializes the tests; `None` skips.
@@ -26,34 +24,13 @@ fn setup(test: &str) -> Option<(MutexGuard<'static, ()>, String)> {
     let path = plugin_path(test)?;
     let guard = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     PjrtPlugin::load(&path).expect("load the real plugin");
-    REAL.get_or_init(|| {
-        let c = std::ffi::CString::new(path.clone()).unwrap();
-        // SAFETY: the library is loaded already (dlopen returns the same handle); GetPjrtApi
-        // returns its table of struct_size bytes, at least API_SIZE_0_81 (checked).
-        let mut words = unsafe {
-            let h = libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-            let get = libc::dlsym(h, c"GetPjrtApi".as_ptr());
-            let get: unsafe extern "C" fn() -> *const usize = std::mem::transmute(get);
-            let t = get();
-            assert!(*t >= sys::API_SIZE_0_81, "the plugin's table size {}", *t);
-            std::slice::from_raw_parts(t, WORDS).to_vec()
-        };
-        // A newer plugin's table, cut to the 0.81 functions dlport reads: an older table.
-        words[0] = sys::API_SIZE_0_81;
-        words
-    });
+    real_table(&path);
     Some((guard, path))
-}
-
-fn real(slot: Slot) -> sys::Fn {
-    let p = REAL.get().expect("the real table")[slot.end() / 8 - 1];
-    // SAFETY: a function pointer of the real table, of the table functions' signature.
-    unsafe { std::mem::transmute::<usize, sys::Fn>(p) }
 }
 
 /// A leaked copy of the real table with `(slot, function)` patched in.
 fn client_with(patches: &[(Slot, sys::Fn)], name: &str) -> PjrtClient {
-    let mut t = REAL.get().expect("the real table").clone();
+    let mut t = real_words().to_vec();
     for (slot, f) in patches {
         t[slot.end() / 8 - 1] = *f as usize;
     }

@@ -7,28 +7,13 @@
 
 mod pjrt_common;
 
-use std::ffi::{CString, c_void};
+use std::ffi::c_void;
 
 use dlport_core::abi::DeviceType;
 use dlport_core::{CopyPolicy, ManagedTensor};
 use dlport_native::pjrt::interpose::{self, Interposition};
 use dlport_native::pjrt::{ClientOptions, PjrtBuffer, PjrtClient, PjrtPlugin, sys};
-use pjrt_common::{AFFINE, Spec, plugin_path, tensor};
-
-/// The vendor's table: the plugin opened with `dlopen` (never closed) and its `GetPjrtApi`.
-fn vendor(path: &str) -> *const c_void {
-    let c = CString::new(path).unwrap();
-    // SAFETY: a NUL-terminated path to a PJRT plugin the test trusts; never closed.
-    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    assert!(!h.is_null(), "dlopen {path}");
-    // SAFETY: a live handle and a NUL-terminated name.
-    let sym = unsafe { libc::dlsym(h, c"GetPjrtApi".as_ptr()) };
-    assert!(!sym.is_null());
-    // SAFETY: the PJRT plugin contract gives GetPjrtApi this type.
-    let get: unsafe extern "C" fn() -> *const c_void = unsafe { std::mem::transmute(sym) };
-    // SAFETY: as above.
-    unsafe { get() }
-}
+use pjrt_common::{AFFINE, Spec, plugin_path, tensor, vendor_table};
 
 /// `PJRT_Buffer_UnsafePointer` called through `table`, as JAX's `unsafe_buffer_pointer()`
 /// does: the address, or `None` when the call fails.
@@ -70,7 +55,7 @@ fn the_host_sees_the_interposed_table_and_exports_outlive_its_destroy() {
     let Some(path) = plugin_path("interpose") else {
         return;
     };
-    let table = vendor(&path);
+    let table = vendor_table(&path);
     let what = Interposition {
         rename: Some("xpu".into()),
         hooks: true,

@@ -15,12 +15,8 @@ use dlport_core::abi::DeviceType;
 use dlport_core::{CopyPolicy, Device, Error};
 use dlport_native::pjrt::sys::{self, Slot};
 use dlport_native::pjrt::{ClientOptions, PjrtClient, PjrtPlugin};
-use pjrt_common::{AFFINE, Spec, count, plugin_path, tensor};
+use pjrt_common::{AFFINE, Spec, WORDS, count, plugin_path, real, real_table, real_words, tensor};
 
-const WORDS: usize = sys::API_SIZE_0_81 / 8;
-
-/// The real table, as words.
-static REAL: OnceLock<Vec<usize>> = OnceLock::new();
 /// Which lies are on (one test at a time holds `SERIAL`).
 static LIES: AtomicU32 = AtomicU32::new(0);
 const SHORT_BUFFER: u32 = 1;
@@ -35,12 +31,6 @@ static CALLS: Mutex<Option<HashMap<usize, [usize; 3]>>> = Mutex::new(None);
 
 fn lie(l: u32) -> bool {
     LIES.load(Ordering::SeqCst) & l != 0
-}
-
-fn real(slot: Slot) -> sys::Fn {
-    let p = REAL.get().expect("the real table")[slot.end() / 8 - 1];
-    // SAFETY: a function pointer of the real table, of the table functions' signature.
-    unsafe { std::mem::transmute::<usize, sys::Fn>(p) }
 }
 
 fn record(buffer: *mut sys::PJRT_Buffer, which: usize) {
@@ -183,7 +173,7 @@ wrapper!(
 /// process).
 fn table(patch: impl FnOnce(&mut [usize; WORDS])) -> *const c_void {
     let mut t = [0usize; WORDS];
-    t.copy_from_slice(REAL.get().expect("the real table"));
+    t.copy_from_slice(real_words());
     patch(&mut t);
     Box::leak(Box::new(t)).as_ptr().cast()
 }
@@ -231,22 +221,7 @@ fn setup(test: &str) -> Option<MutexGuard<'static, ()>> {
     let guard = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     LIES.store(0, Ordering::SeqCst);
     PjrtPlugin::load(&path).expect("load the real plugin");
-    REAL.get_or_init(|| {
-        let c = std::ffi::CString::new(path).unwrap();
-        // SAFETY: the library is loaded already (dlopen returns the same handle); GetPjrtApi
-        // returns its table of struct_size bytes, at least API_SIZE_0_81 (checked).
-        let mut words = unsafe {
-            let h = libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-            let get = libc::dlsym(h, c"GetPjrtApi".as_ptr());
-            let get: unsafe extern "C" fn() -> *const usize = std::mem::transmute(get);
-            let t = get();
-            assert!(*t >= sys::API_SIZE_0_81, "the plugin's table size {}", *t);
-            std::slice::from_raw_parts(t, WORDS).to_vec()
-        };
-        // A newer plugin's table, cut to the 0.81 functions dlport reads: an older table.
-        words[0] = sys::API_SIZE_0_81;
-        words
-    });
+    real_table(&path);
     Some(guard)
 }
 
