@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, Optional, Tuple
 
 from ._errors import DLPackBufferError, DLPackTypeError
-from ._native import Tensor, from_dlpack
+from ._native import Tensor, alloc_limit, from_dlpack
 
 #: DLPack dtypes whose elements are whole bytes and that NumPy lacks (ml_dtypes has each).
 WHOLE_BYTE = frozenset(
@@ -44,9 +44,11 @@ WHOLE_BYTE = frozenset(
 #: Sub-byte dtypes and their bits: packed in DLPack, one element a byte in ml_dtypes.
 SUB_BYTE = {"int4": 4, "uint4": 4, "float4_e2m1fn": 4, "float6_e2m3fn": 6, "float6_e3m2fn": 6}
 
-# The binding's error numbers (python/README.md): a copy refused, an argument of the wrong kind.
+# The binding's error numbers (python/README.md): a copy refused, an argument of the wrong kind,
+# the allocation limit.
 _COPY_REFUSED = 25
 _WRONG_KIND = 1003
+_ALLOC_LIMIT = 37
 
 _copies = 0
 
@@ -60,6 +62,18 @@ def copies() -> int:
 def _count() -> None:
     global _copies
     _copies += 1
+
+
+def _reserve(nbytes: int, what: str) -> None:
+    """The process's allocation limit (``dlport.set_alloc_limit``) bounds the copies NumPy or JAX
+    make here as it bounds dlport's own: checked before the copy, with dlport's error."""
+    limit = alloc_limit()
+    if nbytes > limit:
+        raise DLPackBufferError(
+            f"{what} needs {nbytes} bytes, above the allocation limit of {limit} bytes; nothing "
+            f"was allocated: raise it with dlport.set_alloc_limit or use a smaller tensor",
+            _ALLOC_LIMIT,
+        )
 
 
 def _ml_dtypes(dtype: str) -> Any:
@@ -121,6 +135,7 @@ def to_numpy(x: Any, /, *, copy: Optional[bool] = None) -> Any:
     if isinstance(x, np.ndarray) and _ml_named(x):
         # Already an ml_dtypes array (NumPy's own __dlpack__ refuses it).
         if copy:
+            _reserve(x.nbytes, "to_numpy(copy=True)")
             _count()
             return x.copy()
         return x
@@ -138,6 +153,7 @@ def to_numpy(x: Any, /, *, copy: Optional[bool] = None) -> Any:
             # equivalent"): its own transfer to NumPy, one copy.
             if copy is False:
                 raise _refuse_copy(f"{type(x).__name__} has no DLPack export of {dtype}; its __array__ copies")
+            _reserve(int(getattr(x, "nbytes", 0)), f"to_numpy of a {dtype} array")
             a = np.asarray(x)
             _count()
             return a
@@ -157,6 +173,7 @@ def to_numpy(x: Any, /, *, copy: Optional[bool] = None) -> Any:
     else:
         a = np.from_dlpack(t)
     if copy:
+        _reserve(a.nbytes, "to_numpy(copy=True)")
         a = a.copy()
         _count()
     return a
@@ -173,6 +190,8 @@ def _unpack(t: Tensor, bits: int, dtype: Any) -> Any:
     n = 1
     for e in c.shape:
         n *= e
+    # The unpacking holds the bit stream and its weighted copy (a byte a bit) and the result.
+    _reserve(n * (2 * bits + 1), f"unpacking {n} {t.dtype} elements")
     raw = np.asarray(_Bytes(c, 1, (c.nbytes,), None))
     bitstream = np.unpackbits(raw, bitorder="little")[: n * bits].reshape(n, bits)
     weights = (1 << np.arange(bits, dtype=np.uint8)).astype(np.uint8)
@@ -212,6 +231,7 @@ def _device_put(jax: Any, a: Any, copy: Optional[bool]) -> Any:
         raise _refuse_copy(
             f"JAX's DLPack has no {a.dtype} (XLA type S4 has no DLPack equivalent); jax.device_put copies"
         )
+    _reserve(a.nbytes, "jax.device_put")
     j = jax.device_put(a)
     if j.unsafe_buffer_pointer() != a.ctypes.data:
         _count()

@@ -116,3 +116,26 @@ def test_copy_true_of_a_producer_copies_once():
     before = _bridge.copies()
     a = dlport.to_numpy(x, copy=True)
     assert _bridge.copies() - before == 1 and a.ctypes.data != x.ctypes.data
+
+
+def test_the_allocation_limit_bounds_every_copy_to_numpy_and_to_jax_make():
+    """NumPy's and JAX's copies here count against dlport's limit as dlport's own do."""
+    refused = "needs 4194304 bytes, above the allocation limit of 1048576 bytes"
+    big = np.zeros(1 << 21, ml_dtypes.bfloat16)  # 4 MiB
+    packed4 = dlport.from_dlpack(np.zeros(1 << 18, np.uint8))  # 256 KiB of bytes
+    before = dlport.set_alloc_limit(1 << 20)
+    try:
+        with pytest.raises(BufferError, match=refused):
+            dlport.to_numpy(big, copy=True)
+        with pytest.raises(BufferError, match=refused):
+            dlport.to_numpy(dlport.from_dlpack(np.zeros(1 << 20, np.float32)), copy=True)
+        # 2**19 int4 elements unpack through 2**19 * (2 * 4 + 1) bytes of NumPy arrays.
+        int4 = dlport.from_dlpack(
+            Producer(np.asarray(packed4), dtype=INT4, shape=(1 << 19,), strides=(1,))
+        )
+        with pytest.raises(BufferError, match="needs 4718592 bytes, above the allocation limit"):
+            dlport.to_numpy(int4)
+        assert dlport.to_numpy(np.zeros(1 << 10, ml_dtypes.bfloat16), copy=True).nbytes == 2048
+    finally:
+        dlport.set_alloc_limit(0)
+    assert dlport.alloc_limit() == before
