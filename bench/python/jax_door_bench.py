@@ -16,40 +16,13 @@ Needs a release wheel of dlport in the interpreter:
 """
 
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
+from paired import aligned, table  # this directory
+
 ROUNDS, LOOPS = 101, 400
-
-
-def aligned(n):
-    raw = np.empty(n * 4 + 64, dtype=np.uint8)
-    start = (-raw.ctypes.data) % 64
-    out = raw[start : start + n * 4].view(np.float32)
-    out[...] = np.arange(n, dtype=np.float32)
-    return out
-
-
-def per_op(f):
-    t = time.perf_counter_ns()
-    for _ in range(LOOPS):
-        f()
-    return (time.perf_counter_ns() - t) / LOOPS
-
-
-def paired(a, b):
-    ta, tb = [], []
-    for _ in range(ROUNDS):
-        ta.append(per_op(a))
-        tb.append(per_op(b))
-    return ta, tb
-
-
-def show(ts):
-    return f"{statistics.median(ts) / 1000:.2f} µs ({min(ts) / 1000:.2f}–{max(ts) / 1000:.2f})"
 
 
 def main():
@@ -88,14 +61,7 @@ def main():
     ]
     print(f"jax {jax.__version__}, numpy {np.__version__}, {n} float32, {ROUNDS}x{LOOPS} ops;"
           f" JAX's import {'is' if zero_copy else 'is NOT'} a view")
-    print("| operation | dlport.jax | jax.dlpack | ratio |")
-    print("|---|---|---|---|")
-    for name, ours, theirs in rows:
-        per_op(ours)
-        per_op(theirs)
-        t_ours, t_theirs = paired(ours, theirs)
-        ratio = statistics.median(t_ours) / statistics.median(t_theirs)
-        print(f"| {name} | {show(t_ours)} | {show(t_theirs)} | {ratio:.2f} × |")
+    table("dlport.jax", "jax.dlpack", rows, ROUNDS, LOOPS)
     return 0
 
 

@@ -13,40 +13,13 @@ interpreter and DLPORT_PJRT_PLUGIN (scripts/pjrt-test.sh sets it):
 """
 
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
+from paired import aligned, table  # this directory
+
 ROUNDS, LOOPS = 21, 2000
-
-
-def aligned(n):
-    raw = np.empty(n * 4 + 64, dtype=np.uint8)
-    start = (-raw.__array_interface__["data"][0]) % 64
-    out = raw[start : start + n * 4].view(np.float32)
-    out[...] = np.arange(n, dtype=np.float32)
-    return out
-
-
-def per_op(f):
-    t = time.perf_counter_ns()
-    for _ in range(LOOPS):
-        f()
-    return (time.perf_counter_ns() - t) / LOOPS
-
-
-def paired(a, b):
-    ta, tb = [], []
-    for _ in range(ROUNDS):
-        ta.append(per_op(a))
-        tb.append(per_op(b))
-    return ta, tb
-
-
-def show(ts):
-    return f"{statistics.median(ts) / 1000:.2f} µs ({min(ts) / 1000:.2f}–{max(ts) / 1000:.2f})"
 
 
 def main():
@@ -71,29 +44,14 @@ def main():
     zero_copy = jv.unsafe_buffer_pointer() == x.__array_interface__["data"][0]
     del jv
 
-    def dl_export():
-        np.from_dlpack(buf)
-
-    def jax_export():
-        np.from_dlpack(jarr)
-
-    def dl_import():
-        client.from_dlpack(x, copy=False)
-
-    def jax_import():
-        jax.dlpack.from_dlpack(x)
-
-    for f in (dl_export, jax_export, dl_import, jax_import):
-        per_op(f)  # warm
-    e_dl, e_jax = paired(dl_export, jax_export)
-    i_dl, i_jax = paired(dl_import, jax_import)
-    ratio = lambda a, b: statistics.median(a) / statistics.median(b)
+    rows = [
+        ("export + NumPy import + release", lambda: np.from_dlpack(buf), lambda: np.from_dlpack(jarr)),
+        ("import into PJRT (view) + destroy",
+         lambda: client.from_dlpack(x, copy=False), lambda: jax.dlpack.from_dlpack(x)),
+    ]
     print(f"jax {jax.__version__}, numpy {np.__version__}, {n} float32, {ROUNDS}x{LOOPS} ops;"
           f" JAX's import {'is' if zero_copy else 'is NOT'} a view")
-    print("| operation | dlport PJRT | jax.dlpack | ratio |")
-    print("|---|---|---|---|")
-    print(f"| export + NumPy import + release | {show(e_dl)} | {show(e_jax)} | {ratio(e_dl, e_jax):.2f}x |")
-    print(f"| import into PJRT (view) + destroy | {show(i_dl)} | {show(i_jax)} | {ratio(i_dl, i_jax):.2f}x |")
+    table("dlport PJRT", "jax.dlpack", rows, ROUNDS, LOOPS)
     return 0
 
 
