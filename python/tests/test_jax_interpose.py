@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-PLUGIN = os.environ.get("DLPORT_PJRT_PLUGIN")
+from pjrt_plugin import needs_plugin, run_readme_block
+
 CHILD = Path(__file__).parent / "jax_interpose" / "child.py"
 pytestmark = [
-    pytest.mark.skipif(not PLUGIN, reason="DLPORT_PJRT_PLUGIN is not set (scripts/pjrt-test.sh sets it)"),
+    needs_plugin,
     pytest.mark.skipif(sys.version_info < (3, 12), reason="JAX 0.12 needs Python 3.12"),
 ]
 pytest.importorskip("jax", reason="JAX is not installed")
@@ -86,20 +87,4 @@ def test_readme_story_runs_as_written():
     """python/README.md's dlport.jax block, run as written in a process of its own (the
     stand-in plugin found as the installed package ``xla_cpu_pjrt``), prints what the README
     shows after it."""
-    import re
-
-    if Path(PLUGIN).name != "xla_cpu_pjrt.so":
-        pytest.skip("the README's block finds the xla-cpu-pjrt package; DLPORT_PJRT_PLUGIN is another build")
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    section = readme[readme.index("## JAX arrays on any PJRT plugin"):]
-    code, shown = re.findall(r"```(?:python|text)\n(.*?)```", section, re.S)[:2]
-    package_root = Path(PLUGIN).parents[2]  # .../xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so
-    p = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(package_root), "JAX_PLATFORMS": ""},
-    )
-    assert p.returncode == 0, p.stderr[-4000:]
-    assert p.stdout == shown, f"printed:\n{p.stdout}\nthe README shows:\n{shown}"
+    run_readme_block("## JAX arrays on any PJRT plugin", {"JAX_PLATFORMS": ""})

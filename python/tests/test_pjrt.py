@@ -3,31 +3,16 @@ without it): NumPy and JAX both ways, the StableHLO program on an imported view,
 addresses (no copy where one is promised) and each producer released exactly once."""
 
 import gc
-import os
 import weakref
 
 import numpy as np
 import pytest
 
 import dlport
+from pjrt_plugin import AFFINE, PLUGIN, needs_plugin, run_readme_block
 
 pjrt = pytest.importorskip("dlport.pjrt", reason="the dlport wheel has no dlport.pjrt")
-PLUGIN = os.environ.get("DLPORT_PJRT_PLUGIN")
-pytestmark = pytest.mark.skipif(
-    not PLUGIN, reason="DLPORT_PJRT_PLUGIN is not set (scripts/pjrt-test.sh sets it)"
-)
-
-AFFINE = """
-module @affine {
-  func.func public @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
-    %two = stablehlo.constant dense<2.0> : tensor<2x3xf32>
-    %one = stablehlo.constant dense<1.0> : tensor<2x3xf32>
-    %m = stablehlo.multiply %x, %two : tensor<2x3xf32>
-    %r = stablehlo.add %m, %one : tensor<2x3xf32>
-    return %r : tensor<2x3xf32>
-  }
-}
-"""
+pytestmark = needs_plugin
 
 
 @pytest.fixture(scope="module")
@@ -142,26 +127,7 @@ def test_unknown_package_is_named():
 def test_the_readmes_pjrt_block_prints_what_it_shows():
     """python/README.md's dlport.pjrt block, run as written in a process of its own (the plugin
     found as the installed package ``xla_cpu_pjrt``), prints what the README shows after it."""
-    import re
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    if Path(PLUGIN).name != "xla_cpu_pjrt.so":
-        pytest.skip("the README's block loads the xla-cpu-pjrt package; DLPORT_PJRT_PLUGIN is another build")
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    section = readme[readme.index("## Any PJRT plugin as a DLPack device"):]
-    code, shown = re.findall(r"```(?:python|text)\n(.*?)```", section, re.S)[:2]
-    package_root = Path(PLUGIN).parents[2]  # .../xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so
-    p = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(package_root)},
-    )
-    assert p.returncode == 0, p.stderr[-4000:]
-    assert p.stdout == shown, f"printed:\n{p.stdout}\nthe README shows:\n{shown}"
+    run_readme_block("## Any PJRT plugin as a DLPack device")
 
 
 def test_the_probe_calls_each_function_and_says_what_dlport_does():

@@ -13,22 +13,9 @@ import numpy as np
 import pytest
 
 from dlport import testing
+from pjrt_plugin import AFFINE, PLUGIN, needs_plugin
 
 pjrt = pytest.importorskip("dlport.pjrt", reason="the dlport wheel has no dlport.pjrt")
-PLUGIN = os.environ.get("DLPORT_PJRT_PLUGIN")
-needs_plugin = pytest.mark.skipif(
-    not PLUGIN, reason="DLPORT_PJRT_PLUGIN is not set (scripts/pjrt-test.sh sets it)"
-)
-
-AFFINE = """
-module @affine {
-  func.func public @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
-    %two = stablehlo.constant dense<2.0> : tensor<2x3xf32>
-    %r = stablehlo.multiply %x, %two : tensor<2x3xf32>
-    return %r : tensor<2x3xf32>
-  }
-}
-"""
 
 
 @needs_plugin
@@ -39,7 +26,7 @@ def test_an_executable_refuses_a_buffer_of_another_client():
     with pytest.raises(BufferError, match="another client"):
         exe.execute(second.from_dlpack(x))
     out = exe.execute(first.from_dlpack(x))[0]
-    np.testing.assert_array_equal(np.from_dlpack(out), 2 * x)
+    np.testing.assert_array_equal(np.from_dlpack(out), 2 * x + 1)
 
 
 @needs_plugin

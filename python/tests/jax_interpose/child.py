@@ -12,7 +12,7 @@ import threading
 import numpy as np
 
 import refusals  # noqa: F401  (registers the refusal cases)
-from support import CASES, aligned, case, expect, rss, vendor
+from support import AFFINE, CASES, aligned, case, expect, rss, vendor
 
 @case
 def jax_refuses():
@@ -385,19 +385,6 @@ def stubbed_plugin():
     y = np.from_dlpack(t)
     x.delete()
     np.testing.assert_array_equal(y, np.arange(1, 7, dtype=np.float32).reshape(2, 3))
-
-
-AFFINE = """
-module @affine {
-  func.func public @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
-    %two = stablehlo.constant dense<2.0> : tensor<2x3xf32>
-    %one = stablehlo.constant dense<1.0> : tensor<2x3xf32>
-    %m = stablehlo.multiply %x, %two : tensor<2x3xf32>
-    %r = stablehlo.add %m, %one : tensor<2x3xf32>
-    return %r : tensor<2x3xf32>
-  }
-}
-"""
 
 
 @case

@@ -1,18 +1,22 @@
 """What the cases of python/tests/jax_interpose share: the stand-in vendor (the XLA CPU plugin
-at DLPORT_PJRT_PLUGIN behind a table answering "xpu"), small helpers, and the case registry."""
+at DLPORT_PJRT_PLUGIN behind a table answering "xpu"), small helpers (the plugin's path and the
+StableHLO program from python/tests/pjrt_plugin.py), and the case registry."""
 
 import os
+import sys
+from pathlib import Path
 
 import numpy as np
 
-SO = os.environ["DLPORT_PJRT_PLUGIN"]
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # python/tests: pjrt_plugin.py
+from pjrt_plugin import AFFINE, PLUGIN  # noqa: E402, F401  (AFFINE: for the cases)
 
 
 def vendor(name="xpu", install=True, device_type=1, stubs=()):
     """Registers the stand-in vendor as ``name`` and, when ``install``, dlport's table over it."""
     import dlport.jax
 
-    dlport.jax.stand_in(name, SO, stubs=stubs)
+    dlport.jax.stand_in(name, PLUGIN, stubs=stubs)
     if install:
         dlport.jax.install(name, device_type=device_type)
 
