@@ -261,12 +261,8 @@ pub(super) unsafe fn dtype_and_shape(
             &format!("returned num_dims {} with dims {:?}", d.num_dims, d.dims),
         ));
     }
-    let shape: Vec<i64> = if d.num_dims == 0 {
-        Vec::new()
-    } else {
-        // SAFETY: `num_dims` values, valid while the buffer lives (header).
-        unsafe { std::slice::from_raw_parts(d.dims, d.num_dims) }.to_vec()
-    };
+    // SAFETY: `num_dims` values, valid while the buffer lives (header).
+    let shape = unsafe { plugin_slice(d.dims, d.num_dims) }.to_vec();
     if let Some(bad) = shape.iter().find(|&&x| x < 0) {
         return Err(api.error(
             sys::BUFFER_DIMENSIONS.name,
@@ -312,12 +308,8 @@ pub(super) unsafe fn strides(
                     t.minor_to_major_size
                 )));
             }
-            let order = if n == 0 {
-                &[][..]
-            } else {
-                // SAFETY: `minor_to_major_size` values, valid while the buffer lives.
-                unsafe { std::slice::from_raw_parts(t.minor_to_major, n) }
-            };
+            // SAFETY: `minor_to_major_size` values, valid while the buffer lives.
+            let order = unsafe { plugin_slice(t.minor_to_major, n) };
             let mut out = vec![0i64; n];
             let mut seen = vec![false; n];
             let mut step = 1i64;
@@ -344,12 +336,8 @@ pub(super) unsafe fn strides(
                     s.num_byte_strides
                 )));
             }
-            let bytes = if n == 0 {
-                &[][..]
-            } else {
-                // SAFETY: `num_byte_strides` values, valid while the buffer lives.
-                unsafe { std::slice::from_raw_parts(s.byte_strides, n) }
-            };
+            // SAFETY: `num_byte_strides` values, valid while the buffer lives.
+            let bytes = unsafe { plugin_slice(s.byte_strides, n) };
             if bytes.iter().any(|b| b % size != 0 || *b < 0) {
                 return Err(lie(format!(
                     "byte strides {bytes:?} are not non-negative multiples of {dtype}'s {size} \
@@ -423,6 +411,20 @@ pub(super) unsafe fn device_pointer(
         ));
     }
     Ok(p.device_memory_ptr)
+}
+
+/// The `n` values a plugin returned at `p` as a slice: empty where `n` is 0 or `p` is NULL (a
+/// NULL array of `n` > 0 values is the caller's to refuse first, where it is a lie).
+///
+/// # Safety
+/// Where `n` > 0 and `p` is not NULL, `p` points to `n` initialized values that stay valid
+/// and unchanged for `'a` (while the buffer or client that owns them lives).
+pub(super) unsafe fn plugin_slice<'a, T>(p: *const T, n: usize) -> &'a [T] {
+    if n == 0 || p.is_null() {
+        return &[];
+    }
+    // SAFETY: `n` values at `p`, valid for `'a` (caller).
+    unsafe { std::slice::from_raw_parts(p, n) }
 }
 
 /// A PJRT buffer's memory as dlport storage: `data`, `len` bytes on `device`, kept valid by a

@@ -10,7 +10,7 @@ use dlport_core::backend::{Access, TensorStorage};
 use dlport_core::{CopyPolicy, DataType, Device, Error, ExportBuilder, ManagedTensor};
 
 use super::super::buffer::{
-    await_event, await_ready, device_pointer, dtype_and_shape, span, strides,
+    await_event, await_ready, device_pointer, dtype_and_shape, plugin_slice, span, strides,
 };
 use super::super::result::{Api, UNIMPLEMENTED};
 use super::super::sys;
@@ -200,12 +200,8 @@ fn device_of(
     d.client = client;
     // SAFETY: the args of PJRT_Client_AddressableDevices on the host's live client.
     unsafe { api.call(sys::CLIENT_ADDRESSABLE_DEVICES, &mut d) }?;
-    let devices = if d.num_addressable_devices == 0 || d.addressable_devices.is_null() {
-        &[][..]
-    } else {
-        // SAFETY: `num_addressable_devices` pointers, valid while the client lives.
-        unsafe { std::slice::from_raw_parts(d.addressable_devices, d.num_addressable_devices) }
-    };
+    // SAFETY: `num_addressable_devices` pointers, valid while the client lives.
+    let devices = unsafe { plugin_slice(d.addressable_devices, d.num_addressable_devices) };
     let id = devices.iter().position(|&x| x == v.device).ok_or_else(|| {
         api.error(
             sys::BUFFER_DEVICE.name,
