@@ -12,6 +12,8 @@
 #     capi/examples/pjrt/pjrt_roundtrip.c under ASan + UBSan (leaks checked), and when .venv has
 #     a wheel with dlport.pjrt the Python tests (python/tests/test_pjrt.py, test_pjrt_attack.py;
 #     the unpacked wheel on PYTHONPATH, so its entry point is found by name).
+#     Where the wheel ships its pjrt_c_api.h, native/tests/pjrt_header.rs checks dlport's slots
+#     and structs against it (DLPORT_PJRT_HEADER; "header none" where it ships none).
 #  3. Once, on the first build: python/tests/test_jax_interpose.py (dlport.jax) and
 #     python/examples/pjrt/roundtrip.py.
 # Each build ends in one summary line; the script fails if any part of any build failed.
@@ -55,6 +57,8 @@ PY
 rust_tests=(-p dlport-native --features pjrt --locked --test pjrt --test pjrt_lying --test pjrt_attack --test pjrt_interpose)
 cargo test -q -p dlport-native --features pjrt --locked --lib pjrt
 cargo test -q "${rust_tests[@]}" --no-run
+header_test=(-p dlport-native --features pjrt --locked --test pjrt_header)
+cargo test -q "${header_test[@]}" --no-run
 cargo build -q -p dlport-capi --locked
 lib=${CARGO_TARGET_DIR:-target}/debug
 ln -sfn libdlport.so "$lib/libdlport.so.0"
@@ -87,7 +91,13 @@ for build in "${builds[@]}"; do
   export DLPORT_PJRT_PLUGIN=$dir/$rel
   api=$(describe "$DLPORT_PJRT_PLUGIN" 2>&1 | tail -n 1)
   echo "[pjrt] === $name $version ($api): $DLPORT_PJRT_PLUGIN"
-  rust=ok c=ok py=skipped
+  rust=ok c=ok py=skipped header=none
+  h=$(find "$dir" -name pjrt_c_api.h -print -quit)
+  if [ -n "$h" ]; then
+    header=ok
+    DLPORT_PJRT_HEADER=$h cargo test -q "${header_test[@]}" -- --nocapture 2>&1 | grep -vE '^$' \
+      | tail -n 20 || header=FAILED
+  fi
   cargo test -q "${rust_tests[@]}" -- --nocapture 2>&1 | grep -vE '^$' | tail -n 40 || rust=FAILED
   env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "${supp[@]}" \
     LD_LIBRARY_PATH="$lib" "$out/pjrt_roundtrip" "$DLPORT_PJRT_PLUGIN" || c=FAILED
@@ -104,7 +114,7 @@ for build in "${builds[@]}"; do
     fi
   fi
   first=0
-  line="[pjrt] $name $version ($api): rust $rust, c $c, python $py"
+  line="[pjrt] $name $version ($api): rust $rust, header $header, c $c, python $py"
   case "$line" in *FAILED*) failed=1 ;; esac
   summary+=("$line")
 done

@@ -279,12 +279,12 @@ impl PjrtClient {
                 }
             })
             .collect();
-        let values: Vec<NamedValue> = options
+        let values: Vec<sys::NamedValue> = options
             .options
             .iter()
             .zip(&names)
             .zip(&strs)
-            .map(|(((_, v), n), s)| NamedValue::of(n, v, s))
+            .map(|(((_, v), n), s)| sys::NamedValue::of(n, v, s))
             .collect();
         let mut a = sys::Client_Create_Args::new();
         a.create_options = values.as_ptr().cast();
@@ -448,18 +448,7 @@ fn describe(api: &Api, raw: *mut sys::PJRT_Device) -> Result<(i32, String), Erro
     Ok((i.id, kind))
 }
 
-/// `PJRT_NamedValue`.
-#[repr(C)]
-struct NamedValue {
-    head: sys::Head,
-    name: *const c_char,
-    name_size: usize,
-    kind: i32,
-    value: u64,
-    value_size: usize,
-}
-
-impl NamedValue {
+impl sys::NamedValue {
     fn of(name: &CString, v: &OptionValue, s: &str) -> Self {
         let (kind, value, value_size) = match v {
             OptionValue::Str(_) => (0, s.as_ptr() as u64, s.len()),
@@ -468,7 +457,7 @@ impl NamedValue {
         };
         Self {
             head: sys::Head {
-                struct_size: std::mem::size_of::<Self>(),
+                struct_size: Self::STRUCT_SIZE,
                 extension_start: std::ptr::null_mut(),
             },
             name: name.as_ptr(),

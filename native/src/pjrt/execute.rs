@@ -163,7 +163,7 @@ impl PjrtClient {
         let format = "mlir";
         let program = sys::Program {
             head: sys::Head {
-                struct_size: std::mem::size_of::<sys::Program>(),
+                struct_size: sys::Program::STRUCT_SIZE,
                 extension_start: std::ptr::null_mut(),
             },
             code: mlir.as_ptr().cast::<c_char>().cast_mut(),
@@ -261,7 +261,7 @@ impl PjrtExecutable {
         let keep: Vec<i64> = (0..args.len() as i64).collect();
         let mut options = sys::ExecuteOptions {
             head: sys::Head {
-                struct_size: std::mem::size_of::<sys::ExecuteOptions>(),
+                struct_size: sys::ExecuteOptions::STRUCT_SIZE,
                 extension_start: std::ptr::null_mut(),
             },
             send_callbacks: std::ptr::null_mut(),

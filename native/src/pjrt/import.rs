@@ -226,13 +226,13 @@ impl PjrtClient {
         let sub_byte = view.dtype().is_sub_byte();
         let mut layout = sys::MemoryLayout {
             head: sys::Head {
-                struct_size: std::mem::size_of::<sys::MemoryLayout>(),
+                struct_size: sys::MemoryLayout::STRUCT_SIZE,
                 extension_start: std::ptr::null_mut(),
             },
             u: sys::LayoutUnion {
                 tiled: sys::LayoutTiled {
                     head: sys::Head {
-                        struct_size: std::mem::size_of::<sys::LayoutTiled>(),
+                        struct_size: sys::LayoutTiled::STRUCT_SIZE,
                         extension_start: std::ptr::null_mut(),
                     },
                     minor_to_major: order.as_ptr(),

@@ -148,16 +148,10 @@ impl Api {
     /// The extensions the table's `extension_start` chain lists: `(type, struct_size)` of each
     /// `PJRT_Extension_Base`, in order, at most 64 (a longer chain, or one that loops, is cut).
     pub fn extensions(&self) -> Vec<(i32, usize)> {
-        #[repr(C)]
-        struct Base {
-            struct_size: usize,
-            kind: i32,
-            next: *const Base,
-        }
         let mut out = Vec::new();
         // SAFETY: the head is readable (checked in `new`).
         let mut at = unsafe { (*self.table).extension_start }
-            .cast::<Base>()
+            .cast::<sys::ExtensionBase>()
             .cast_const();
         while !at.is_null() && out.len() < 64 {
             // SAFETY: a non-NULL extension the plugin lists lives as long as its table; every

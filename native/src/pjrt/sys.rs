@@ -2,8 +2,10 @@
 //! subset dlport calls, declared here once. Nothing in this room calls a function; it names
 //! the table's slots and reads them only where the plugin's `struct_size` covers them.
 //!
-//! Every args struct starts with `struct_size` (set to the size declared here, the header's
-//! `PJRT_STRUCT_SIZE`: every struct here ends at its last field) and `extension_start`.
+//! Every args struct starts with `struct_size` (set to its `STRUCT_SIZE`, the header's
+//! `PJRT_STRUCT_SIZE`: the end of its last field, before any tail padding) and
+//! `extension_start`. `native/tests/pjrt_header.rs` checks every slot's offset and every
+//! struct's size and field offsets here against the plugins' `pjrt_c_api.h`.
 #![allow(non_camel_case_types, missing_docs)]
 
 use std::ffi::{c_char, c_int, c_void};
@@ -41,14 +43,73 @@ pub struct Head {
     pub extension_start: *mut c_void,
 }
 
-/// Declares an args struct that starts with [`Head`], and its `new()` (the head set, every
-/// other field zero: NULL pointers, zero counts).
-macro_rules! args {
-    ($($name:ident { $($field:ident: $ty:ty),* $(,)? })*) => {$(
+/// A struct as this room lays it out, for the test that checks it against pjrt_c_api.h
+/// (`native/tests/pjrt_header.rs`).
+#[doc(hidden)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The header's name for the struct.
+    pub name: &'static str,
+    /// Its `size_of` here.
+    pub size: usize,
+    /// The `struct_size` dlport sends: the end of its last field (the header's `NAME_STRUCT_SIZE`).
+    pub struct_size: usize,
+    /// Each field declared here: the header's name for it (`a.b` for a nested one) and its
+    /// offset here.
+    pub fields: Vec<(&'static str, usize)>,
+}
+
+/// Declares `#[repr(C)]` structs of the header, each with its header name and, where a field's
+/// header name differs (`type`, an anonymous union's first member), that name after `as`. Each
+/// gets `STRUCT_SIZE` (the end of its last field: the header's `PJRT_STRUCT_SIZE`, which
+/// `size_of` exceeds by any tail padding) and `layout()` (its [`Layout`]).
+macro_rules! c_structs {
+    ($($(#[$m:meta])* $name:ident = $c:expr, { $($field:ident $(as $cf:literal)?: $ty:ty),* $(,)? })*) => {$(
+        $(#[$m])*
         #[repr(C)]
         pub struct $name {
-            pub head: Head,
             $(pub $field: $ty,)*
+        }
+        impl $name {
+            /// The `struct_size` the header gives this struct: the end of its last field.
+            pub const STRUCT_SIZE: usize = {
+                let mut end = 0;
+                $(
+                    let e = std::mem::offset_of!($name, $field) + std::mem::size_of::<$ty>();
+                    if e > end {
+                        end = e;
+                    }
+                )*
+                end
+            };
+            /// This struct's layout, for the test against the header.
+            #[doc(hidden)]
+            pub fn layout() -> $crate::pjrt::sys::Layout {
+                $crate::pjrt::sys::Layout {
+                    name: $c,
+                    size: std::mem::size_of::<Self>(),
+                    struct_size: Self::STRUCT_SIZE,
+                    fields: vec![$(
+                        ($crate::pjrt::sys::c_structs!(@name $field $($cf)?), std::mem::offset_of!($name, $field)),
+                    )*],
+                }
+            }
+        }
+    )*};
+    (@name $f:ident) => { stringify!($f) };
+    (@name $f:ident $c:literal) => { $c };
+}
+pub(crate) use c_structs;
+
+/// Declares an args struct `PJRT_<name>` that starts with [`Head`], and its `new()` (the head
+/// set, every other field zero: NULL pointers, zero counts).
+macro_rules! args {
+    ($($name:ident $(= $c:literal)? { $($field:ident $(as $cf:literal)?: $ty:ty),* $(,)? })*) => {$(
+        c_structs! {
+            $name = args!(@name $name $($c)?), {
+                head as "struct_size": Head,
+                $($field $(as $cf)?: $ty,)*
+            }
         }
         #[allow(clippy::new_without_default)]
         impl $name {
@@ -57,34 +118,50 @@ macro_rules! args {
                 // SAFETY: every field is an integer, a raw pointer or an Option of a function
                 // pointer, for which all zeroes is a valid value (0 / NULL / None).
                 let mut a: Self = unsafe { std::mem::zeroed() };
-                a.head.struct_size = std::mem::size_of::<Self>();
+                a.head.struct_size = Self::STRUCT_SIZE;
                 a
             }
         }
-    )*};
+    )*
+        /// Every struct this room declares, as laid out here, for the test against the header.
+        #[doc(hidden)]
+        pub fn layouts() -> Vec<Layout> {
+            let mut all = vec![
+                ApiHead::layout(), LayoutTiled::layout(), LayoutStrides::layout(),
+                MemoryLayout::layout(), Program::layout(), ExecuteOptions::layout(),
+                NamedValue::layout(), ExtensionBase::layout(), $($name::layout()),*
+            ];
+            all.push(Layout {
+                name: "PJRT_Buffer_DecreaseExternalReferenceCount_Args",
+                ..Buffer_ExternalReference_Args::layout()
+            });
+            all
+        }
+    };
+    (@name $name:ident) => { concat!("PJRT_", stringify!($name)) };
+    (@name $name:ident $c:literal) => { $c };
 }
 
 pub type OnDelete = Option<unsafe extern "C" fn(device_buffer_ptr: *mut c_void, arg: *mut c_void)>;
 
-/// `PJRT_Buffer_MemoryLayout_Tiled`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct LayoutTiled {
-    pub head: Head,
-    pub minor_to_major: *const i64,
-    pub minor_to_major_size: usize,
-    pub tile_dims: *const i64,
-    pub tile_dim_sizes: *const usize,
-    pub num_tiles: usize,
-}
-
-/// `PJRT_Buffer_MemoryLayout_Strides`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct LayoutStrides {
-    pub head: Head,
-    pub byte_strides: *const i64,
-    pub num_byte_strides: usize,
+c_structs! {
+    /// `PJRT_Buffer_MemoryLayout_Tiled`.
+    #[derive(Clone, Copy)]
+    LayoutTiled = "PJRT_Buffer_MemoryLayout_Tiled", {
+        head as "struct_size": Head,
+        minor_to_major: *const i64,
+        minor_to_major_size: usize,
+        tile_dims: *const i64,
+        tile_dim_sizes: *const usize,
+        num_tiles: usize,
+    }
+    /// `PJRT_Buffer_MemoryLayout_Strides`.
+    #[derive(Clone, Copy)]
+    LayoutStrides = "PJRT_Buffer_MemoryLayout_Strides", {
+        head as "struct_size": Head,
+        byte_strides: *const i64,
+        num_byte_strides: usize,
+    }
 }
 
 /// The union in `PJRT_Buffer_MemoryLayout`.
@@ -100,41 +177,53 @@ pub const LAYOUT_TILED: c_int = 0;
 /// `PJRT_Buffer_MemoryLayout_Type_Strides`.
 pub const LAYOUT_STRIDES: c_int = 1;
 
-/// `PJRT_Buffer_MemoryLayout`.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct MemoryLayout {
-    pub head: Head,
-    pub u: LayoutUnion,
-    pub kind: c_int,
-}
-
-/// `PJRT_Program`.
-#[repr(C)]
-pub struct Program {
-    pub head: Head,
-    pub code: *mut c_char,
-    pub code_size: usize,
-    pub format: *const c_char,
-    pub format_size: usize,
-}
-
-/// `PJRT_ExecuteOptions`.
-#[repr(C)]
-pub struct ExecuteOptions {
-    pub head: Head,
-    pub send_callbacks: *mut c_void,
-    pub recv_callbacks: *mut c_void,
-    pub num_send_ops: usize,
-    pub num_recv_ops: usize,
-    pub launch_id: c_int,
-    pub non_donatable_input_indices: *const i64,
-    pub num_non_donatable_input_indices: usize,
-    pub context: *mut c_void,
-    pub call_location: *const c_char,
-    pub num_tasks: usize,
-    pub task_ids: *mut c_int,
-    pub incarnation_ids: *mut i64,
+c_structs! {
+    /// `PJRT_Buffer_MemoryLayout`.
+    #[derive(Clone, Copy)]
+    MemoryLayout = "PJRT_Buffer_MemoryLayout", {
+        head as "struct_size": Head,
+        u as "tiled": LayoutUnion,
+        kind as "type": c_int,
+    }
+    /// `PJRT_Program`.
+    Program = "PJRT_Program", {
+        head as "struct_size": Head,
+        code: *mut c_char,
+        code_size: usize,
+        format: *const c_char,
+        format_size: usize,
+    }
+    /// `PJRT_ExecuteOptions`.
+    ExecuteOptions = "PJRT_ExecuteOptions", {
+        head as "struct_size": Head,
+        send_callbacks: *mut c_void,
+        recv_callbacks: *mut c_void,
+        num_send_ops: usize,
+        num_recv_ops: usize,
+        launch_id: c_int,
+        non_donatable_input_indices: *const i64,
+        num_non_donatable_input_indices: usize,
+        context: *mut c_void,
+        call_location: *const c_char,
+        num_tasks: usize,
+        task_ids: *mut c_int,
+        incarnation_ids: *mut i64,
+    }
+    /// `PJRT_NamedValue`: `value` is the union of its values (a pointer, an integer, a bool).
+    NamedValue = "PJRT_NamedValue", {
+        head as "struct_size": Head,
+        name: *const c_char,
+        name_size: usize,
+        kind as "type": c_int,
+        value as "string_value": u64,
+        value_size: usize,
+    }
+    /// `PJRT_Extension_Base`: the head of every extension in a table's chain.
+    ExtensionBase = "PJRT_Extension_Base", {
+        struct_size: usize,
+        kind as "type": c_int,
+        next: *const ExtensionBase,
+    }
 }
 
 /// `PJRT_HostBufferSemantics_kImmutableOnlyDuringCall`: the plugin copies during the call.
@@ -168,7 +257,7 @@ args! {
         executable: *mut PJRT_LoadedExecutable,
     }
     Client_BufferFromHostBuffer_Args {
-        client: *mut PJRT_Client, data: *const c_void, kind: c_int,
+        client: *mut PJRT_Client, data: *const c_void, kind as "type": c_int,
         dims: *const i64, num_dims: usize,
         byte_strides: *const i64, num_byte_strides: usize,
         host_buffer_semantics: c_int,
@@ -206,27 +295,31 @@ args! {
         execute_device: *mut PJRT_Device,
     }
     Buffer_Destroy_Args { buffer: *mut PJRT_Buffer }
-    Buffer_ElementType_Args { buffer: *mut PJRT_Buffer, kind: c_int }
+    Buffer_ElementType_Args { buffer: *mut PJRT_Buffer, kind as "type": c_int }
     Buffer_Dimensions_Args { buffer: *mut PJRT_Buffer, dims: *const i64, num_dims: usize }
     Buffer_GetMemoryLayout_Args { buffer: *mut PJRT_Buffer, layout: MemoryLayout }
     Buffer_OnDeviceSizeInBytes_Args { buffer: *mut PJRT_Buffer, on_device_size_in_bytes: usize }
     Buffer_Device_Args { buffer: *mut PJRT_Buffer, device: *mut PJRT_Device }
     Buffer_ReadyEvent_Args { buffer: *mut PJRT_Buffer, event: *mut PJRT_Event }
-    Buffer_ExternalReference_Args { buffer: *mut PJRT_Buffer }
+    // `PJRT_Buffer_DecreaseExternalReferenceCount_Args` is the same struct.
+    Buffer_ExternalReference_Args = "PJRT_Buffer_IncreaseExternalReferenceCount_Args" {
+        buffer: *mut PJRT_Buffer,
+    }
     Buffer_OpaqueDeviceMemoryDataPointer_Args {
         buffer: *mut PJRT_Buffer, device_memory_ptr: *mut c_void,
     }
 }
 
-/// The head of `PJRT_Api`: its size, extensions and version; the function pointers follow.
-#[repr(C)]
-pub struct ApiHead {
-    pub struct_size: usize,
-    pub extension_start: *mut c_void,
-    pub version_struct_size: usize,
-    pub version_extension_start: *mut c_void,
-    pub major: c_int,
-    pub minor: c_int,
+c_structs! {
+    /// The head of `PJRT_Api`: its size, extensions and version; the function pointers follow.
+    ApiHead = "PJRT_Api", {
+        struct_size: usize,
+        extension_start: *mut c_void,
+        version_struct_size as "pjrt_api_version.struct_size": usize,
+        version_extension_start as "pjrt_api_version.extension_start": *mut c_void,
+        major as "pjrt_api_version.major_version": c_int,
+        minor as "pjrt_api_version.minor_version": c_int,
+    }
 }
 
 /// A slot of the function table: the function's name and its place (0-based) after the head.
@@ -249,6 +342,9 @@ impl Slot {
 macro_rules! slots {
     ($($konst:ident = $index:literal $name:ident;)*) => {
         $(pub const $konst: Slot = Slot { name: stringify!($name), index: $index };)*
+        /// Every slot this room declares, for the test against the header.
+        #[doc(hidden)]
+        pub const SLOTS: &[Slot] = &[$($konst),*];
     };
 }
 // The table's order in the header (index = position among the function pointers).

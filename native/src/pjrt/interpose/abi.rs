@@ -21,27 +21,41 @@ pub(crate) const BUFFER_UNSAFE_POINTER: Slot = Slot {
     index: 73,
 };
 
-/// `PJRT_Buffer_Destroy_Args` and `PJRT_Buffer_Delete_Args`.
-#[repr(C)]
-pub(crate) struct BufferArgs {
-    pub head: Head,
-    pub buffer: *mut sys::PJRT_Buffer,
+sys::c_structs! {
+    /// `PJRT_Buffer_Destroy_Args` and `PJRT_Buffer_Delete_Args`.
+    BufferArgs = "PJRT_Buffer_Delete_Args", {
+        head as "struct_size": Head,
+        buffer: *mut sys::PJRT_Buffer,
+    }
+    /// `PJRT_Buffer_IsDeleted_Args`.
+    IsDeletedArgs = "PJRT_Buffer_IsDeleted_Args", {
+        head as "struct_size": Head,
+        buffer: *mut sys::PJRT_Buffer,
+        is_deleted: bool,
+    }
+    /// `PJRT_Buffer_UnsafePointer_Args`.
+    UnsafePointerArgs = "PJRT_Buffer_UnsafePointer_Args", {
+        head as "struct_size": Head,
+        buffer: *mut sys::PJRT_Buffer,
+        buffer_pointer: usize,
+    }
 }
 
-/// `PJRT_Buffer_IsDeleted_Args`.
-#[repr(C)]
-pub(crate) struct IsDeletedArgs {
-    pub head: Head,
-    pub buffer: *mut sys::PJRT_Buffer,
-    pub is_deleted: bool,
-}
+/// The slots above, for the test against the header.
+pub(crate) const SLOTS: &[Slot] = &[
+    BUFFER_DELETE,
+    BUFFER_IS_DELETED,
+    TO_HOST,
+    BUFFER_UNSAFE_POINTER,
+];
 
-/// `PJRT_Buffer_UnsafePointer_Args`.
-#[repr(C)]
-pub(crate) struct UnsafePointerArgs {
-    pub head: Head,
-    pub buffer: *mut sys::PJRT_Buffer,
-    pub buffer_pointer: usize,
+/// The structs above as laid out here, for the test against the header.
+pub(crate) fn layouts() -> Vec<sys::Layout> {
+    vec![
+        BufferArgs::layout(),
+        IsDeletedArgs::layout(),
+        UnsafePointerArgs::layout(),
+    ]
 }
 
 const _: () = {

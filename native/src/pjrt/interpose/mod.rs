@@ -26,6 +26,13 @@ mod pins;
 pub use export::{export, host_copies};
 pub use pins::pins;
 
+/// The slots and structs the interposer declares beyond `sys` (its `abi` room), as laid out
+/// there, for the test against pjrt_c_api.h (`native/tests/pjrt_header.rs`).
+#[doc(hidden)]
+pub fn declared() -> (&'static [Slot], Vec<sys::Layout>) {
+    (abi::SLOTS, abi::layouts())
+}
+
 /// How many holders the host's client of the interposed table `table` has (the host, each
 /// borrow, each pinned buffer); 0 once the vendor destroyed it. For tests.
 pub fn client_holders(table: *const c_void) -> usize {

@@ -101,7 +101,7 @@ pub(super) fn unpin(buffer: *mut sys::PJRT_Buffer) {
     let Some(p) = last else { return };
     let mut a = BufferArgs {
         head: sys::Head {
-            struct_size: std::mem::size_of::<BufferArgs>(),
+            struct_size: BufferArgs::STRUCT_SIZE,
             extension_start: std::ptr::null_mut(),
         },
         buffer,
