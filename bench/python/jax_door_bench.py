@@ -15,20 +15,18 @@ Needs a release wheel of dlport in the interpreter:
   DLPORT_PJRT_PLUGIN=.../xla_cpu_pjrt.so .venv/bin/python bench/python/jax_door_bench.py
 """
 
-import os
 import sys
 
 import numpy as np
 
-from paired import aligned, table  # this directory
+from paired import aligned, plugin, table  # this directory
 
 ROUNDS, LOOPS = 101, 400
 
 
 def main():
-    plugin = os.environ.get("DLPORT_PJRT_PLUGIN")
-    if not plugin:
-        print("SKIP: DLPORT_PJRT_PLUGIN is not set")
+    so = plugin()
+    if not so:
         return 0
     import jax
     import jax.numpy as jnp
@@ -36,7 +34,7 @@ def main():
 
     import dlport.jax
 
-    xla_bridge.register_plugin("cpuplug", library_path=plugin)
+    xla_bridge.register_plugin("cpuplug", library_path=so)
     dlport.jax.install("cpuplug", device_type=1)
     dev = jax.devices("cpuplug")[0]
     n = 1024

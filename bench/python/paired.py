@@ -2,10 +2,19 @@
 pjrt_bench.py): each side in alternating rounds of a number of calls, the median per call over
 the rounds with the range, and the ratio of the medians, as a Markdown table."""
 
+import os
 import statistics
 import time
 
 import numpy as np
+
+
+def plugin():
+    """The PJRT plugin's path (DLPORT_PJRT_PLUGIN), or None after saying the bench skips."""
+    path = os.environ.get("DLPORT_PJRT_PLUGIN")
+    if not path:
+        print("SKIP: DLPORT_PJRT_PLUGIN is not set")
+    return path
 
 
 def aligned(n):

@@ -12,27 +12,25 @@ interpreter and DLPORT_PJRT_PLUGIN (scripts/pjrt-test.sh sets it):
   DLPORT_PJRT_PLUGIN=.../xla_cpu_pjrt.so .venv/bin/python bench/python/pjrt_bench.py
 """
 
-import os
 import sys
 
 import numpy as np
 
-from paired import aligned, table  # this directory
+from paired import aligned, plugin, table  # this directory
 
 ROUNDS, LOOPS = 21, 2000
 
 
 def main():
-    plugin = os.environ.get("DLPORT_PJRT_PLUGIN")
-    if not plugin:
-        print("SKIP: DLPORT_PJRT_PLUGIN is not set")
+    so = plugin()
+    if not so:
         return 0
     import jax
     import jax.numpy as jnp
 
     import dlport.pjrt
 
-    client = dlport.pjrt.load(plugin)
+    client = dlport.pjrt.load(so)
     n = 1024
     x = aligned(n)
     buf = client.from_dlpack(x, copy=False)
