@@ -1,4 +1,4 @@
-//! The PJRT ABI dlport declares (`pjrt::sys` and the interposer's own slots and structs),
+//! The PJRT ABI dlport declares (`pjrt::sys`, the one place it is declared),
 //! checked against the real `pjrt_c_api.h` a plugin wheel ships: every slot's offset in
 //! `PJRT_Api`, and every struct's `sizeof`, `STRUCT_SIZE` and the offset of each field dlport
 //! declares. A C program generated from dlport's own lists is compiled against the header
@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use dlport_native::pjrt::{interpose, sys};
+use dlport_native::pjrt::sys;
 
 /// The headers to check against.
 fn headers() -> Vec<PathBuf> {
@@ -48,12 +48,7 @@ fn find(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 
 /// Every slot and struct dlport declares.
 fn declared() -> (Vec<sys::Slot>, Vec<sys::Layout>) {
-    let (slots, layouts) = interpose::declared();
-    let mut all_slots = sys::SLOTS.to_vec();
-    all_slots.extend_from_slice(slots);
-    let mut all_layouts = sys::layouts();
-    all_layouts.extend(layouts);
-    (all_slots, all_layouts)
+    (sys::SLOTS.to_vec(), sys::layouts())
 }
 
 /// The C program that prints the header's numbers for what dlport declares, one per line:

@@ -34,7 +34,7 @@ impl Drop for Owned {
         a.buffer = self.raw;
         // SAFETY: the last holder is gone: the buffer is destroyed once, here (a view's
         // on-delete callback runs in it). An error cannot be reported from a drop.
-        let _ = unsafe { self.client.api().call(sys::BUFFER_DESTROY, &mut a) };
+        let _ = unsafe { self.client.api().buffer_destroy(&mut a) };
         if let Some((token, destroyed)) = self.view {
             destroyed(token);
         }
@@ -144,7 +144,7 @@ impl PjrtBuffer {
         let mut v = sys::Buffer_Device_Args::new();
         v.buffer = raw;
         // SAFETY: the args of PJRT_Buffer_Device.
-        unsafe { api.call(sys::BUFFER_DEVICE, &mut v) }?;
+        unsafe { api.buffer_device(&mut v) }?;
         let client = &self.owned.client;
         let f = sys::BUFFER_DEVICE.name;
         let id = client
@@ -180,10 +180,10 @@ impl PjrtBuffer {
         ] {
             api.function(slot)?;
         }
-        let mut a = sys::Buffer_ExternalReference_Args::new();
+        let mut a = sys::Buffer_IncreaseExternalReferenceCount_Args::new();
         a.buffer = self.owned.raw;
         // SAFETY: the args of PJRT_Buffer_IncreaseExternalReferenceCount.
-        unsafe { api.call(sys::BUFFER_INCREASE_EXTERNAL_REF, &mut a) }?;
+        unsafe { api.buffer_increase_external_ref(&mut a) }?;
         // From here the reference is held by `held`: any error drops it once.
         let mut held = BufferMemory {
             buffer: self.clone(),
@@ -211,11 +211,11 @@ pub(super) unsafe fn await_event(api: &Api, event: *mut sys::PJRT_Event) -> Resu
     let mut w = sys::Event_Await_Args::new();
     w.event = event;
     // SAFETY: the args of PJRT_Event_Await.
-    let awaited = unsafe { api.call(sys::EVENT_AWAIT, &mut w) };
+    let awaited = unsafe { api.event_await(&mut w) };
     let mut d = sys::Event_Destroy_Args::new();
     d.event = event;
     // SAFETY: the event is destroyed once, here.
-    let destroyed = unsafe { api.call(sys::EVENT_DESTROY, &mut d) };
+    let destroyed = unsafe { api.event_destroy(&mut d) };
     awaited.and(destroyed)
 }
 
@@ -227,7 +227,7 @@ pub(super) unsafe fn await_ready(api: &Api, raw: *mut sys::PJRT_Buffer) -> Resul
     let mut r = sys::Buffer_ReadyEvent_Args::new();
     r.buffer = raw;
     // SAFETY: the args of PJRT_Buffer_ReadyEvent; the buffer lives (caller).
-    unsafe { api.call(sys::BUFFER_READY_EVENT, &mut r) }?;
+    unsafe { api.buffer_ready_event(&mut r) }?;
     if r.event.is_null() {
         return Err(api.error(sys::BUFFER_READY_EVENT.name, -1, "returned a NULL event"));
     }
@@ -247,13 +247,13 @@ pub(super) unsafe fn dtype_and_shape(
     let mut t = sys::Buffer_ElementType_Args::new();
     t.buffer = raw;
     // SAFETY: the args of PJRT_Buffer_ElementType; the buffer lives (caller).
-    unsafe { api.call(sys::BUFFER_ELEMENT_TYPE, &mut t) }?;
+    unsafe { api.buffer_element_type(&mut t) }?;
     let dtype =
         types::to_dlpack(t.kind).map_err(|e| api.error(sys::BUFFER_ELEMENT_TYPE.name, -1, &e))?;
     let mut d = sys::Buffer_Dimensions_Args::new();
     d.buffer = raw;
     // SAFETY: the args of PJRT_Buffer_Dimensions; the buffer lives (caller).
-    unsafe { api.call(sys::BUFFER_DIMENSIONS, &mut d) }?;
+    unsafe { api.buffer_dimensions(&mut d) }?;
     if d.num_dims > 64 || (d.dims.is_null() && d.num_dims > 0) {
         return Err(api.error(
             sys::BUFFER_DIMENSIONS.name,
@@ -288,7 +288,7 @@ pub(super) unsafe fn strides(
     let mut l = sys::Buffer_GetMemoryLayout_Args::new();
     l.buffer = raw;
     // SAFETY: the args of PJRT_Buffer_GetMemoryLayout; the buffer lives (caller).
-    unsafe { api.call(sys::BUFFER_GET_MEMORY_LAYOUT, &mut l) }?;
+    unsafe { api.buffer_get_memory_layout(&mut l) }?;
     let n = shape.len();
     let lie = |what: String| api.error(sys::BUFFER_GET_MEMORY_LAYOUT.name, -1, &what);
     match l.layout.kind {
@@ -371,7 +371,7 @@ pub(super) unsafe fn span(
     let mut s = sys::Buffer_OnDeviceSizeInBytes_Args::new();
     s.buffer = raw;
     // SAFETY: the args of PJRT_Buffer_OnDeviceSizeInBytes; the buffer lives (caller).
-    unsafe { api.call(sys::BUFFER_ON_DEVICE_SIZE, &mut s) }?;
+    unsafe { api.buffer_on_device_size(&mut s) }?;
     if (s.on_device_size_in_bytes as u64) < span {
         return Err(api.error(
             sys::BUFFER_ON_DEVICE_SIZE.name,
@@ -401,7 +401,7 @@ pub(super) unsafe fn device_pointer(
     p.buffer = raw;
     // SAFETY: the args of PJRT_Buffer_OpaqueDeviceMemoryDataPointer; the external reference
     // keeps the pointer valid (header).
-    unsafe { api.call(sys::BUFFER_OPAQUE_POINTER, &mut p) }?;
+    unsafe { api.buffer_opaque_pointer(&mut p) }?;
     if p.device_memory_ptr.is_null() && span > 0 {
         return Err(api.error(
             sys::BUFFER_OPAQUE_POINTER.name,
@@ -467,15 +467,11 @@ impl Drop for BufferMemory {
         if !self.external_ref {
             return;
         }
-        let mut a = sys::Buffer_ExternalReference_Args::new();
+        let mut a = sys::Buffer_DecreaseExternalReferenceCount_Args::new();
         a.buffer = self.buffer.owned.raw;
         // SAFETY: the reference taken at export, given back once, here, before the share of
         // the buffer goes (a field, dropped after this). An error cannot be reported here.
-        let _ = unsafe {
-            self.buffer
-                .api()
-                .call(sys::BUFFER_DECREASE_EXTERNAL_REF, &mut a)
-        };
+        let _ = unsafe { self.buffer.api().buffer_decrease_external_ref(&mut a) };
     }
 }
 

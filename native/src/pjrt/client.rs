@@ -58,7 +58,7 @@ impl PjrtPlugin {
         if !done.contains(&init) {
             let mut a = sys::Plugin_Initialize_Args::new();
             // SAFETY: the args of PJRT_Plugin_Initialize.
-            unsafe { api.call(sys::PLUGIN_INITIALIZE, &mut a) }?;
+            unsafe { api.plugin_initialize(&mut a) }?;
             done.push(init);
         }
         Ok(Arc::new(Self { api }))
@@ -210,7 +210,7 @@ impl Drop for ClientInner {
         a.client = self.raw;
         // SAFETY: the last holder is gone (buffers and executables hold the client), so the
         // client is destroyed once, here. An error cannot be reported from a drop.
-        let _ = unsafe { self.api.call(sys::CLIENT_DESTROY, &mut a) };
+        let _ = unsafe { self.api.client_destroy(&mut a) };
     }
 }
 
@@ -290,7 +290,7 @@ impl PjrtClient {
         a.create_options = values.as_ptr().cast();
         a.num_options = values.len();
         // SAFETY: the args of PJRT_Client_Create; the options live during the call.
-        unsafe { api.call(sys::CLIENT_CREATE, &mut a) }?;
+        unsafe { api.client_create(&mut a) }?;
         if a.client.is_null() {
             return Err(api.error(sys::CLIENT_CREATE.name, -1, "returned a NULL client"));
         }
@@ -324,7 +324,7 @@ impl PjrtClient {
         let mut p = sys::Client_PlatformName_Args::new();
         p.client = inner.raw;
         // SAFETY: the args of PJRT_Client_PlatformName.
-        unsafe { api.call(sys::CLIENT_PLATFORM_NAME, &mut p) }?;
+        unsafe { api.client_platform_name(&mut p) }?;
         let platform = copy_str(
             &api,
             sys::CLIENT_PLATFORM_NAME.name,
@@ -339,7 +339,7 @@ impl PjrtClient {
         let mut d = sys::Client_AddressableDevices_Args::new();
         d.client = inner.raw;
         // SAFETY: the args of PJRT_Client_AddressableDevices.
-        unsafe { api.call(sys::CLIENT_ADDRESSABLE_DEVICES, &mut d) }?;
+        unsafe { api.client_addressable_devices(&mut d) }?;
         if d.addressable_devices.is_null() && d.num_addressable_devices > 0 {
             return Err(api.error(
                 sys::CLIENT_ADDRESSABLE_DEVICES.name,
@@ -424,19 +424,19 @@ fn describe(api: &Api, raw: *mut sys::PJRT_Device) -> Result<(i32, String), Erro
     let mut g = sys::Device_GetDescription_Args::new();
     g.device = raw;
     // SAFETY: the args of PJRT_Device_GetDescription.
-    unsafe { api.call(sys::DEVICE_GET_DESCRIPTION, &mut g) }?;
+    unsafe { api.device_get_description(&mut g) }?;
     if g.device_description.is_null() {
         return Err(api.error(sys::DEVICE_GET_DESCRIPTION.name, -1, "returned NULL"));
     }
     let mut i = sys::DeviceDescription_Id_Args::new();
     i.device_description = g.device_description;
     // SAFETY: the args of PJRT_DeviceDescription_Id.
-    unsafe { api.call(sys::DEVICE_DESCRIPTION_ID, &mut i) }?;
+    unsafe { api.device_description_id(&mut i) }?;
     let mut k = sys::DeviceDescription_Kind_Args::new();
     k.device_description = g.device_description;
     // The kind is informative: a plugin without it still works.
     // SAFETY: the args of PJRT_DeviceDescription_Kind.
-    let kind = match unsafe { api.call(sys::DEVICE_DESCRIPTION_KIND, &mut k) } {
+    let kind = match unsafe { api.device_description_kind(&mut k) } {
         Ok(()) => copy_str(
             api,
             sys::DEVICE_DESCRIPTION_KIND.name,

@@ -148,11 +148,7 @@ impl Drop for PjrtExecutable {
         let mut a = sys::LoadedExecutable_Destroy_Args::new();
         a.executable = self.raw;
         // SAFETY: destroyed once, here; an error cannot be reported from a drop.
-        let _ = unsafe {
-            self.client
-                .api()
-                .call(sys::LOADED_EXECUTABLE_DESTROY, &mut a)
-        };
+        let _ = unsafe { self.client.api().loaded_executable_destroy(&mut a) };
     }
 }
 
@@ -177,7 +173,7 @@ impl PjrtClient {
         a.compile_options = COMPILE_OPTIONS.as_ptr().cast();
         a.compile_options_size = COMPILE_OPTIONS.len();
         // SAFETY: the args of PJRT_Client_Compile; the program text is only read.
-        unsafe { api.call(sys::CLIENT_COMPILE, &mut a) }?;
+        unsafe { api.client_compile(&mut a) }?;
         if a.executable.is_null() {
             return Err(api.error(sys::CLIENT_COMPILE.name, -1, "returned a NULL executable"));
         }
@@ -203,7 +199,7 @@ impl PjrtExecutable {
         let mut g = sys::LoadedExecutable_GetExecutable_Args::new();
         g.loaded_executable = self.raw;
         // SAFETY: the args of PJRT_LoadedExecutable_GetExecutable.
-        unsafe { api.call(sys::LOADED_EXECUTABLE_GET_EXECUTABLE, &mut g) }?;
+        unsafe { api.loaded_executable_get_executable(&mut g) }?;
         if g.executable.is_null() {
             return Err(api.error(
                 sys::LOADED_EXECUTABLE_GET_EXECUTABLE.name,
@@ -214,11 +210,11 @@ impl PjrtExecutable {
         let mut n = sys::Executable_NumOutputs_Args::new();
         n.executable = g.executable;
         // SAFETY: the args of PJRT_Executable_NumOutputs.
-        let counted = unsafe { api.call(sys::EXECUTABLE_NUM_OUTPUTS, &mut n) };
+        let counted = unsafe { api.executable_num_outputs(&mut n) };
         let mut d = sys::Executable_Destroy_Args::new();
         d.executable = g.executable;
         // SAFETY: the executable GetExecutable gave us, destroyed once, here.
-        let destroyed = unsafe { api.call(sys::EXECUTABLE_DESTROY, &mut d) };
+        let destroyed = unsafe { api.executable_destroy(&mut d) };
         counted.and(destroyed)?;
         if n.num_outputs > 4096 {
             return Err(api.error(
@@ -287,7 +283,7 @@ impl PjrtExecutable {
         a.device_complete_events = events.as_mut_ptr();
         // SAFETY: the args of PJRT_LoadedExecutable_Execute: one device's argument list
         // (buffers held by `args`) and an output list of `num_outputs` slots.
-        unsafe { api.call(sys::LOADED_EXECUTABLE_EXECUTE, &mut a) }?;
+        unsafe { api.loaded_executable_execute(&mut a) }?;
         // Adopt every output first, so that each is destroyed once whatever fails next.
         let adopted: Vec<Result<PjrtBuffer, Error>> = outs
             .iter()

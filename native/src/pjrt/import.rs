@@ -275,7 +275,7 @@ impl PjrtClient {
         a.on_delete_callback_arg = token as *mut c_void;
         // SAFETY: the args of PJRT_Client_CreateViewOfDeviceBuffer; the memory stays valid
         // until both the callback and dlport's destroy of the view have released the tensor.
-        let made = unsafe { api.call(sys::CLIENT_CREATE_VIEW, &mut a) }.and_then(|()| {
+        let made = unsafe { api.client_create_view(&mut a) }.and_then(|()| {
             PjrtBuffer::adopt_view(
                 self,
                 a.buffer,
@@ -344,7 +344,7 @@ impl PjrtClient {
         // SAFETY: the args of PJRT_Client_BufferFromHostBuffer; the host memory (the tensor,
         // validated and held, or the unpacked copy) is valid for the strides during the call
         // and until the done event below.
-        unsafe { api.call(sys::CLIENT_BUFFER_FROM_HOST_BUFFER, &mut a) }?;
+        unsafe { api.client_buffer_from_host_buffer(&mut a) }?;
         let buffer = PjrtBuffer::adopt(self, a.buffer, sys::CLIENT_BUFFER_FROM_HOST_BUFFER.name);
         if !a.done_with_host_buffer.is_null() {
             // SAFETY: an event we own; awaited before the host memory is released.

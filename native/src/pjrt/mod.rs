@@ -5,8 +5,9 @@
 //! One room per layer, as cudarc keeps them:
 //! - `sys`: the ABI: the args structs dlport uses and the function table's slots, read only
 //!   where the table's `struct_size` covers them;
-//! - `result`: each call as a `Result`, a `PJRT_Error` becoming an error that names the plugin,
-//!   the function, its message and code;
+//! - `result`: one typed method per PJRT function dlport calls (the one place a slot meets its
+//!   args struct), gated on the table's `struct_size`, each call a `Result`: a `PJRT_Error`
+//!   becomes an error that names the plugin, the function, its message and code;
 //! - the safe layer: [`PjrtPlugin`] (load, check, initialize), [`PjrtClient`] (its devices as
 //!   dlport devices), [`PjrtBuffer`] (export as an external reference,
 //!   [`PjrtBuffer::to_dlpack`]), [`PjrtClient::import`] (a view with an on-delete callback,

@@ -113,8 +113,10 @@ impl Api {
                 slot.name,
                 UNIMPLEMENTED,
                 &format!(
-                    "the plugin's table (API 0.{}, struct_size {}) ends before {} (it needs \
-                     {} bytes): the plugin's API is too old for this function",
+                    "{} is not implemented by this plugin (PJRT API 0.{}): its table \
+                     (struct_size {}) ends before {}'s slot (it needs {} bytes); the plugin's \
+                     API is too old for this function",
+                    slot.name,
                     self.minor,
                     self.size,
                     slot.name,
@@ -163,13 +165,14 @@ impl Api {
         out
     }
 
-    /// Calls the function in `slot` with `args` (an args struct of the slot's type), turning a
-    /// returned `PJRT_Error` into an error naming the call.
+    /// Calls the function in `slot` with `args`, turning a returned `PJRT_Error` into an error
+    /// naming the call. Reached only through the typed functions below, each of which pairs one
+    /// slot with its args struct.
     ///
     /// # Safety
     /// `args` is the args struct the header declares for `slot`, its inputs valid for the
     /// function's contract.
-    pub unsafe fn call<A>(&self, slot: Slot, args: &mut A) -> Result<(), Error> {
+    unsafe fn call<A>(&self, slot: Slot, args: &mut A) -> Result<(), Error> {
         let f = self.function(slot)?;
         // SAFETY: every table function but the error helpers has this signature (header).
         let f: sys::Fn = unsafe { std::mem::transmute::<*const c_void, sys::Fn>(f) };
@@ -229,5 +232,80 @@ impl Api {
             }
         }
         self.error(function, code, &message)
+    }
+}
+
+/// One method on [`Api`] per PJRT function dlport calls: `method = SLOT(Args)` pairs the slot
+/// with the args struct the header declares for it, here and nowhere else. Each is gated on the
+/// table's `struct_size` (a function past its end is not implemented by that plugin) and on a
+/// NULL slot.
+macro_rules! functions {
+    ($($method:ident = $slot:ident($args:ident);)*) => {
+        impl Api {$(
+            #[doc = concat!("Calls the function in `sys::", stringify!($slot), "` with its args, `sys::",
+                stringify!($args), "`; an error names the function and the plugin.")]
+            ///
+            /// # Safety
+            /// The args' inputs are valid for the function's contract (pjrt_c_api.h).
+            pub unsafe fn $method(&self, args: &mut sys::$args) -> Result<(), Error> {
+                // SAFETY: the slot's own args struct (paired here); the caller's contract.
+                unsafe { self.call(sys::$slot, args) }
+            }
+        )*}
+
+        /// Each slot with the header name of the args struct paired with it.
+        #[cfg(test)]
+        const PAIRS: &[(Slot, &str)] = &[$((sys::$slot, concat!("PJRT_", stringify!($args)))),*];
+    };
+}
+
+functions! {
+    plugin_initialize = PLUGIN_INITIALIZE(Plugin_Initialize_Args);
+    event_destroy = EVENT_DESTROY(Event_Destroy_Args);
+    event_await = EVENT_AWAIT(Event_Await_Args);
+    client_create = CLIENT_CREATE(Client_Create_Args);
+    client_destroy = CLIENT_DESTROY(Client_Destroy_Args);
+    client_platform_name = CLIENT_PLATFORM_NAME(Client_PlatformName_Args);
+    client_addressable_devices = CLIENT_ADDRESSABLE_DEVICES(Client_AddressableDevices_Args);
+    client_compile = CLIENT_COMPILE(Client_Compile_Args);
+    client_buffer_from_host_buffer =
+        CLIENT_BUFFER_FROM_HOST_BUFFER(Client_BufferFromHostBuffer_Args);
+    client_create_view = CLIENT_CREATE_VIEW(Client_CreateViewOfDeviceBuffer_Args);
+    device_description_id = DEVICE_DESCRIPTION_ID(DeviceDescription_Id_Args);
+    device_description_kind = DEVICE_DESCRIPTION_KIND(DeviceDescription_Kind_Args);
+    device_get_description = DEVICE_GET_DESCRIPTION(Device_GetDescription_Args);
+    executable_destroy = EXECUTABLE_DESTROY(Executable_Destroy_Args);
+    executable_num_outputs = EXECUTABLE_NUM_OUTPUTS(Executable_NumOutputs_Args);
+    loaded_executable_destroy = LOADED_EXECUTABLE_DESTROY(LoadedExecutable_Destroy_Args);
+    loaded_executable_get_executable =
+        LOADED_EXECUTABLE_GET_EXECUTABLE(LoadedExecutable_GetExecutable_Args);
+    loaded_executable_execute = LOADED_EXECUTABLE_EXECUTE(LoadedExecutable_Execute_Args);
+    buffer_destroy = BUFFER_DESTROY(Buffer_Destroy_Args);
+    buffer_element_type = BUFFER_ELEMENT_TYPE(Buffer_ElementType_Args);
+    buffer_dimensions = BUFFER_DIMENSIONS(Buffer_Dimensions_Args);
+    buffer_get_memory_layout = BUFFER_GET_MEMORY_LAYOUT(Buffer_GetMemoryLayout_Args);
+    buffer_on_device_size = BUFFER_ON_DEVICE_SIZE(Buffer_OnDeviceSizeInBytes_Args);
+    buffer_device = BUFFER_DEVICE(Buffer_Device_Args);
+    buffer_delete = BUFFER_DELETE(Buffer_Delete_Args);
+    buffer_to_host = BUFFER_TO_HOST(Buffer_ToHostBuffer_Args);
+    buffer_ready_event = BUFFER_READY_EVENT(Buffer_ReadyEvent_Args);
+    buffer_increase_external_ref =
+        BUFFER_INCREASE_EXTERNAL_REF(Buffer_IncreaseExternalReferenceCount_Args);
+    buffer_decrease_external_ref =
+        BUFFER_DECREASE_EXTERNAL_REF(Buffer_DecreaseExternalReferenceCount_Args);
+    buffer_opaque_pointer = BUFFER_OPAQUE_POINTER(Buffer_OpaqueDeviceMemoryDataPointer_Args);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PAIRS;
+
+    /// Every function is called with the args struct the header names after it.
+    #[test]
+    fn each_slot_has_its_own_args() {
+        for (slot, args) in PAIRS {
+            assert_eq!(format!("{}_Args", slot.name), *args);
+        }
+        assert_eq!(PAIRS.len(), 30);
     }
 }

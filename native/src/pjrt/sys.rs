@@ -1,6 +1,7 @@
 //! The PJRT C API's ABI, as the XLA CPU plugin's `pjrt_c_api.h` (API 0.81) lays it out: the
-//! subset dlport calls, declared here once. Nothing in this room calls a function; it names
-//! the table's slots and reads them only where the plugin's `struct_size` covers them.
+//! subset dlport calls (its client and the interposer), declared here once. Nothing in this room
+//! calls a function; `result` pairs each slot with its args struct and reads a slot only where
+//! the plugin's `struct_size` covers it.
 //!
 //! Every args struct starts with `struct_size` (set to its `STRUCT_SIZE`, the header's
 //! `PJRT_STRUCT_SIZE`: the end of its last field, before any tail padding) and
@@ -90,7 +91,7 @@ macro_rules! c_structs {
                     size: std::mem::size_of::<Self>(),
                     struct_size: Self::STRUCT_SIZE,
                     fields: vec![$(
-                        ($crate::pjrt::sys::c_structs!(@name $field $($cf)?), std::mem::offset_of!($name, $field)),
+                        (c_structs!(@name $field $($cf)?), std::mem::offset_of!($name, $field)),
                     )*],
                 }
             }
@@ -99,14 +100,13 @@ macro_rules! c_structs {
     (@name $f:ident) => { stringify!($f) };
     (@name $f:ident $c:literal) => { $c };
 }
-pub(crate) use c_structs;
 
 /// Declares an args struct `PJRT_<name>` that starts with [`Head`], and its `new()` (the head
 /// set, every other field zero: NULL pointers, zero counts).
 macro_rules! args {
-    ($($name:ident $(= $c:literal)? { $($field:ident $(as $cf:literal)?: $ty:ty),* $(,)? })*) => {$(
+    ($($name:ident { $($field:ident $(as $cf:literal)?: $ty:ty),* $(,)? })*) => {$(
         c_structs! {
-            $name = args!(@name $name $($c)?), {
+            $name = concat!("PJRT_", stringify!($name)), {
                 head as "struct_size": Head,
                 $($field $(as $cf)?: $ty,)*
             }
@@ -126,20 +126,13 @@ macro_rules! args {
         /// Every struct this room declares, as laid out here, for the test against the header.
         #[doc(hidden)]
         pub fn layouts() -> Vec<Layout> {
-            let mut all = vec![
+            vec![
                 ApiHead::layout(), LayoutTiled::layout(), LayoutStrides::layout(),
                 MemoryLayout::layout(), Program::layout(), ExecuteOptions::layout(),
                 NamedValue::layout(), ExtensionBase::layout(), $($name::layout()),*
-            ];
-            all.push(Layout {
-                name: "PJRT_Buffer_DecreaseExternalReferenceCount_Args",
-                ..Buffer_ExternalReference_Args::layout()
-            });
-            all
+            ]
         }
     };
-    (@name $name:ident) => { concat!("PJRT_", stringify!($name)) };
-    (@name $name:ident $c:literal) => { $c };
 }
 
 pub type OnDelete = Option<unsafe extern "C" fn(device_buffer_ptr: *mut c_void, arg: *mut c_void)>;
@@ -301,9 +294,14 @@ args! {
     Buffer_OnDeviceSizeInBytes_Args { buffer: *mut PJRT_Buffer, on_device_size_in_bytes: usize }
     Buffer_Device_Args { buffer: *mut PJRT_Buffer, device: *mut PJRT_Device }
     Buffer_ReadyEvent_Args { buffer: *mut PJRT_Buffer, event: *mut PJRT_Event }
-    // `PJRT_Buffer_DecreaseExternalReferenceCount_Args` is the same struct.
-    Buffer_ExternalReference_Args = "PJRT_Buffer_IncreaseExternalReferenceCount_Args" {
-        buffer: *mut PJRT_Buffer,
+    Buffer_IncreaseExternalReferenceCount_Args { buffer: *mut PJRT_Buffer }
+    Buffer_DecreaseExternalReferenceCount_Args { buffer: *mut PJRT_Buffer }
+    Buffer_Delete_Args { buffer: *mut PJRT_Buffer }
+    Buffer_IsDeleted_Args { buffer: *mut PJRT_Buffer, is_deleted: bool }
+    Buffer_UnsafePointer_Args { buffer: *mut PJRT_Buffer, buffer_pointer: usize }
+    Buffer_ToHostBuffer_Args {
+        src: *mut PJRT_Buffer, host_layout: *mut MemoryLayout,
+        dst: *mut c_void, dst_size: usize, event: *mut PJRT_Event,
     }
     Buffer_OpaqueDeviceMemoryDataPointer_Args {
         buffer: *mut PJRT_Buffer, device_memory_ptr: *mut c_void,
@@ -375,7 +373,11 @@ slots! {
     BUFFER_GET_MEMORY_LAYOUT = 63 PJRT_Buffer_GetMemoryLayout;
     BUFFER_ON_DEVICE_SIZE = 64 PJRT_Buffer_OnDeviceSizeInBytes;
     BUFFER_DEVICE = 65 PJRT_Buffer_Device;
+    BUFFER_DELETE = 67 PJRT_Buffer_Delete;
+    BUFFER_IS_DELETED = 68 PJRT_Buffer_IsDeleted;
+    BUFFER_TO_HOST = 70 PJRT_Buffer_ToHostBuffer;
     BUFFER_READY_EVENT = 72 PJRT_Buffer_ReadyEvent;
+    BUFFER_UNSAFE_POINTER = 73 PJRT_Buffer_UnsafePointer;
     BUFFER_INCREASE_EXTERNAL_REF = 74 PJRT_Buffer_IncreaseExternalReferenceCount;
     BUFFER_DECREASE_EXTERNAL_REF = 75 PJRT_Buffer_DecreaseExternalReferenceCount;
     BUFFER_OPAQUE_POINTER = 76 PJRT_Buffer_OpaqueDeviceMemoryDataPointer;

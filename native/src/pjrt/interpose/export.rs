@@ -14,7 +14,6 @@ use super::super::buffer::{
 };
 use super::super::result::{Api, UNIMPLEMENTED};
 use super::super::sys;
-use super::abi::TO_HOST;
 use super::{Learnt, room};
 use crate::plugin::plugin_error;
 
@@ -85,10 +84,10 @@ pub fn export(learnt: Learnt, versioned: bool, copy: CopyPolicy) -> Result<Manag
     // SAFETY: as above.
     let span = unsafe { span(&api, raw, &shape, dtype) }?;
     let device = device_of(&api, raw, ip.device_type, ip.client.load(Ordering::Acquire))?;
-    let mut a = sys::Buffer_ExternalReference_Args::new();
+    let mut a = sys::Buffer_IncreaseExternalReferenceCount_Args::new();
     a.buffer = raw;
     // SAFETY: the args of PJRT_Buffer_IncreaseExternalReferenceCount.
-    unsafe { api.call(sys::BUFFER_INCREASE_EXTERNAL_REF, &mut a) }?;
+    unsafe { api.buffer_increase_external_ref(&mut a) }?;
     // From here `held` gives the reference back and unpins, once, whatever follows.
     let mut held = HostMemory {
         api,
@@ -107,17 +106,6 @@ pub fn export(learnt: Learnt, versioned: bool, copy: CopyPolicy) -> Result<Manag
     }
 }
 
-/// `PJRT_Buffer_ToHostBuffer_Args`.
-#[repr(C)]
-struct ToHostArgs {
-    head: sys::Head,
-    src: *mut sys::PJRT_Buffer,
-    host_layout: *mut sys::MemoryLayout,
-    dst: *mut c_void,
-    dst_size: usize,
-    event: *mut sys::PJRT_Event,
-}
-
 /// The buffer copied to host memory the export owns (`PJRT_Buffer_ToHostBuffer`, in the
 /// default dense row-major layout), exported as a compact, IS_COPIED CPU tensor.
 fn host_copy(
@@ -127,25 +115,16 @@ fn host_copy(
     shape: &[i64],
     versioned: bool,
 ) -> Result<ManagedTensor, Error> {
-    let f = TO_HOST.name;
+    let f = sys::BUFFER_TO_HOST.name;
     let numel = shape.iter().try_fold(1u64, |n, &x| n.checked_mul(x as u64));
     let span = numel
         .and_then(|n| dtype.bytes_for(n, false))
         .and_then(|b| usize::try_from(b).ok())
         .ok_or_else(|| api.error(f, -1, "the shape's size overflows"))?;
-    let mut a = ToHostArgs {
-        head: sys::Head {
-            struct_size: std::mem::size_of::<ToHostArgs>(),
-            extension_start: std::ptr::null_mut(),
-        },
-        src: raw,
-        host_layout: std::ptr::null_mut(),
-        dst: std::ptr::null_mut(),
-        dst_size: 0,
-        event: std::ptr::null_mut(),
-    };
+    let mut a = sys::Buffer_ToHostBuffer_Args::new();
+    a.src = raw;
     // SAFETY: the args of PJRT_Buffer_ToHostBuffer with no destination: it says the size.
-    unsafe { api.call(TO_HOST, &mut a) }?;
+    unsafe { api.buffer_to_host(&mut a) }?;
     if a.dst_size < span {
         return Err(api.error(
             f,
@@ -159,7 +138,7 @@ fn host_copy(
     a.event = std::ptr::null_mut();
     // SAFETY: the args again, with a destination of `dst_size` bytes that lives until the
     // event is awaited below.
-    unsafe { api.call(TO_HOST, &mut a) }?;
+    unsafe { api.buffer_to_host(&mut a) }?;
     if !a.event.is_null() {
         // SAFETY: a live event we own, destroyed once there.
         unsafe { await_event(api, a.event) }?;
@@ -187,7 +166,7 @@ fn device_of(
     let mut v = sys::Buffer_Device_Args::new();
     v.buffer = raw;
     // SAFETY: the args of PJRT_Buffer_Device.
-    unsafe { api.call(sys::BUFFER_DEVICE, &mut v) }?;
+    unsafe { api.buffer_device(&mut v) }?;
     if client.is_null() {
         return Err(api.error(
             sys::CLIENT_CREATE.name,
@@ -199,7 +178,7 @@ fn device_of(
     let mut d = sys::Client_AddressableDevices_Args::new();
     d.client = client;
     // SAFETY: the args of PJRT_Client_AddressableDevices on the host's live client.
-    unsafe { api.call(sys::CLIENT_ADDRESSABLE_DEVICES, &mut d) }?;
+    unsafe { api.client_addressable_devices(&mut d) }?;
     // SAFETY: `num_addressable_devices` pointers, valid while the client lives.
     let devices = unsafe { plugin_slice(d.addressable_devices, d.num_addressable_devices) };
     let id = devices.iter().position(|&x| x == v.device).ok_or_else(|| {
@@ -227,11 +206,11 @@ unsafe impl Send for HostMemory {}
 
 impl Drop for HostMemory {
     fn drop(&mut self) {
-        let mut a = sys::Buffer_ExternalReference_Args::new();
+        let mut a = sys::Buffer_DecreaseExternalReferenceCount_Args::new();
         a.buffer = self.learnt.buffer;
         // SAFETY: the reference taken at export, given back once, here, while the pin (a
         // field, dropped after this) keeps the buffer alive. An error cannot be reported.
-        let _ = unsafe { self.api.call(sys::BUFFER_DECREASE_EXTERNAL_REF, &mut a) };
+        let _ = unsafe { self.api.buffer_decrease_external_ref(&mut a) };
     }
 }
 

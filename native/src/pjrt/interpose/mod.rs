@@ -18,20 +18,12 @@
 //! monomorphised on the room's number: a C function pointer carries no data, so the number
 //! finds the vendor's table.
 
-mod abi;
 mod clients;
 mod export;
 mod pins;
 
 pub use export::{export, host_copies};
 pub use pins::pins;
-
-/// The slots and structs the interposer declares beyond `sys` (its `abi` room), as laid out
-/// there, for the test against pjrt_c_api.h (`native/tests/pjrt_header.rs`).
-#[doc(hidden)]
-pub fn declared() -> (&'static [Slot], Vec<sys::Layout>) {
-    (abi::SLOTS, abi::layouts())
-}
 
 /// How many holders the host's client of the interposed table `table` has (the host, each
 /// borrow, each pinned buffer); 0 once the vendor destroyed it. For tests.
@@ -49,7 +41,6 @@ use dlport_core::abi::DeviceType;
 
 use super::result::Api;
 use super::sys::{self, Head, Slot};
-use abi::{BUFFER_DELETE, BUFFER_IS_DELETED, BUFFER_UNSAFE_POINTER, BufferArgs, IsDeletedArgs};
 
 /// How many tables can be interposed in one process (one per platform; a stand-in and the
 /// table over it count two).
@@ -194,9 +185,9 @@ pub unsafe fn interpose(
         set(sys::CLIENT_CREATE, hooks.client_create);
         set(sys::CLIENT_DESTROY, hooks.client_destroy);
         set(sys::BUFFER_DESTROY, hooks.destroy);
-        set(BUFFER_DELETE, hooks.delete);
-        set(BUFFER_IS_DELETED, hooks.is_deleted);
-        set(BUFFER_UNSAFE_POINTER, hooks.unsafe_pointer);
+        set(sys::BUFFER_DELETE, hooks.delete);
+        set(sys::BUFFER_IS_DELETED, hooks.is_deleted);
+        set(sys::BUFFER_UNSAFE_POINTER, hooks.unsafe_pointer);
     }
     for slot in &stubs {
         if api.size >= slot.end() {
@@ -256,7 +247,7 @@ pub unsafe fn give_back_client(table: *const c_void, client: *mut c_void) {
         a.client = client.cast();
         if let Some(ip) = by_table(table) {
             // SAFETY: the last reference: the vendor's Destroy runs once, here.
-            let _ = unsafe { ip.vendor.call(sys::CLIENT_DESTROY, &mut a) };
+            let _ = unsafe { ip.vendor.client_destroy(&mut a) };
         }
     }
 }
@@ -372,9 +363,9 @@ unsafe fn reaches(args: *mut c_void, end: usize) -> bool {
 /// `args` is NULL or a buffer call's args.
 unsafe fn buffer_of(args: *mut c_void) -> *mut sys::PJRT_Buffer {
     // SAFETY: as the contract says; the field follows the head in every buffer call.
-    if unsafe { reaches(args, std::mem::size_of::<BufferArgs>()) } {
+    if unsafe { reaches(args, std::mem::size_of::<sys::Buffer_Destroy_Args>()) } {
         // SAFETY: the args reach the buffer field (checked).
-        unsafe { (*args.cast::<BufferArgs>()).buffer }
+        unsafe { (*args.cast::<sys::Buffer_Destroy_Args>()).buffer }
     } else {
         std::ptr::null_mut()
     }
@@ -443,22 +434,22 @@ unsafe extern "C" fn delete<const N: usize>(args: *mut c_void) -> *mut sys::PJRT
         return std::ptr::null_mut();
     }
     // SAFETY: the host's args, forwarded.
-    unsafe { forward(N, BUFFER_DELETE, args) }
+    unsafe { forward(N, sys::BUFFER_DELETE, args) }
 }
 
 unsafe extern "C" fn is_deleted<const N: usize>(args: *mut c_void) -> *mut sys::PJRT_Error {
     // SAFETY: the host's args for PJRT_Buffer_IsDeleted.
     let buffer = unsafe { buffer_of(args) };
     // The header's struct size ends at the flag (no tail padding).
-    let end = std::mem::offset_of!(IsDeletedArgs, is_deleted) + 1;
+    let end = std::mem::offset_of!(sys::Buffer_IsDeleted_Args, is_deleted) + 1;
     // SAFETY: the args reach `is_deleted` (checked).
     if pins::is_deleted(buffer) && unsafe { reaches(args, end) } {
         // SAFETY: as above: the host's struct reaches the flag.
-        unsafe { (*args.cast::<IsDeletedArgs>()).is_deleted = true };
+        unsafe { (*args.cast::<sys::Buffer_IsDeleted_Args>()).is_deleted = true };
         return std::ptr::null_mut();
     }
     // SAFETY: the host's args, forwarded.
-    unsafe { forward(N, BUFFER_IS_DELETED, args) }
+    unsafe { forward(N, sys::BUFFER_IS_DELETED, args) }
 }
 
 unsafe extern "C" fn unsafe_pointer<const N: usize>(args: *mut c_void) -> *mut sys::PJRT_Error {
@@ -474,5 +465,5 @@ unsafe extern "C" fn unsafe_pointer<const N: usize>(args: *mut c_void) -> *mut s
         });
     }
     // SAFETY: the host's args, forwarded.
-    unsafe { forward(N, BUFFER_UNSAFE_POINTER, args) }
+    unsafe { forward(N, sys::BUFFER_UNSAFE_POINTER, args) }
 }

@@ -7,7 +7,6 @@ use std::sync::{Mutex, PoisonError};
 
 use super::super::result::Api;
 use super::super::sys;
-use super::abi::{BUFFER_DELETE, BufferArgs};
 use super::clients;
 
 /// What the host asked for while the buffer was pinned.
@@ -99,31 +98,25 @@ pub(super) fn unpin(buffer: *mut sys::PJRT_Buffer) {
         m.remove(&key)
     });
     let Some(p) = last else { return };
-    let mut a = BufferArgs {
-        head: sys::Head {
-            struct_size: BufferArgs::STRUCT_SIZE,
-            extension_start: std::ptr::null_mut(),
-        },
-        buffer,
-    };
-    let slot = if p.destroyed {
-        Some(sys::BUFFER_DESTROY)
+    // The host asked for this call and it waited for the last pin, which is gone: it runs
+    // once, here. An error cannot be reported to anyone (the host's call already returned
+    // success).
+    if p.destroyed {
+        let mut a = sys::Buffer_Destroy_Args::new();
+        a.buffer = buffer;
+        // SAFETY: a live buffer of this plugin, destroyed once (above).
+        let _ = unsafe { p.api.buffer_destroy(&mut a) };
     } else if p.deleted {
-        Some(BUFFER_DELETE)
-    } else {
-        None
-    };
-    if let Some(slot) = slot {
-        // SAFETY: the args of PJRT_Buffer_Destroy / _Delete (the same struct); the host asked
-        // for this call and it waited for the last pin, which is gone: it runs once, here. An
-        // error cannot be reported to anyone (the host's call already returned success).
-        let _ = unsafe { p.api.call(slot, &mut a) };
+        let mut a = sys::Buffer_Delete_Args::new();
+        a.buffer = buffer;
+        // SAFETY: a live buffer of this plugin, deleted once (above).
+        let _ = unsafe { p.api.buffer_delete(&mut a) };
     }
     if !p.client.is_null() && clients::release(p.client) {
         let mut d = sys::Client_Destroy_Args::new();
         d.client = p.client;
         // SAFETY: the host destroyed its client while this pin borrowed it: the vendor's
         // Destroy runs once, here, after the buffer's.
-        let _ = unsafe { p.api.call(sys::CLIENT_DESTROY, &mut d) };
+        let _ = unsafe { p.api.client_destroy(&mut d) };
     }
 }
