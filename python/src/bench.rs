@@ -44,7 +44,7 @@ fn exchange_loop(obj: &Bound<'_, PyAny>, n: u64, full: bool) -> PyResult<u64> {
         let raw = exchange::take_from(api, obj)?;
         if full {
             // SAFETY: just handed over by the producer.
-            drop(unsafe { adapter::import(raw, &dlport_core::ImportOptions::default()) }?);
+            drop(unsafe { adapter::import(raw, &dlport_core::ImportOptions::default(), false) }?);
         } else {
             // SAFETY: just handed over by the producer.
             unsafe { adapter::validate_and_release(raw) }?;
