@@ -34,7 +34,9 @@ pub use dlport_core;
 pub use install::{install, install_or_default, machine_memory, registry, registry_with_report};
 pub use sync::sync_managed;
 
-/// The crate README's Rust examples (`native/README.md`), compiled and run as doc tests.
+/// The crate README's Rust examples (`native/README.md`), compiled and run as doc tests (the
+/// PJRT program, which needs a plugin's path and the `pjrt` feature, is built and run by the
+/// README snippet test, `scripts/snippets-test.sh`, with the plugin installed as it says).
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
