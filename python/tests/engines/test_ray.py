@@ -5,6 +5,7 @@ two-node cluster and read on the other; no leak over many round trips."""
 
 import gc
 import os
+import time
 
 import numpy as np
 import pytest
@@ -131,9 +132,17 @@ def test_no_leak_over_many_round_trips(ray_cluster):
     refs_before, rss_before = len(core.get_all_reference_counts()), rss()
     for _ in range(rounds):
         once()
-    gc.collect()
-    refs_after, rss_after = len(core.get_all_reference_counts()), rss()
-    grew = (rss_after - rss_before) / 2**20
+    # Ray unmaps the buffers of released objects on its own threads, a moment after the last
+    # reference goes (longer on a loaded machine): the growth is read until it settles, for at
+    # most 60 s. A leak never settles; a late release does.
+    deadline = time.monotonic() + 60
+    while True:
+        gc.collect()
+        refs_after, rss_after = len(core.get_all_reference_counts()), rss()
+        grew = (rss_after - rss_before) / 2**20
+        if (refs_after <= refs_before and grew < 32) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     print(f"\n[ray] {rounds} put/get round trips of a 4 MiB tensor: references {refs_before} -> "
           f"{refs_after}, RSS {rss_before / 2**20:.0f} -> {rss_after / 2**20:.0f} MiB")
     assert refs_after <= refs_before
