@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the cdylib, compiles the C test programs in capi/tests/c against
 # capi/include/dlport.h with -Wall -Werror (C11; the C++ ones as C++17), links them and runs
-# each one. A program fails when its exit status is not 0 or when the line it must print (the
-# proof that its checks ran, e.g. "teardown ok" from an atexit handler) is missing.
+# each one through scripts/checked-run.sh. A program fails when its exit status is not 0 or when
+# the line it must print (the proof that its checks ran, e.g. "teardown ok" from an atexit
+# handler) is missing. scripts/flake-hunt.sh c runs this once with DLPORT_HUNT_LIST set, then
+# reruns the recorded lines (the programs stay in place: their directory is kept).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build -p dlport-capi --locked
@@ -11,7 +13,7 @@ lib=${CARGO_TARGET_DIR:-target}/debug
 # The library's SONAME is libdlport.so.0 (capi/build.rs): the programs load that name.
 ln -sfn libdlport.so "$lib/libdlport.so.0"
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+[ -n "${DLPORT_HUNT_LIST:-}" ] || trap 'rm -rf "$out"' EXIT
 cflags=(-Wall -Wextra -Werror -Icapi/include)
 # The header must also be valid C++.
 c++ -x c++ -std=c++17 "${cflags[@]}" -fsyntax-only - <<<'#include "dlport.h"
@@ -49,20 +51,8 @@ for t in "${tests[@]}"; do
     *.cpp) c++ -std=c++17 "${cflags[@]}" "capi/tests/c/$src" -L"$lib" -ldlport -pthread -o "$out/$name" ;;
     *) cc -std=c11 "${cflags[@]}" "capi/tests/c/$src" -L"$lib" -ldlport -pthread -o "$out/$name" ;;
   esac
-  set +e
-  LD_LIBRARY_PATH="$lib" "$out/$name" >"$out/$name.log" 2>&1
-  status=$?
-  set -e
-  sed "s/^/  [$name] /" "$out/$name.log"
-  if [ "$status" -ne 0 ]; then
-    echo "[c-test] FAILED: $name exited with status $status"
-    failures=$((failures + 1))
-  elif ! grep -qE "$expect" "$out/$name.log"; then
-    echo "[c-test] FAILED: $name did not print a line matching: $expect"
-    failures=$((failures + 1))
-  else
-    echo "[c-test] ok: $name"
-  fi
+  bash scripts/checked-run.sh "c:$name" "$expect" env LD_LIBRARY_PATH="$lib" "$out/$name" \
+    || failures=$((failures + 1))
 done
 if [ "$failures" -ne 0 ]; then
   echo "[c-test] $failures of ${#tests[@]} C programs failed"

@@ -11,6 +11,21 @@
 #            each; doc tests are not binaries and are not hunted
 #   python   every file of python/tests with the installed package in .venv
 #            (scripts/python-build.sh first), N pytest runs each
+#   c        the C test programs of scripts/c-test.sh (C and C++, against libdlport.so.0)
+#   plugins  the checked programs of scripts/plugin-test.sh (the bad plugins and the OpenCL
+#            example and guarantees, plain and under ASan + UBSan, on the PoCL kernel cache the
+#            step filled; the Python OpenCL tests) and of scripts/pjrt-test.sh (the C round trip
+#            under ASan and the Python tests, per PJRT plugin build); their Rust tests are rust's
+#   peers    the peers step's files: tests/python (the ctypes tests), python/examples/seed.py and
+#            value.py in .venv; python/tests/test_torch.py and each file of python/tests/engines
+#            (Ray, Dask) in the peers' venv (scripts/peers-env.sh)
+#   wasm     every test binary of dlport-wasm for wasm32 under wasm-bindgen-test-runner (node or
+#            headless Chromium, as each binary is configured; the browser step's env), and each
+#            file of www/tests under `node --test` when www/dist is built (scripts/www-build.sh)
+#   hardening  the stress test (dlport-capi's tests/stress.rs, release build)
+# c and plugins run their step once first (it must pass): the step runs its programs through
+# scripts/checked-run.sh, which records each line it runs (DLPORT_HUNT_LIST), and the hunt reruns
+# exactly those lines, checks included (exit status and the line each must print).
 # Environment:
 #   FLAKE_HUNT_JOBS     runs at once (default 3 x the cores): the load
 #   FLAKE_HUNT_ONLY     an extended regex: hunt only the binaries (files) whose name matches
@@ -30,6 +45,7 @@ self="$PWD/scripts/flake-hunt.sh"
 if [ "${1:-}" = "--one" ]; then
   # One run (called by xargs below): --one DIR DEADLINE TIMEOUT INDEX, the run's line of DIR/plan.
   dir=$2 deadline=$3 limit=$4 index=$5
+  unset DLPORT_HUNT_LIST
   if [ "$(date +%s)" -ge "$deadline" ]; then
     echo "$index" >>"$dir/notrun"
     exit 0
@@ -40,7 +56,7 @@ if [ "${1:-}" = "--one" ]; then
   status=0
   (cd "$workdir" && timeout --kill-after=10 "$limit" "${words[@]}") >"$log" 2>&1 </dev/null || status=$?
   # pytest's 5: nothing collected, a test file that skipped itself whole (a peer not installed).
-  if [ "$status" -eq 5 ] && [ "${words[1]:-}" = "-m" ] && [ "${words[2]:-}" = "pytest" ]; then
+  if [ "$status" -eq 5 ] && [[ $'\x1f'$command$'\x1f' == *$'\x1f'pytest$'\x1f'* ]]; then
     echo "$index" >>"$dir/skipped"
     status=0
   fi
@@ -57,7 +73,7 @@ stage=${1:-}
 runs=${2:-}
 case "$runs" in '' | *[!0-9]*) runs=0 ;; esac
 if [ -z "$stage" ] || [ "$runs" -lt 1 ]; then
-  echo "usage: $0 STAGE N   (STAGE: rust or python; N: runs per binary, at least 1)" >&2
+  echo "usage: $0 STAGE N   (STAGE: rust, python, c, plugins, peers, wasm or hardening; N: runs per binary, at least 1)" >&2
   exit 2
 fi
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only CARGO_INCREMENTAL=0
@@ -69,6 +85,7 @@ only=${FLAKE_HUNT_ONLY:-}
 dir=${FLAKE_HUNT_DIR:-target/flake-hunt/$stage}
 rm -rf "$dir"
 mkdir -p "$dir/runs"
+dir=$(cd "$dir" && pwd)
 : >"$dir/passed"
 : >"$dir/failed"
 : >"$dir/notrun"
@@ -77,12 +94,11 @@ mkdir -p "$dir/runs"
 # words separated by the unit separator \x1f).
 targets="$dir/targets"
 
-case "$stage" in
-  rust)
-    echo "[flake-hunt] building the test binaries (cargo test --workspace --all-features --no-run)"
-    cargo test --workspace --all-features --locked --no-run --message-format=json-render-diagnostics \
-      >"$dir/build.json"
-    python3 - "$dir/build.json" "$targets" <<'EOF'
+US=$'\x1f'
+# cargo_targets BUILD.JSON NAME_PREFIX [WORD...]: the test binaries of cargo's JSON messages as
+# lines of $targets, each run as WORD... EXECUTABLE (an env, a runner) in its package's directory.
+cargo_targets() {
+  python3 - "$@" >>"$targets" <<'EOF'
 import json, os, sys
 seen = {}
 for line in open(sys.argv[1]):
@@ -95,22 +111,88 @@ for line in open(sys.argv[1]):
     pid = m["package_id"]  # "path+file:///…#dlport-core@0.1.0" or "dlport-core 0.1.0 (…)"
     crate = pid.split("#", 1)[1].split("@")[0] if "#" in pid else pid.split(" ")[0]
     name = f"{crate}:{m['target']['name']}" if kind in ("test", "bench") else f"{crate}:{kind}"
-    seen[name] = (os.path.dirname(m["manifest_path"]), m["executable"])
-with open(sys.argv[2], "w") as out:
-    for name, (workdir, exe) in sorted(seen.items()):
-        out.write(f"{name}\t{workdir}\t{exe}\n")
+    seen[sys.argv[2] + name] = (os.path.dirname(m["manifest_path"]), m["executable"])
+for name, (workdir, exe) in sorted(seen.items()):
+    print(f"{name}\t{workdir}\t" + "\x1f".join(sys.argv[3:] + [exe]))
 EOF
+}
+# record SCRIPT: runs a test step's script once (it must pass), its checked programs recorded as
+# lines of $targets by scripts/checked-run.sh; its temporary files (the programs, PoCL's kernel
+# cache) stay in $dir/tmp for the runs.
+record() {
+  local log
+  log=$dir/$(basename "$1" .sh).log
+  echo "[flake-hunt] running $1 once, recording its checked programs (log: $log)"
+  mkdir -p "$dir/tmp"
+  DLPORT_HUNT_LIST=$targets TMPDIR=$dir/tmp bash "$1" >"$log" 2>&1 \
+    || { tail -n 40 "$log"; echo "[flake-hunt] $1 failed (above; the log: $log)" >&2; exit 1; }
+}
+# pytest_targets PREFIX PYTHON WORKDIR FILE...: a line per test file, run as the test command does.
+pytest_targets() {
+  local prefix=$1 py=$2 workdir=$3 f
+  shift 3
+  for f in "$@"; do
+    printf '%s\t%s\t%s\n' "$prefix$(basename "$f" .py)" "$workdir" \
+      "$py${US}-m${US}pytest${US}-q${US}-p${US}no:cacheprovider${US}$f"
+  done >>"$targets"
+}
+: >"$targets"
+
+case "$stage" in
+  rust)
+    echo "[flake-hunt] building the test binaries (cargo test --workspace --all-features --no-run)"
+    cargo test --workspace --all-features --locked --no-run --message-format=json-render-diagnostics \
+      >"$dir/build.json"
+    cargo_targets "$dir/build.json" ""
     ;;
   python)
     py=.venv/bin/python
     [ -x "$py" ] || { echo "[flake-hunt] no $py: run scripts/python-env.sh and scripts/python-build.sh first" >&2; exit 1; }
-    for f in python/tests/test_*.py; do
-      printf '%s\t%s\t%s\n' "python:$(basename "$f" .py)" "$PWD" \
-        "$PWD/$py"$'\x1f'-m$'\x1f'pytest$'\x1f'-q$'\x1f'-p$'\x1f'no:cacheprovider$'\x1f'"$f"
-    done >"$targets"
+    pytest_targets python: "$PWD/$py" "$PWD" python/tests/test_*.py
+    ;;
+  c)
+    record scripts/c-test.sh
+    ;;
+  plugins)
+    record scripts/plugin-test.sh
+    record scripts/pjrt-test.sh
+    ;;
+  peers)
+    py=$PWD/.venv/bin/python
+    [ -x "$py" ] || { echo "[flake-hunt] no $py: run scripts/python-env.sh and scripts/python-build.sh first" >&2; exit 1; }
+    # The peers step: tests/python's files from that directory, the two examples, in .venv.
+    (cd tests/python && pytest_targets peers:ctypes: "$py" "$PWD" test_*.py)
+    for f in seed value; do
+      printf '%s\t%s\t%s\n' "peers:$f.py" "$PWD" "$py${US}python/examples/$f.py"
+    done >>"$targets"
+    # The torch and engines steps: the peers' venv.
+    venv=$(bash scripts/peers-env.sh) || { echo "[flake-hunt] no peers' venv (scripts/peers-env.sh, above)" >&2; exit 1; }
+    pytest_targets peers: "$venv/bin/python" "$PWD" python/tests/test_torch.py python/tests/engines/test_*.py
+    ;;
+  wasm)
+    # The browser step's runner and env for every binary; each runs where it is configured to
+    # (node, or headless Chromium through ChromeDriver).
+    runner=(env CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=300 wasm-bindgen-test-runner)
+    echo "[flake-hunt] building the test binaries (cargo test -p dlport-wasm --target wasm32-unknown-unknown --no-run)"
+    cargo test -p dlport-wasm --target wasm32-unknown-unknown --locked --no-run \
+      --message-format=json-render-diagnostics >"$dir/build.json"
+    cargo_targets "$dir/build.json" "" "${runner[@]}"
+    if [ -d www/dist ] && [ -d www/node_modules ]; then
+      for f in www/tests/*.test.mjs; do
+        printf '%s\t%s\t%s\n' "www:$(basename "$f" .test.mjs)" "$PWD/www" "node${US}--test${US}tests/$(basename "$f")"
+      done >>"$targets"
+    else
+      echo "[flake-hunt] no www/dist or www/node_modules: www/tests not hunted (scripts/www-build.sh builds them)"
+    fi
+    ;;
+  hardening)
+    echo "[flake-hunt] building the stress test (cargo test --release -p dlport-capi --test stress --no-run)"
+    cargo test --release -p dlport-capi --test stress --locked --no-run \
+      --message-format=json-render-diagnostics >"$dir/build.json"
+    cargo_targets "$dir/build.json" release:
     ;;
   *)
-    echo "[flake-hunt] unknown stage '$stage' (rust or python)" >&2
+    echo "[flake-hunt] unknown stage '$stage' (rust, python, c, plugins, peers, wasm or hardening)" >&2
     exit 2
     ;;
 esac

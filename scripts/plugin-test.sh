@@ -12,6 +12,10 @@
 #     built by scripts/python-build.sh).
 # Where PoCL cannot create a device (some sandboxes), steps 4 and 5 are SKIPPED with the reason
 # printed, never passed silently. About a minute warm.
+# The checked programs of 3 to 5 (not the planted-leak run, which must fail) run through
+# scripts/checked-run.sh: scripts/flake-hunt.sh plugins runs this once with DLPORT_HUNT_LIST set,
+# then reruns the recorded lines on the kernel cache this run filled (kept then, in the hunt's
+# TMPDIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 here=scripts
@@ -47,11 +51,15 @@ export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=1"
 # PoCL's compiler. A checked run that still compiled something is reported by name.
 POCL_CACHE_DIR=$(mktemp -d)
 export POCL_CACHE_DIR
-trap 'rm -rf "$POCL_CACHE_DIR"' EXIT
+[ -n "${DLPORT_HUNT_LIST:-}" ] || trap 'rm -rf "$POCL_CACHE_DIR"' EXIT
 echo "[plugin] PoCL's kernel cache: $POCL_CACHE_DIR (empty: cold, as on a fresh machine)"
 # The compiled kernels in PoCL's cache (a program's bitcode, one .so per kernel and work-group
 # shape); PoCL's empty temporary files and access stamps are not compiles.
 pocl_cache_files() { find "$POCL_CACHE_DIR" -type f \( -name '*.so' -o -name '*.bc' \) | sort; }
+# Every checked program's environment, written out, so that the line scripts/checked-run.sh
+# records for the flake hunt runs as it runs here.
+run_env=(ASAN_OPTIONS="$ASAN_OPTIONS" UBSAN_OPTIONS="$UBSAN_OPTIONS" LSAN_OPTIONS="$LSAN_OPTIONS"
+  POCL_CACHE_DIR="$POCL_CACHE_DIR" LD_LIBRARY_PATH="$lib")
 
 for bad in missing_init wrong_version wrong_size init_fails failing null_view leaky; do
   flag=BAD_$(echo "$bad" | tr a-z A-Z)
@@ -60,8 +68,8 @@ for bad in missing_init wrong_version wrong_size init_fails failing null_view le
 done
 cc "${warn[@]}" "${san[@]}" plugins/tests/test_bad_plugins.c -L"$lib" -ldlport -ldl -pthread \
   -o "$out/test_bad_plugins"
-LD_LIBRARY_PATH="$lib" "$out/test_bad_plugins" "$out" | tee "$out/test_bad_plugins.log"
-grep -qE '^bad plugins: [0-9]+ passed, 0 failed$' "$out/test_bad_plugins.log"
+bash scripts/checked-run.sh plugins:test_bad_plugins '^bad plugins: [0-9]+ passed, 0 failed$' \
+  env "${run_env[@]}" "$out/test_bad_plugins" "$out"
 
 # The suppressions hide no leak of ours: a leak planted in a test plugin (libbad_leaky.so's
 # view_create) and one in dlport's own allocation (a dlport_alloc tensor never freed) must both
@@ -85,14 +93,15 @@ echo "[plugin] planted leaks reported with scripts/lsan.supp in force (exit stat
 bash plugins/opencl/build.sh "$out" "$lib"
 # The cold compile, without sanitizers: the example and its checks on a cold kernel cache.
 set +e
-LD_LIBRARY_PATH="$lib" "$out/example" "$PWD/$out/libdlport_opencl.so" >"$out/example_cold.log" 2>&1
+bash scripts/checked-run.sh plugins:example '^opencl example: [0-9]+ passed, 0 failed$' \
+  env "${run_env[@]}" "$out/example" "$PWD/$out/libdlport_opencl.so" >"$out/example_cold.log" 2>&1
 status=$?
 set -e
 if [ "$status" = 77 ]; then
   echo "[plugin] SKIPPED the OpenCL example and the Python OpenCL tests: $(grep SKIPPED "$out/example_cold.log")"
   exit 0
 fi
-if [ "$status" != 0 ] || ! grep -qE '^opencl example: [0-9]+ passed, 0 failed$' "$out/example_cold.log"; then
+if [ "$status" != 0 ]; then
   cat "$out/example_cold.log"
   echo "[plugin] FAILED: the OpenCL example without sanitizers, on a cold kernel cache, exited with $status"
   exit 1
@@ -101,27 +110,23 @@ fi
 cc "${warn[@]}" -O2 -Wno-deprecated-declarations -Iplugins/opencl \
   plugins/tests/test_opencl_guarantees.c -L"$lib" -ldlport -ldl -pthread \
   -o "$out/test_opencl_guarantees_plain"
-LD_LIBRARY_PATH="$lib" "$out/test_opencl_guarantees_plain" "$PWD/$out/libdlport_opencl.so" \
+bash scripts/checked-run.sh plugins:test_opencl_guarantees_plain '^opencl guarantees: [0-9]+ passed, 0 failed$' \
+  env "${run_env[@]}" "$out/test_opencl_guarantees_plain" "$PWD/$out/libdlport_opencl.so" \
   >"$out/test_opencl_guarantees_cold.log" 2>&1 \
   || { cat "$out/test_opencl_guarantees_cold.log"; echo "[plugin] FAILED: the OpenCL guarantees without sanitizers, on a cold kernel cache"; exit 1; }
-grep -qE '^opencl guarantees: [0-9]+ passed, 0 failed$' "$out/test_opencl_guarantees_cold.log"
 pocl_cache_files >"$out/pocl_cache_before"
-echo "[plugin] the cold kernel compile ran without sanitizers: $(grep -E '^opencl example:' "$out/example_cold.log"), $(grep -E '^opencl guarantees:' "$out/test_opencl_guarantees_cold.log"); PoCL's cache now holds $(wc -l <"$out/pocl_cache_before") compiled files"
+echo "[plugin] the cold kernel compile ran without sanitizers: $(grep -oE 'opencl example: .*' "$out/example_cold.log"), $(grep -oE 'opencl guarantees: .*' "$out/test_opencl_guarantees_cold.log"); PoCL's cache now holds $(wc -l <"$out/pocl_cache_before") compiled files"
 # The same example under ASan + UBSan and LeakSanitizer, on the cache just filled.
-set +e
-LD_LIBRARY_PATH="$lib" "$out/example_asan" "$PWD/$out/libdlport_opencl_asan.so" | tee "$out/example.log"
-status=${PIPESTATUS[0]}
-set -e
-[ "$status" = 0 ] || { echo "[plugin] FAILED: the OpenCL example under ASan + UBSan exited with $status"; exit 1; }
-grep -qE '^opencl example: [0-9]+ passed, 0 failed$' "$out/example.log"
+bash scripts/checked-run.sh plugins:example_asan '^opencl example: [0-9]+ passed, 0 failed$' \
+  env "${run_env[@]}" "$out/example_asan" "$PWD/$out/libdlport_opencl_asan.so" \
+  || { echo "[plugin] FAILED: the OpenCL example under ASan + UBSan (above)"; exit 1; }
 # The OpenCL plugin's guarantees (issue #47): a kDLOpenCL tensor that is not one of its cl_mems
 # refused (never a SEGV), broadcast and overlapping strides refused, a second init's reason.
 cc "${warn[@]}" "${san[@]}" -Wno-deprecated-declarations -Iplugins/opencl \
   plugins/tests/test_opencl_guarantees.c -L"$lib" -ldlport -ldl -pthread \
   -o "$out/test_opencl_guarantees"
-LD_LIBRARY_PATH="$lib" "$out/test_opencl_guarantees" "$PWD/$out/libdlport_opencl_asan.so" \
-  | tee "$out/test_opencl_guarantees.log"
-grep -qE '^opencl guarantees: [0-9]+ passed, 0 failed$' "$out/test_opencl_guarantees.log"
+bash scripts/checked-run.sh plugins:test_opencl_guarantees_asan '^opencl guarantees: [0-9]+ passed, 0 failed$' \
+  env "${run_env[@]}" "$out/test_opencl_guarantees" "$PWD/$out/libdlport_opencl_asan.so"
 if pocl_cache_files | cmp -s - "$out/pocl_cache_before"; then
   echo "[plugin] the programs under ASan compiled no kernel: PoCL's cache still holds the $(wc -l <"$out/pocl_cache_before") compiled files of the warm-up"
 else
@@ -130,10 +135,13 @@ else
 fi
 
 if [ -x .venv/bin/python ] && .venv/bin/python -c 'import dlport; dlport.load_plugin' 2>/dev/null; then
-  DLPORT_OPENCL_PLUGIN="$PWD/$out/libdlport_opencl.so" \
-    .venv/bin/python -m pytest -q -rs -p no:cacheprovider python/tests/test_plugin_opencl.py \
-    python/tests/test_plugin_guarantees.py
-  DLPORT_OPENCL_PLUGIN="$PWD/$out/libdlport_opencl.so" .venv/bin/python plugins/opencl/example.py
+  for f in test_plugin_opencl test_plugin_guarantees; do
+    bash scripts/checked-run.sh "plugins:$f" '[0-9]+ passed' env POCL_CACHE_DIR="$POCL_CACHE_DIR" \
+      DLPORT_OPENCL_PLUGIN="$PWD/$out/libdlport_opencl.so" \
+      .venv/bin/python -m pytest -q -rs -p no:cacheprovider "python/tests/$f.py"
+  done
+  bash scripts/checked-run.sh plugins:example.py '' env POCL_CACHE_DIR="$POCL_CACHE_DIR" \
+    DLPORT_OPENCL_PLUGIN="$PWD/$out/libdlport_opencl.so" .venv/bin/python plugins/opencl/example.py
 else
   echo "[plugin] SKIPPED the Python OpenCL tests: no .venv with a dlport that has load_plugin (scripts/python-env.sh, scripts/python-build.sh)"
 fi
