@@ -71,7 +71,8 @@ pub fn install_or_default() -> &'static Registry {
 }
 
 /// A registry with every backend available here: the CPU and pinned backends always, the CUDA
-/// backend when the `cuda` feature is on and a driver answers.
+/// backend when the `cuda` feature is on and a driver answers, the PJRT clients' host with the
+/// `pjrt` feature, and the C plugins' host.
 pub fn registry() -> Registry {
     registry_with_report().0
 }
@@ -116,6 +117,12 @@ pub fn registry_with_report() -> (Registry, Vec<String>) {
     };
     #[cfg(not(feature = "cuda"))]
     let cuda_missing = Some("cuda: not registered: built without the `cuda` feature".to_string());
+    #[cfg(feature = "pjrt")]
+    add(
+        &mut r,
+        Arc::new(crate::pjrt::PjrtHost),
+        "PJRT clients: dlport_pjrt_load, dlport.pjrt.load, pjrt::register_default".into(),
+    );
     // Last, so that among the backends reaching a device type none serves, a plugin's wins.
     add(
         &mut r,

@@ -5,6 +5,7 @@
 mod pjrt_common;
 
 use dlport_core::abi::DeviceType;
+use dlport_core::backend::Backend;
 use dlport_core::error::{CopyReason, DispatchError};
 use dlport_core::{CopyPolicy, DataType, Device, Error, ExportOptions, ImportOptions, Registry};
 use dlport_native::pjrt::{ClientOptions, PjrtBackend, PjrtClient};
@@ -157,11 +158,13 @@ fn what_pjrt_cannot_view_is_refused_or_copied() {
         let (t, address, released) = tensor(&mem, &spec);
         let e = client.import(t, CopyPolicy::Never, None).expect_err(what);
         match (what, copy_required(&e)) {
-            ("read-only", None) => assert!(
-                e.to_string().contains("flags: the tensor is READ_ONLY"),
-                "{e}"
-            ),
-            ("strided", Some(CopyReason::Layout { .. }))
+            (
+                "read-only",
+                Some(CopyReason::Flag {
+                    flag: dlport_core::error::Flag::ReadOnly,
+                }),
+            )
+            | ("strided", Some(CopyReason::Layout { .. }))
             | ("misaligned", Some(CopyReason::Alignment { .. })) => {}
             (_, reason) => panic!("{what}: {reason:?} {e}"),
         }
@@ -218,9 +221,14 @@ fn a_plugin_serves_its_device_type_in_a_registry() {
     let Some((plugin, cpu)) = client("registry") else {
         return;
     };
-    // The CPU platform's memory is the CPU backend's: it is not made a backend.
-    let e = PjrtBackend::new(cpu).unwrap_err();
-    assert!(e.to_string().contains("kDLCPU"), "{e}");
+    // The CPU platform is a backend that serves no type: host memory stays the CPU
+    // backend's, whatever is registered after it.
+    let host = PjrtBackend::new(cpu);
+    assert!(host.device_types().is_empty());
+    let mut registry = Registry::with_cpu();
+    registry.register(host).unwrap();
+    assert_eq!(registry.resolve(Device::cpu()).unwrap().name(), "cpu");
+    assert_eq!(registry.get("pjrt:cpu").unwrap().name(), "pjrt:cpu");
     // The CPU plugin presented as an "xpu" (kDLOneAPI) device: its memory is host memory, so
     // the test can label host tensors kDLOneAPI as a oneAPI plugin's would be.
     let options = ClientOptions {
@@ -229,9 +237,14 @@ fn a_plugin_serves_its_device_type_in_a_registry() {
     };
     let xpu = PjrtClient::create(&plugin, &options).unwrap();
     assert_eq!(xpu.devices()[1].device, Device::oneapi(1));
-    let backend = PjrtBackend::new(xpu.clone()).unwrap();
+    let backend = PjrtBackend::new(xpu.clone());
     let mut registry = Registry::with_cpu();
     registry.register(backend).unwrap();
+    // A registered client resolves by its device type.
+    assert_eq!(
+        registry.resolve(Device::oneapi(1)).unwrap().name(),
+        "pjrt:cpu"
+    );
     let x = [0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0];
     let mut spec = Spec::f32(&[2, 3]);
     spec.device = Device::oneapi(1);
@@ -310,4 +323,157 @@ fn every_mapped_dtype_goes_in_and_out_with_its_bytes() {
         drop((m, b));
         assert_eq!(count(&released), 1, "{dtype}");
     }
+}
+
+#[test]
+fn a_pjrt_copy_follows_the_registry_limit_and_alignment() {
+    let Some((_plugin, client)) = client("registry-limit") else {
+        return;
+    };
+    let x = [0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0];
+    let mut misaligned = Spec::f32(&[2, 3]);
+    misaligned.offset = 4;
+    // 24 bytes to copy, over a registry limit of 16: refused by the registry's rule, nothing
+    // copied, the tensor released once.
+    let mut registry = Registry::with_cpu();
+    registry.set_alloc_limit(16);
+    let (t, _, released) = tensor(&x, &misaligned);
+    let e = client
+        .import_with(&registry, t, &ImportOptions::default(), None)
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::Dispatch(DispatchError::AllocationLimit { .. })),
+        "{e}"
+    );
+    assert_eq!(count(&released), 1);
+    // The call's own limit too.
+    let (t, _, released) = tensor(&x, &misaligned);
+    let options = ImportOptions {
+        max_alloc: Some(8),
+        ..ImportOptions::default()
+    };
+    let e = client
+        .import_with(&Registry::with_cpu(), t, &options, None)
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::Dispatch(DispatchError::AllocationLimit { .. })),
+        "{e}"
+    );
+    assert_eq!(count(&released), 1);
+    // The caller's alignment is the registry's rule: 64-byte-aligned memory asked for 128
+    // bytes is copied (or refused under copy=Never with the address and the requirement).
+    let spec = Spec::f32(&[2, 3]);
+    let (t, address, _) = tensor(&x, &spec);
+    let need = ImportOptions {
+        copy: CopyPolicy::Never,
+        requirements: Some(dlport_core::backend::ViewRequirements {
+            layout: dlport_core::backend::LayoutNeed::Any,
+            alignment: 128,
+        }),
+        ..ImportOptions::default()
+    };
+    match client.import_with(&Registry::with_cpu(), t, &need, None) {
+        Ok(b) if address % 128 == 0 => assert_eq!(b.info().unwrap().shape, [2, 3]),
+        Ok(_) => panic!("a view of memory at {address:#x} was asked 128-byte aligned"),
+        Err(e) => assert!(
+            matches!(
+                copy_required(&e),
+                Some(CopyReason::Alignment { required: 128, .. })
+            ),
+            "{e}"
+        ),
+    }
+}
+
+#[test]
+fn a_pjrt_export_is_the_registry_export() {
+    let Some((_plugin, client)) = client("registry-export") else {
+        return;
+    };
+    let x = [0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0];
+    let (t, address, released) = tensor(&x, &Spec::f32(&[2, 3]));
+    let b = client.import(t, CopyPolicy::Never, None).unwrap();
+    let registry = Registry::with_cpu();
+    let cpu = dlport_core::Tensor::from_vec(x.to_vec(), &[2, 3]).unwrap();
+    // The consumer's stream: the same answer as any CPU export's.
+    for stream in [Some(-1), Some(0), Some(7), None] {
+        let options = ExportOptions {
+            stream,
+            ..ExportOptions::default()
+        };
+        let pjrt = b.to_dlpack_with(&registry, &options).map(|_| ());
+        let other = registry.to_dlpack(&cpu, &options).map(|_| ());
+        assert_eq!(
+            pjrt.map_err(|e| e.to_string()),
+            other.map_err(|e| e.to_string()),
+            "stream={stream:?}"
+        );
+    }
+    // copy=Always: one copy, said so, under the registry's limit.
+    let always = ExportOptions {
+        copy: CopyPolicy::Always,
+        max_version: Some(dlport_core::abi::DLPackVersion::CURRENT),
+        ..ExportOptions::default()
+    };
+    let m = b.to_dlpack_with(&registry, &always).unwrap();
+    assert_ne!(m.view().data() as usize, address);
+    assert!(m.view().is_copied());
+    assert_eq!(m.view().to_vec::<f32>().unwrap(), x);
+    let mut limited = Registry::with_cpu();
+    limited.set_alloc_limit(8);
+    let e = b.to_dlpack_with(&limited, &always).unwrap_err();
+    assert!(
+        matches!(e, Error::Dispatch(DispatchError::AllocationLimit { .. })),
+        "{e}"
+    );
+    // A device the buffer is not on, under copy=Never: the registry's refusal.
+    let elsewhere = ExportOptions {
+        dl_device: Some(Device::cuda(0)),
+        copy: CopyPolicy::Never,
+        ..ExportOptions::default()
+    };
+    let e = b.to_dlpack_with(&registry, &elsewhere).unwrap_err();
+    assert!(
+        matches!(copy_required(&e), Some(CopyReason::Device { .. })),
+        "{e}"
+    );
+    drop((m, b));
+    assert_eq!(count(&released), 1);
+}
+
+#[test]
+fn a_client_registers_in_the_default_registry() {
+    let Some((plugin, cpu)) = client("registry-default") else {
+        return;
+    };
+    let options = ClientOptions {
+        device_type: Some(DeviceType::ONEAPI),
+        ..ClientOptions::default()
+    };
+    let xpu = PjrtClient::create(&plugin, &options).unwrap();
+    let r = dlport_native::install_or_default();
+    // Before registration no backend serves the type; after it, the PJRT host does.
+    dlport_native::pjrt::register_default(&cpu).unwrap();
+    dlport_native::pjrt::register_default(&xpu).unwrap();
+    assert_eq!(
+        r.resolve(Device::oneapi(0)).unwrap().name(),
+        dlport_native::pjrt::PJRT_HOST_NAME
+    );
+    assert_eq!(r.resolve(Device::cpu()).unwrap().name(), "cpu");
+    let names: Vec<_> = dlport_native::pjrt::registered()
+        .iter()
+        .map(|b| b.name())
+        .collect();
+    assert!(names.contains(&"pjrt:cpu"), "{names:?}");
+    // A oneAPI-labelled tensor imports through the default registry as a PJRT view.
+    let x = [0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0];
+    let mut spec = Spec::f32(&[2, 3]);
+    spec.device = Device::oneapi(0);
+    let (t, address, released) = tensor(&x, &spec);
+    let imported = r.from_dlpack(t, &ImportOptions::default()).unwrap();
+    assert_eq!(imported.backend(), "pjrt:cpu");
+    let out = r.to_dlpack(&imported, &ExportOptions::default()).unwrap();
+    assert_eq!(out.view().data() as usize, address);
+    drop((imported, out));
+    assert_eq!(count(&released), 1);
 }

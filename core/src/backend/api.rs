@@ -72,6 +72,17 @@ pub trait Backend: Send + Sync + 'static {
         ViewRequirements::ANY
     }
 
+    /// Why this backend cannot view `view` without a copy, or `None` when it can: the
+    /// registry's view rule asks it of the target's backend on every import
+    /// ([`Registry::decide`](crate::Registry::decide)). The default is
+    /// [`view_requirements`](Self::view_requirements)' [`unmet`](ViewRequirements::unmet); a
+    /// backend whose views need more (a PJRT plugin views only writable, non-padded memory
+    /// at an aligned, non-NULL address, empty tensors included) says so here, with the reason
+    /// a copy fixes.
+    fn view_obstacle(&self, view: &TensorRef<'_>) -> Option<CopyReason> {
+        self.view_requirements().unmet(view)
+    }
+
     /// Maps a producer's device id to this backend's numbering (a plugin may number devices
     /// differently, as the XPU device selector does). Identity by default.
     fn translate_device_id(&self, producer_id: i32) -> Result<i32, Error> {

@@ -1,7 +1,8 @@
 //! The [`Registry`] of backends: resolution of a device to its backend, the [`Decision`] of
 //! an import (view or copy, made once), the two entry points [`Registry::from_dlpack`] and
 //! [`Registry::to_dlpack`] (with the stream hand-off of an export,
-//! [`Registry::stream_hand_off`]). Allocation ([`Registry::allocate`]) is in [`allocate`],
+//! [`Registry::stream_hand_off`]). The view rule, and the decision for a chosen backend
+//! ([`Registry::decide_on`]), are in [`decide`]. Allocation ([`Registry::allocate`]) is in [`allocate`],
 //! compaction ([`Registry::compact`]) in [`compact`]; the process-wide default registry is in
 //! [`default`].
 
@@ -10,6 +11,7 @@ use alloc::vec::Vec;
 
 mod allocate;
 mod compact;
+mod decide;
 mod default;
 
 pub use default::{from_dlpack, to_dlpack};
@@ -246,37 +248,7 @@ impl Registry {
             None => memory,
         };
         let backend = self.resolve(target)?;
-        // A view is the memory itself, presented as the device it presents to this request
-        // (`Device::presented`, the rule of exports too): only when that is the target can the
-        // import be a view. So host memory is never presented as pinned or managed memory it is
-        // not (plain `cpu` memory asked for `cuda_host` needs a copy into pinned memory, which
-        // only a backend that makes pinned memory can give), whatever the copy policy.
-        let copy_reason = if !backend.can_access(memory) || memory.presented(Some(target)) != target
-        {
-            Some(CopyReason::Device {
-                from: memory,
-                to: target,
-            })
-        } else {
-            backend
-                .view_requirements()
-                .unmet(view)
-                .or_else(|| options.requirements.and_then(|r| r.unmet(view)))
-        };
-        let copies = match (copy_reason, options.copy) {
-            (_, CopyPolicy::Always) | (Some(_), CopyPolicy::IfNeeded) => true,
-            (None, _) => false,
-            (Some(reason), CopyPolicy::Never) => {
-                return Err(Error::Dispatch(DispatchError::CopyRequired { reason }));
-            }
-        };
-        let decision = Decision {
-            memory,
-            target,
-            backend: backend.name(),
-            copy_reason,
-            copies,
-        };
+        let decision = decide::view_rule(backend.as_ref(), view, memory, target, options)?;
         Ok((decision, backend))
     }
 

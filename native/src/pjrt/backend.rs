@@ -1,56 +1,68 @@
-//! [`PjrtBackend`]: a PJRT client as a dlport backend for its device type, so that a tensor
-//! on that type (`kDLOneAPI` for an `xpu` plugin, `kDLROCM` for `rocm`, …) resolves to it in a
-//! [`Registry`](dlport_core::Registry) by the same rules as any backend, and is viewed by the
-//! plugin (`PJRT_Client_CreateViewOfDeviceBuffer`) on import.
+//! [`PjrtBackend`]: a PJRT client as a dlport backend, so that its buffers follow a
+//! [`Registry`]'s rules like every other backend's: the registry decides each import (view or
+//! copy, the copy policy, the allocation limit, the caller's alignment) by its one view rule
+//! for this backend ([`Registry::decide_on`]), and the client does what was decided.
 //!
-//! A CPU platform is not made a backend: its buffers are host memory, which dlport's
-//! `CpuBackend` already serves (`kDLCPU`); its buffers are exported as `kDLCPU` and host
-//! memory is imported into it with [`PjrtClient::import`].
+//! A client of a platform whose memory is a device type (`kDLOneAPI` for an `xpu` plugin,
+//! `kDLROCM` for `rocm`, …) serves that type: a tensor on it resolves to the backend and is
+//! viewed by the plugin (`PJRT_Client_CreateViewOfDeviceBuffer`) on import. A CPU platform
+//! serves no type (host memory, `kDLCPU`, stays the `CpuBackend`'s), but is a backend all the
+//! same: it reaches host memory, its views follow the same rule, and it is listed by name.
+//!
+//! Register one in a registry of your own with `registry.register(PjrtBackend::new(client))`
+//! and import with [`PjrtClient::import_with`]; the bindings (C's `dlport_pjrt_load`, Python's
+//! `dlport.pjrt.load`) register theirs in the process-wide default with
+//! [`register_default`](super::register_default).
 
 use std::sync::Arc;
 
 use dlport_core::abi::DeviceType;
 use dlport_core::backend::{Backend, Buffer, LayoutNeed, ViewRequirements};
-use dlport_core::{CopyPolicy, Device, Error, ManagedTensor, Tensor};
+use dlport_core::error::CopyReason;
+use dlport_core::{Device, Error, ManagedTensor, Tensor, TensorRef};
 
 use super::buffer::BufferMemory;
 use super::client::PjrtClient;
-use super::import::{VIEW_ALIGN, first_element};
+use super::import::{VIEW_ALIGN, first_element, view_obstacle};
 use crate::plugin::intern;
 
-/// A PJRT client serving its device type in a registry.
+/// A PJRT client as a backend: serving its device type (none for a CPU platform).
 #[derive(Debug)]
 pub struct PjrtBackend {
     client: PjrtClient,
     name: &'static str,
-    types: [DeviceType; 1],
+    types: Vec<DeviceType>,
 }
 
 impl PjrtBackend {
-    /// The backend of `client`, named `pjrt:<platform>`. A CPU platform is refused: host
-    /// memory is the CPU backend's (use [`PjrtClient::import`] and
-    /// [`PjrtBuffer::to_dlpack`](crate::pjrt::PjrtBuffer::to_dlpack)).
-    pub fn new(client: PjrtClient) -> Result<Arc<Self>, Error> {
+    /// The backend of `client`, named `pjrt:<platform>`, serving the client's device type, or
+    /// none on a CPU platform (whose memory is host memory, the CPU backend's).
+    pub fn new(client: PjrtClient) -> Arc<Self> {
+        Arc::new(Self::of(&client))
+    }
+
+    /// The backend of `client`, unshared: what an import decides on.
+    pub(super) fn of(client: &PjrtClient) -> Self {
         let t = client.device_type();
-        if t == DeviceType::CPU {
-            return Err(client.api().error(
-                "PjrtBackend::new",
-                -1,
-                "the platform's memory is host memory (kDLCPU), which the CPU backend serves: \
-                 import into it with PjrtClient::import; or create the client with another \
-                 ClientOptions::device_type",
-            ));
-        }
-        Ok(Arc::new(Self {
+        Self {
             name: intern(&format!("pjrt:{}", client.platform())),
-            types: [t],
-            client,
-        }))
+            types: if t == DeviceType::CPU {
+                Vec::new()
+            } else {
+                vec![t]
+            },
+            client: client.clone(),
+        }
     }
 
     /// The client.
     pub fn client(&self) -> &PjrtClient {
         &self.client
+    }
+
+    /// Whether the client's memory is host memory (a CPU platform).
+    pub fn is_host(&self) -> bool {
+        self.types.is_empty()
     }
 }
 
@@ -64,8 +76,15 @@ impl Backend for PjrtBackend {
     }
 
     fn can_access(&self, memory: Device) -> bool {
-        memory.device_type == self.types[0]
-            && usize::try_from(memory.device_id).is_ok_and(|i| i < self.client.devices().len())
+        match self.types.first() {
+            // A CPU platform reads host memory, wherever the host can address it.
+            None => memory.is_host_accessible(),
+            Some(&t) => {
+                memory.device_type == t
+                    && usize::try_from(memory.device_id)
+                        .is_ok_and(|i| i < self.client.devices().len())
+            }
+        }
     }
 
     fn view_requirements(&self) -> ViewRequirements {
@@ -75,13 +94,18 @@ impl Backend for PjrtBackend {
         }
     }
 
+    fn view_obstacle(&self, view: &TensorRef<'_>) -> Option<CopyReason> {
+        view_obstacle(view)
+    }
+
     fn view_external(&self, tensor: ManagedTensor, memory: Device) -> Result<Tensor, Error> {
         let view = tensor.view();
         let (dtype, shape, flags) = (view.dtype(), view.shape().to_vec(), view.flags());
         let data = first_element(&view);
-        let buffer = self
-            .client
-            .import(tensor, CopyPolicy::Never, Some(memory.device_id))?;
+        // The registry decided a view: the plugin makes it on the memory's device (device 0
+        // of a CPU platform for host memory).
+        let device = if self.is_host() { 0 } else { memory.device_id };
+        let buffer = self.client.view_decided(tensor, device)?;
         let info = buffer.info()?;
         // Dropping the storage destroys the view, whose on-delete callback releases the
         // producer's tensor.

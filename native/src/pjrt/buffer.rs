@@ -1,17 +1,19 @@
 //! [`PjrtBuffer`]: a PJRT buffer dlport owns (destroyed once, when the last holder is gone),
-//! what the plugin says about it (type, dims, layout, size, device), and its export to DLPack
-//! as an external reference.
+//! what the plugin says about it (type, dims, layout, size, device), its memory as a dlport
+//! tensor under an external reference, and its export by a registry's export.
 
 use std::ffi::c_void;
 use std::sync::Arc;
 
+use dlport_core::abi::DLPackVersion;
 use dlport_core::abi::DeviceType;
-use dlport_core::backend::{Access, TensorStorage};
-use dlport_core::{DataType, Device, Error, ExportBuilder, ManagedTensor};
+use dlport_core::backend::{Access, Buffer, TensorStorage};
+use dlport_core::{DataType, Device, Error, ExportOptions, ManagedTensor, Registry, Tensor};
 
 use super::client::PjrtClient;
 use super::result::Api;
 use super::{sys, types};
+use crate::plugin::intern;
 
 /// The owner of one `PJRT_Buffer`: destroyed once, when dropped.
 pub(super) struct Owned {
@@ -165,12 +167,12 @@ impl PjrtBuffer {
         })
     }
 
-    /// Exports the buffer to a DLPack consumer without a copy: waits until it is ready, asks
-    /// the plugin its layout, takes an external reference and the device pointer. The export
-    /// holds the buffer: its deleter drops the reference
-    /// (`PJRT_Buffer_DecreaseExternalReferenceCount`) once, then its share of the buffer (the
-    /// last share destroys it). `versioned` picks the DLPack 1.x form, else the legacy one.
-    pub fn to_dlpack(&self, versioned: bool) -> Result<ManagedTensor, Error> {
+    /// The buffer's memory as a dlport [`Tensor`] of backend `pjrt:<platform>`, without a
+    /// copy: waits until it is ready, asks the plugin its layout, takes an external reference
+    /// and the device pointer. The tensor holds the buffer: dropping its last share gives the
+    /// reference back (`PJRT_Buffer_DecreaseExternalReferenceCount`) once, then its share of
+    /// the buffer (the last share destroys it).
+    pub fn to_tensor(&self) -> Result<Tensor, Error> {
         self.await_ready()?;
         let info = self.info()?;
         let api = self.api();
@@ -194,12 +196,33 @@ impl PjrtBuffer {
         };
         // SAFETY: the buffer lives, under the external reference `held` holds.
         held.data = unsafe { device_pointer(api, self.owned.raw, info.span) }?;
-        let builder = ExportBuilder::new(held, info.dtype, &info.shape).strides(&info.strides);
-        if versioned {
-            builder.build()
-        } else {
-            builder.build_legacy()
-        }
+        let name = intern(&format!("pjrt:{}", self.owned.client.platform()));
+        Tensor::builder(Buffer::new(Box::new(held)), name, info.dtype, &info.shape)
+            .strides(&info.strides)
+            .build()
+    }
+
+    /// Exports the buffer by `registry`'s export ([`Registry::to_dlpack`] of
+    /// [`to_tensor`](Self::to_tensor)): the same rules as every exporter's for `copy`,
+    /// `dl_device`, `max_version`, `max_alloc` and the consumer's `stream`. Without a copy,
+    /// the export holds the buffer under an external reference until its deleter runs.
+    pub fn to_dlpack_with(
+        &self,
+        registry: &Registry,
+        options: &ExportOptions,
+    ) -> Result<ManagedTensor, Error> {
+        registry.to_dlpack(&self.to_tensor()?, options)
+    }
+
+    /// Exports the buffer without a copy by the process-wide default registry's export
+    /// ([`to_dlpack_with`](Self::to_dlpack_with)); `versioned` picks the DLPack 1.x form,
+    /// else the legacy one.
+    pub fn to_dlpack(&self, versioned: bool) -> Result<ManagedTensor, Error> {
+        let options = ExportOptions {
+            max_version: versioned.then_some(DLPackVersion::CURRENT),
+            ..ExportOptions::default()
+        };
+        self.to_dlpack_with(crate::install_or_default(), &options)
     }
 }
 

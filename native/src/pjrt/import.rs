@@ -1,7 +1,8 @@
-//! Imports: a DLPack tensor as a PJRT buffer. A view (`PJRT_Client_CreateViewOfDeviceBuffer`)
-//! where PJRT can view it, whose on-delete callback releases the tensor once, on whatever
-//! thread the plugin runs it; otherwise a copy (`PJRT_Client_BufferFromHostBuffer`) where
-//! the memory is host memory and the copy policy allows, or a refusal naming the field.
+//! Imports: a DLPack tensor as a PJRT buffer, as a registry decides ([`Registry::decide_on`]
+//! for the client's backend; PJRT's part of the view rule is [`view_obstacle`]). The
+//! mechanisms: a view (`PJRT_Client_CreateViewOfDeviceBuffer`), whose on-delete callback
+//! releases the tensor once, on whatever thread the plugin runs it; a copy of host memory
+//! (`PJRT_Client_BufferFromHostBuffer`) under the registry's allocation limit.
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
@@ -13,7 +14,7 @@ use dlport_core::abi::{DeviceType, TypeCode};
 use dlport_core::backend::check_alloc;
 use dlport_core::error::{Address, CopyReason, DispatchError, Flag};
 use dlport_core::layout::Contiguity;
-use dlport_core::{CopyPolicy, DataType, Device, Error, ManagedTensor};
+use dlport_core::{CopyPolicy, DataType, Device, Error, ImportOptions, ManagedTensor, Registry};
 
 use super::buffer::{PjrtBuffer, await_event};
 use super::client::PjrtClient;
@@ -73,12 +74,15 @@ unsafe extern "C" fn on_delete(_data: *mut c_void, arg: *mut c_void) {
     let _ = catch_unwind(|| settle(token, true, false));
 }
 
-/// Why a view is impossible: the reason a copy would fix, and the field it names.
-fn view_obstacle(tensor: &ManagedTensor) -> Option<CopyReason> {
-    let view = tensor.view();
+/// Why PJRT cannot view `view`, or `None`: what [`PjrtBackend`](super::PjrtBackend) answers
+/// the registry's view rule ([`Backend::view_obstacle`](dlport_core::backend::Backend)), each
+/// obstacle the reason a copy fixes. Row-major only (XLA's CPU plugin takes a view with another
+/// dense layout and reports it back, but a program compiled with default layouts reads the
+/// memory row-major); no padded sub-byte elements; the first element [`VIEW_ALIGN`]-aligned
+/// and non-NULL, an empty tensor's too (XLA refuses to view less); not READ_ONLY (a PJRT
+/// buffer is writable: an execution may donate its input and write its result there).
+pub(super) fn view_obstacle(view: &dlport_core::TensorRef<'_>) -> Option<CopyReason> {
     match view.contiguity() {
-        // Only row-major: XLA's CPU plugin takes a view with another dense layout and reports
-        // it back, but a program compiled with default layouts reads the memory row-major.
         Contiguity::Both | Contiguity::RowMajor => {}
         c => return Some(CopyReason::Layout { contiguity: c }),
     }
@@ -87,13 +91,16 @@ fn view_obstacle(tensor: &ManagedTensor) -> Option<CopyReason> {
             flag: Flag::IsSubbyteTypePadded,
         });
     }
-    // An empty tensor too: PJRT views only aligned, non-NULL memory (a copy of nothing is
-    // free).
-    let addr = first_element(&view) as usize;
+    let addr = first_element(view) as usize;
     if addr == 0 || addr % VIEW_ALIGN != 0 {
         return Some(CopyReason::Alignment {
             address: Address::new(addr),
             required: VIEW_ALIGN as u32,
+        });
+    }
+    if view.is_read_only() {
+        return Some(CopyReason::Flag {
+            flag: Flag::ReadOnly,
         });
     }
     None
@@ -117,48 +124,82 @@ fn minor_to_major(strides: &[i64], shape: &[i64]) -> Vec<i64> {
 }
 
 impl PjrtClient {
-    /// Imports a DLPack tensor as a PJRT buffer on the device it is on (a device of this
-    /// client's type; on a CPU platform, any host memory), or on `device` (a dlport id) for
-    /// a copy of host memory.
-    ///
-    /// A view when PJRT can view the tensor (a dtype PJRT has, row-major, the first
-    /// element [`VIEW_ALIGN`]-aligned, not READ_ONLY) and `copy` is not `Always`: the tensor
-    /// is released once, when the buffer's last holder is gone. Otherwise a copy of host
-    /// memory where `copy` allows (the tensor released on return), or
-    /// `DispatchError::CopyRequired` with the reason. On every error the tensor is released
-    /// once.
+    /// Imports a DLPack tensor as a PJRT buffer under the process-wide default registry's
+    /// rules ([`import_with`](Self::import_with) with `crate::install_or_default()` and the
+    /// copy policy `copy`).
     pub fn import(
         &self,
         tensor: ManagedTensor,
         copy: CopyPolicy,
         device: Option<i32>,
     ) -> Result<PjrtBuffer, Error> {
+        let options = ImportOptions {
+            copy,
+            ..ImportOptions::default()
+        };
+        self.import_with(crate::install_or_default(), tensor, &options, device)
+    }
+
+    /// Imports a DLPack tensor as a PJRT buffer on `device` (a dlport id of this client; by
+    /// default the tensor's own device of this client's type, else device 0), as `registry`
+    /// decides for this client's backend ([`Registry::decide_on`] with
+    /// [`PjrtBackend`](super::PjrtBackend)): a view where its one view rule allows
+    /// ([`view_obstacle`] is PJRT's part of it, `options.requirements` the caller's), the
+    /// tensor released once when the buffer's last holder is gone; else one copy of host
+    /// memory where `options.copy` allows, checked first against the registry's allocation
+    /// limit ([`Registry::alloc_limit`] with `options.max_alloc`), the tensor released on
+    /// return; else `DispatchError::CopyRequired` with the reason. `options.device` is this
+    /// call's target (set from `device`). On every error the tensor is released once.
+    pub fn import_with(
+        &self,
+        registry: &Registry,
+        tensor: ManagedTensor,
+        options: &ImportOptions,
+        device: Option<i32>,
+    ) -> Result<PjrtBuffer, Error> {
         let api = *self.api();
         let view = tensor.view();
-        let dtype = view.dtype();
-        let kind =
-            types::to_pjrt(dtype).map_err(|e| api.error("import", -1, &format!("dtype: {e}")))?;
+        let kind = types::to_pjrt(view.dtype())
+            .map_err(|e| api.error("import", -1, &format!("dtype: {e}")))?;
         let memory = view.device();
         let ours = self.device_type();
-        // Host memory is this client's own on a CPU platform; another device type's memory
-        // only where the platform serves that type, on the same device.
-        let host_platform = ours == DeviceType::CPU && memory.is_host_accessible();
-        let target = device.unwrap_or(if host_platform || memory.device_type != ours {
-            0
-        } else {
+        let host_platform = ours == DeviceType::CPU;
+        let index = device.unwrap_or(if !host_platform && memory.device_type == ours {
             memory.device_id
+        } else {
+            0
         });
-        let dev = self.device(target)?.raw;
-        let reachable = host_platform || (memory.device_type == ours && memory.device_id == target);
-        let obstacle = if !reachable {
-            Some(CopyReason::Device {
-                from: memory,
-                to: Device::new(ours, target),
-            })
-        } else if !api.has(sys::CLIENT_CREATE_VIEW) {
-            // Without PJRT_Client_CreateViewOfDeviceBuffer only a copy serves: a refusal
-            // names the function.
-            if copy == CopyPolicy::Never || !memory.is_host_accessible() {
+        let dev = self.device(index)?.raw;
+        // Host memory is kDLCPU device 0 whichever PJRT device of a CPU platform holds it.
+        let target = if host_platform {
+            Device::cpu()
+        } else {
+            Device::new(ours, index)
+        };
+        let backend = super::PjrtBackend::of(self);
+        let decided = ImportOptions {
+            device: Some(target),
+            ..*options
+        };
+        let decision = registry.decide_on(&backend, &view, &decided)?;
+        // A tensor dlport holds as read-only without the flag (its producer's access) is
+        // never viewed either: the view rule's READ_ONLY obstacle, which the view's flags
+        // cannot show.
+        let read_only = !view.is_read_only() && tensor.is_read_only();
+        if !decision.copies && read_only && options.copy == CopyPolicy::Never {
+            return Err(Error::Dispatch(DispatchError::CopyRequired {
+                reason: CopyReason::Flag {
+                    flag: Flag::ReadOnly,
+                },
+            }));
+        }
+        if !decision.copies && !read_only {
+            if api.has(sys::CLIENT_CREATE_VIEW) {
+                return self.view(tensor, kind, dev);
+            }
+            // The mechanism of a view is missing: a copy of host memory serves where the
+            // policy allows one; a refusal names the function.
+            if options.copy == CopyPolicy::Never || !memory.is_host_accessible() {
                 return Err(api.error(
                     sys::CLIENT_CREATE_VIEW.name,
                     UNIMPLEMENTED,
@@ -170,33 +211,11 @@ impl PjrtClient {
                     ),
                 ));
             }
-            return self.copy_from_host(&tensor, kind, dev);
-        } else {
-            view_obstacle(&tensor)
-        };
-        // READ_ONLY memory is never viewed: a PJRT buffer is writable (an execution may
-        // donate its input and write its result there, through any holder of the buffer).
-        let read_only = tensor.is_read_only();
-        let reason = match (obstacle, copy) {
-            (None, CopyPolicy::Never | CopyPolicy::IfNeeded) if !read_only => {
-                return self.view(tensor, kind, dev);
-            }
-            (Some(reason), CopyPolicy::Never) => {
-                return Err(Error::Dispatch(DispatchError::CopyRequired { reason }));
-            }
-            (None, CopyPolicy::Never) => {
-                return Err(api.error(
-                    sys::CLIENT_CREATE_VIEW.name,
-                    -1,
-                    "flags: the tensor is READ_ONLY, and a PJRT buffer is writable (an \
-                     execution may donate its input and write into it): allow a copy \
-                     (copy=None or True)",
-                ));
-            }
-            (r, _) => r,
-        };
+        }
         if !memory.is_host_accessible() {
-            let why = reason.map_or_else(String::new, |r| format!(" ({r})"));
+            let why = decision
+                .copy_reason
+                .map_or_else(String::new, |r| format!(" ({r})"));
             return Err(api.error(
                 sys::CLIENT_BUFFER_FROM_HOST_BUFFER.name,
                 -1,
@@ -206,7 +225,23 @@ impl PjrtClient {
                 ),
             ));
         }
-        self.copy_from_host(&tensor, kind, dev)
+        let limit = registry.alloc_limit(options.max_alloc);
+        self.copy_from_host(&tensor, kind, dev, limit)
+    }
+
+    /// The view the registry decided ([`PjrtBackend`](super::PjrtBackend)'s `view_external`)
+    /// on device `device` of this client.
+    pub(super) fn view_decided(
+        &self,
+        tensor: ManagedTensor,
+        device: i32,
+    ) -> Result<PjrtBuffer, Error> {
+        let api = *self.api();
+        let kind = types::to_pjrt(tensor.view().dtype())
+            .map_err(|e| api.error("import", -1, &format!("dtype: {e}")))?;
+        let dev = self.device(device)?.raw;
+        api.function(sys::CLIENT_CREATE_VIEW)?;
+        self.view(tensor, kind, dev)
     }
 
     /// A view of `tensor` (checked viewable): its pointer, dims and layout handed to
@@ -298,7 +333,7 @@ impl PjrtClient {
 
     /// A copy of host `tensor` onto `dev` (`PJRT_Client_BufferFromHostBuffer`, the plugin
     /// copying during the call, the device always named), its byte strides handed on. The
-    /// new buffer's bytes are checked against the allocation limit first. A sub-byte tensor
+    /// new buffer's bytes are checked against `limit` (the registry's limit in force) first. A sub-byte tensor
     /// is handed over one element per byte (PJRT reads host sub-byte data so), unpacked into
     /// a staging copy that counts against the limit too.
     fn copy_from_host(
@@ -306,6 +341,7 @@ impl PjrtClient {
         tensor: &ManagedTensor,
         kind: i32,
         dev: *mut sys::PJRT_Device,
+        limit: u64,
     ) -> Result<PjrtBuffer, Error> {
         let api = *self.api();
         let view = tensor.view();
@@ -313,12 +349,12 @@ impl PjrtClient {
         let shape = view.shape().to_vec();
         let numel = view.numel();
         let bytes = dtype.bytes_for(numel, false).map_or(u128::MAX, u128::from);
-        check_alloc(bytes, None)?;
+        check_alloc(bytes, Some(limit))?;
         let size = dtype.size_bytes() as i64;
         let byte_strides: Vec<i64> = view.strides().map(|s| s * size).collect();
         let unpacked = if dtype.is_sub_byte() {
             // The packed copy and the bytes it unpacks into are this call's own allocations.
-            check_alloc(bytes + u128::from(numel), None)?;
+            check_alloc(bytes + u128::from(numel), Some(limit))?;
             let mut packed = vec![0u8; bytes as usize];
             view.copy_to_compact(&mut packed)?;
             Some(unpack(&packed, numel as usize, dtype))

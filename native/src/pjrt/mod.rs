@@ -12,7 +12,8 @@
 //!   dlport devices), [`PjrtBuffer`] (export as an external reference,
 //!   [`PjrtBuffer::to_dlpack`]), [`PjrtClient::import`] (a view with an on-delete callback,
 //!   or a copy), [`PjrtExecutable`] (StableHLO compiled and run on those buffers), and
-//!   [`PjrtBackend`], a client serving its device type in a registry.
+//!   [`PjrtBackend`], a client as a backend of a registry, which decides its imports and
+//!   exports, and [`PjrtHost`], the default registry's door to the clients the bindings load.
 //!
 //! The plugin is trusted code, but its answers are checked: a table too short for a function,
 //! a NULL function, a NULL result where one is promised, a buffer smaller than its shape, a
@@ -22,6 +23,7 @@ mod backend;
 mod buffer;
 mod client;
 mod execute;
+mod host;
 mod import;
 pub mod interpose;
 mod result;
@@ -32,6 +34,7 @@ pub use backend::PjrtBackend;
 pub use buffer::{BufferInfo, PjrtBuffer};
 pub use client::{ClientOptions, OptionValue, PjrtClient, PjrtDevice, PjrtPlugin};
 pub use execute::PjrtExecutable;
+pub use host::{PJRT_HOST_NAME, PjrtHost, register_default, registered};
 pub use import::VIEW_ALIGN;
 pub use types::{device_type_for, device_type_of};
 
