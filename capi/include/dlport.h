@@ -1188,6 +1188,26 @@ int dlport_pjrt_execute(const DlportPjrtExecutable *exe,
 // `exe` is NULL or an executable from `dlport_pjrt_compile`, not used afterwards.
 void dlport_pjrt_executable_free(DlportPjrtExecutable *exe);
 
+// Probes the PJRT plugin at `path`: loads it (as `dlport_pjrt_load`), then calls it and
+// writes a report, one `key: verdict — why` line each: the API version, `struct_size` and
+// extensions (by type id and name, `unknown` for a type newer than the header dlport reads);
+// the platform, devices and memory kinds; each function dlport uses, called (a function in
+// the table that answers `UNIMPLEMENTED` is `not implemented`); the dtype table (each PJRT
+// element type, its DLPack dtype, and whether the plugin takes it as a view and as a copy);
+// and what dlport does each way (a view, one copy or a refusal, and why). The same report as
+// `python -m dlport pjrt` and the Rust example `pjrt_probe`.
+//
+// Errors (`DLPORT_ERR_BACKEND`) are those of `dlport_pjrt_load`; what fails after the load is
+// a line of the report.
+//
+// Ownership: `path` stays the caller's. On success `*report_out` is a new string the caller
+// frees with `dlport_string_free`; on error it is untouched. Loading a library runs its code:
+// probe only plugins you trust.
+//
+// # Safety
+// `path` is a NUL-terminated string; `report_out` is NULL or writable.
+int dlport_pjrt_probe(const char *path, char **report_out);
+
 // Allocates a zeroed, compact host tensor in a new sealed memfd, which `dlport_share` then
 // shares without a copy. `shape` holds `ndim` extents (NULL when `ndim` is 0). The tensor's
 // memory is shared with every process that opens it: once shared, others may write it.

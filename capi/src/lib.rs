@@ -11,7 +11,8 @@
 //! - [`ffi`]: the entries on tensors, the library, Python capsules and C plugins, with the
 //!   conventions every entry keeps (a status, the last error, `catch_unwind`);
 //! - [`share`]: the entries that share tensors with another process;
-//! - [`pjrt`]: the entries on PJRT plugins (load, devices, import, export).
+//! - [`pjrt`]: the entries on PJRT plugins (load, devices, import, export);
+//! - [`pjrt_probe`]: the PJRT capability probe (`dlport_pjrt_probe`).
 //!
 //! The work is dlport-native's Rust API (the default registry, [`dlport_native::plugin`],
 //! [`dlport_native::share`]); this crate converts C arguments and results. The Rust items are
@@ -23,4 +24,5 @@
 pub mod cabi;
 pub mod ffi;
 pub mod pjrt;
+pub mod pjrt_probe;
 pub mod share;

@@ -31,7 +31,7 @@ mod capsule;
 mod plugin;
 
 // For `share`, the other room of entries.
-pub(crate) use args::{copy_arg, out_ptr, take};
+pub(crate) use args::{c_string, copy_arg, out_ptr, registry, take};
 pub(crate) use status::{Failure, arg, entry};
 pub(crate) use tracker::give;
 

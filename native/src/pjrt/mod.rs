@@ -13,7 +13,8 @@
 //!   [`PjrtBuffer::to_dlpack`]), [`PjrtClient::import`] (a view with an on-delete callback,
 //!   or a copy), [`PjrtExecutable`] (StableHLO compiled and run on those buffers), and
 //!   [`PjrtBackend`], a client as a backend of a registry, which decides its imports and
-//!   exports, and [`PjrtHost`], the default registry's door to the clients the bindings load.
+//!   exports, and [`PjrtHost`], the default registry's door to the clients the bindings load;
+//! - [`probe`]: what a plugin offers and what dlport does with it, found by calling it.
 //!
 //! The plugin is trusted code, but its answers are checked: a table too short for a function,
 //! a NULL function, a NULL result where one is promised, a buffer smaller than its shape, a
@@ -26,6 +27,7 @@ mod execute;
 mod host;
 mod import;
 pub mod interpose;
+mod probe;
 mod result;
 pub mod sys;
 mod types;
@@ -36,6 +38,7 @@ pub use client::{ClientOptions, OptionValue, PjrtClient, PjrtDevice, PjrtPlugin}
 pub use execute::PjrtExecutable;
 pub use host::{PJRT_HOST_NAME, PjrtHost, register_default, registered};
 pub use import::VIEW_ALIGN;
+pub use probe::{ProbeLine, ProbeReport, probe};
 pub use types::{device_type_for, device_type_of};
 
 use sys::Slot;

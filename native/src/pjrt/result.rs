@@ -274,6 +274,9 @@ functions! {
     device_description_id = DEVICE_DESCRIPTION_ID(DeviceDescription_Id_Args);
     device_description_kind = DEVICE_DESCRIPTION_KIND(DeviceDescription_Kind_Args);
     device_get_description = DEVICE_GET_DESCRIPTION(Device_GetDescription_Args);
+    device_addressable_memories =
+        DEVICE_ADDRESSABLE_MEMORIES(Device_AddressableMemories_Args);
+    memory_kind = MEMORY_KIND(Memory_Kind_Args);
     executable_destroy = EXECUTABLE_DESTROY(Executable_Destroy_Args);
     executable_num_outputs = EXECUTABLE_NUM_OUTPUTS(Executable_NumOutputs_Args);
     loaded_executable_destroy = LOADED_EXECUTABLE_DESTROY(LoadedExecutable_Destroy_Args);
@@ -294,6 +297,7 @@ functions! {
     buffer_decrease_external_ref =
         BUFFER_DECREASE_EXTERNAL_REF(Buffer_DecreaseExternalReferenceCount_Args);
     buffer_opaque_pointer = BUFFER_OPAQUE_POINTER(Buffer_OpaqueDeviceMemoryDataPointer_Args);
+    buffer_unsafe_pointer = BUFFER_UNSAFE_POINTER(Buffer_UnsafePointer_Args);
 }
 
 #[cfg(test)]
@@ -306,6 +310,6 @@ mod tests {
         for (slot, args) in PAIRS {
             assert_eq!(format!("{}_Args", slot.name), *args);
         }
-        assert_eq!(PAIRS.len(), 30);
+        assert_eq!(PAIRS.len(), 33);
     }
 }

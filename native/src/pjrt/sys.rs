@@ -274,6 +274,10 @@ args! {
         device_description: *mut PJRT_DeviceDescription,
         device_kind: *const c_char, device_kind_size: usize,
     }
+    Device_AddressableMemories_Args {
+        device: *mut PJRT_Device, memories: *const *mut PJRT_Memory, num_memories: usize,
+    }
+    Memory_Kind_Args { memory: *mut PJRT_Memory, kind: *const c_char, kind_size: usize }
     LoadedExecutable_Destroy_Args { executable: *mut PJRT_LoadedExecutable }
     LoadedExecutable_GetExecutable_Args {
         loaded_executable: *mut PJRT_LoadedExecutable, executable: *mut PJRT_Executable,
@@ -362,6 +366,8 @@ slots! {
     DEVICE_DESCRIPTION_ID = 23 PJRT_DeviceDescription_Id;
     DEVICE_DESCRIPTION_KIND = 26 PJRT_DeviceDescription_Kind;
     DEVICE_GET_DESCRIPTION = 29 PJRT_Device_GetDescription;
+    DEVICE_ADDRESSABLE_MEMORIES = 32 PJRT_Device_AddressableMemories;
+    MEMORY_KIND = 36 PJRT_Memory_Kind;
     EXECUTABLE_DESTROY = 40 PJRT_Executable_Destroy;
     EXECUTABLE_NUM_OUTPUTS = 44 PJRT_Executable_NumOutputs;
     LOADED_EXECUTABLE_DESTROY = 50 PJRT_LoadedExecutable_Destroy;

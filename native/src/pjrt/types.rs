@@ -50,6 +50,12 @@ pub fn to_dlpack(pjrt: i32) -> Result<DataType, String> {
     })
 }
 
+/// Every `(PJRT_Buffer_Type value, its name, the DLPack type)` both sides have, in the
+/// header's order (the probe's dtype table).
+pub fn table() -> impl Iterator<Item = (i32, &'static str, DataType)> {
+    TYPES.iter().copied()
+}
+
 /// The DLPack type of a PJRT type named as the header names it (`F32`, `S4`, `PRED`, …).
 pub fn by_name(name: &str) -> Option<DataType> {
     TYPES.iter().find(|t| t.1 == name).map(|t| t.2)
