@@ -20,7 +20,7 @@ const DRAW_ON_GPU = new URLSearchParams(location.search).get('draw') === 'gpu';
 const $ = (id) => document.getElementById(id);
 const demo = {
   ready: false, runs: 0, roundTrips: 0, roundTripLog: [], size: SIZE, mean: MEAN, std: STD,
-  shared: null, errorScope: undefined, result: null, inputPixels: null, error: null,
+  shared: null, ortDevice: null, errorScope: undefined, result: null, inputPixels: null, error: null,
 };
 Object.assign(globalThis, { demo, dlport, ort });
 
@@ -121,6 +121,51 @@ function noWebGpu(detail) {
   $('help').hidden = false;
 }
 
+// ---- onnxruntime-web on dlport's device: its per-session option, or its environment's device. ----
+// onnxruntime-web takes an application's GPUDevice in one of two ways: the WebGPU execution
+// provider's per-session option (`executionProviders: [{ name: 'webgpu', device }]`, what 1.30.0
+// reads), or the environment-wide `ort.env.webgpu.device` set before its first WebGPU session
+// (microsoft/onnxruntime#32227, which deprecates the per-session option; 1.30.0 reads
+// `env.webgpu.device` nowhere, #26107, so set alone it gets ORT a device of its own).
+const ORT_DEVICE_WAYS = {
+  'per-session': "its per-session option (executionProviders: [{ name: 'webgpu', device }])",
+  environment: 'its environment-wide device (ort.env.webgpu.device)',
+};
+
+/**
+ * Creates the session on `device` the way this onnxruntime-web takes a device, found by what it
+ * does rather than by its version string: it reads the per-session `device` while it builds the
+ * session's options, before it opens a device or loads the model. The first attempt offers that
+ * option through a getter that throws: a release that has the option stops there, having created
+ * nothing, and the session is then made with the per-session option alone. A release without it
+ * never reads the getter, and the attempt goes on to make the session on the environment's
+ * device, set just before it. Returns `{ session, via }`, `via` being 'per-session' or
+ * 'environment'.
+ */
+async function ortSessionOn(device, model, options) {
+  const probe = new Error("dlport: probing onnxruntime-web's per-session device option");
+  let read = false;
+  const offer = { name: 'webgpu', get device() { read = true; throw probe; } };
+  ort.env.webgpu.device = device;
+  try {
+    const session = await ort.InferenceSession.create(model, { ...options, executionProviders: [offer] });
+    if ((await ort.env.webgpu.device) !== device) {
+      throw new Error('onnxruntime-web has neither the per-session device option nor the '
+        + 'environment-wide ort.env.webgpu.device: it opened a GPUDevice of its own');
+    }
+    return { session, via: 'environment' };
+  } catch (e) {
+    if (!read) throw e;
+  }
+  // The per-session option exists: the session gets the device from it alone (1.30.0's
+  // `env.webgpu` is a plain object, and the value set above is removed again).
+  delete ort.env.webgpu.device;
+  const session = await ort.InferenceSession.create(model, {
+    ...options, executionProviders: [{ name: 'webgpu', device }],
+  });
+  return { session, via: 'per-session' };
+}
+
 // ---- Setup: one device, three libraries. ----
 let session;
 let input;
@@ -151,15 +196,15 @@ async function setup() {
   ort.env.wasm.numThreads = 1;
   ort.env.wasm.proxy = false;
   ort.env.wasm.wasmPaths = new URL('./vendor/ort/', import.meta.url).href;
-  ort.env.webgpu.device = device;
-  session = await ort.InferenceSession.create('model/style.onnx', {
-    executionProviders: [{ name: 'webgpu', device }],
+  const model = new Uint8Array(await (await fetch('model/style.onnx')).arrayBuffer());
+  ({ session, via: demo.ortDevice } = await ortSessionOn(device, model, {
     preferredOutputLocation: 'gpu-buffer',
-  });
-  const ortDevice = await ort.env.webgpu.device;
-  demo.shared = tf.backend().device === device && ortDevice === device;
+  }));
+  demo.shared = tf.backend().device === device;
+  const adapter = device.adapterInfo?.description || device.adapterInfo?.vendor || 'WebGPU';
   $('device').textContent = demo.shared
-    ? `One GPUDevice (${device.adapterInfo?.description || device.adapterInfo?.vendor || 'WebGPU'}) shared by dlport, TF.js and onnxruntime-web.`
+    ? `One GPUDevice (${adapter}) shared by dlport, TF.js and onnxruntime-web, which took it `
+      + `through ${ORT_DEVICE_WAYS[demo.ortDevice]}.`
     : 'A library refused dlport\'s device and uses its own: buffers cannot cross without a copy here.';
 
   // The input: a picture drawn on a 2D canvas, uploaded to TF.js before the pipeline starts.

@@ -2,6 +2,9 @@
 // the pipeline's result equals a CPU reference computed here, spies installed by this test
 // see no CPU round trip between the page's start and end markers, WebGPU reports no
 // validation error, TF.js runs on dlport's device, and a deliberate readback counts once.
+// onnxruntime-web takes the device through its per-session option (1.30.0 has it), and through the
+// environment-wide ort.env.webgpu.device on a page where that option is hidden (a stand-in for a
+// release after microsoft/onnxruntime#32227): the page says which, and both make 0 round trips.
 // The page runs the pipeline on load; the counter appears only when a run has finished.
 // Without WebGPU the page says what to enable in this browser.
 // Run: `node --test www/tests/` after `scripts/www-build.sh`. Saves the page after it loaded
@@ -62,6 +65,47 @@ function installSpies() {
     wrap(globalThis.tf.Tensor.prototype, 'dataSync', 'tf.dataSync');
   };
 }
+
+// Hides onnxruntime-web's per-session device option, installed before any page script runs: a
+// stand-in for a release after microsoft/onnxruntime#32227, which takes the application's device
+// from the environment-wide ort.env.webgpu.device set before the first WebGPU session and (by
+// then) no longer reads the per-session one. 1.30.0, installed here, has only the per-session
+// option (it reads env.webgpu.device nowhere, #26107), so the stand-in drops the `device` of
+// every WebGPU option without reading it, and hands 1.30.0 the environment's device through the
+// one way it has. It patches the module namespace the page exposes as globalThis.ort.
+function hidePerSessionDevice() {
+  const hidden = { creates: 0, adopted: 0 };
+  globalThis.__hidden = hidden;
+  let ort;
+  Object.defineProperty(globalThis, 'ort', {
+    configurable: true,
+    get: () => ort,
+    set(value) {
+      ort = value;
+      const create = value.InferenceSession.create.bind(value.InferenceSession);
+      value.InferenceSession.create = (model, options = {}, ...rest) => {
+        hidden.creates += 1;
+        const envDevice = value.env.webgpu.device;
+        const executionProviders = (options.executionProviders ?? []).map((ep) => {
+          if (typeof ep === 'string' || ep.name !== 'webgpu') return ep;
+          const copy = {};
+          for (const [key, d] of Object.entries(Object.getOwnPropertyDescriptors(ep))) {
+            if (key !== 'device') Object.defineProperty(copy, key, d); // never calls a getter
+          }
+          if (envDevice instanceof GPUDevice) {
+            copy.device = envDevice;
+            hidden.adopted += 1;
+          }
+          return copy;
+        });
+        return create(model, { ...options, executionProviders }, ...rest);
+      };
+    },
+  });
+}
+
+// How the test's log names the page's `demo.ortDevice`.
+const WAYS = { 'per-session': 'its per-session option', environment: 'the environment-wide ort.env.webgpu.device' };
 
 /** A free TCP port on 127.0.0.1. */
 async function freePort() {
@@ -159,6 +203,7 @@ test('on load: the pipeline runs by itself, the counter appears after it with 0,
     during: globalThis.__spy.counterDuringRuns, steps: document.querySelectorAll('#steps li').length,
     status: document.getElementById('status').textContent, result: globalThis.demo.result,
     inputPixels: globalThis.demo.inputPixels, helpHidden: document.getElementById('help').hidden,
+    device: document.getElementById('device').textContent, ortDevice: globalThis.demo.ortDevice,
   }));
   await page.screenshot({ path: join(www, 'screenshot.png'), fullPage: true });
   assert.equal(s.runs, 1, 'one run on load, without a click');
@@ -169,6 +214,9 @@ test('on load: the pipeline runs by itself, the counter appears after it with 0,
   assert.match(s.status, /^Run 1 done; WebGPU reported no errors\.$/);
   assert.ok(s.steps >= 6, `${s.steps} steps listed`);
   assert.equal(s.helpHidden, true);
+  // onnxruntime-web 1.30.0 has the per-session option: the page used it, and says so.
+  assert.equal(s.ortDevice, 'per-session');
+  assert.match(s.device, /^One GPUDevice \(.*\) shared by dlport, TF\.js and onnxruntime-web, which took it through its per-session option \(executionProviders: \[\{ name: 'webgpu', device \}\]\)\.$/);
   // The model's effect is visible: the blue sky of the input (blue the strongest channel in a
   // good part of it) becomes a sepia print (red ≥ green ≥ blue in every pixel), and the output
   // differs from the input by far more than a shade.
@@ -187,15 +235,17 @@ test('on load: the pipeline runs by itself, the counter appears after it with 0,
   assert.ok(blueInput > 0.25 * pixels, `${blueInput} of ${pixels} input pixels are mostly blue`);
   assert.equal(sepia, pixels, `${sepia} of ${pixels} output pixels are sepia (r ≥ g ≥ b)`);
   assert.ok(diff > 0.1, `mean |output − input| = ${diff.toFixed(3)} (of 1)`);
-  console.log(`# on load: counter "${s.pageCounter}"; ${blueInput} of ${pixels} input pixels mostly blue, `
+  console.log(`# on load: onnxruntime-web took the device through ${WAYS[s.ortDevice]}; counter "${s.pageCounter}"; ${blueInput} of ${pixels} input pixels mostly blue, `
     + `all sepia after; mean |output − input| = ${diff.toFixed(3)}; saved www/screenshot.png`);
 });
 
 test('the pipeline shares one GPUDevice and never goes through the CPU', async () => {
   const sameDevice = await page.evaluate(() => globalThis.tf.backend().device === globalThis.dlport.device());
   assert.equal(sameDevice, true, 'tf.backend().device === dlport.device()');
-  const ortDevice = await page.evaluate(async () => (await globalThis.ort.env.webgpu.device) === globalThis.dlport.device());
-  assert.equal(ortDevice, true, 'ORT runs on dlport.device()');
+  // ORT's side of the sharing is shown by the run below: its input is a dlport buffer and its
+  // output goes to TF.js, which WebGPU refuses across devices (the error scopes stay null).
+  const ort = await page.evaluate(() => ({ via: globalThis.demo.ortDevice, shared: globalThis.demo.shared }));
+  assert.deepEqual(ort, { via: 'per-session', shared: true });
 
   const s = await runPipeline({});
   await mkdir(results, { recursive: true });
@@ -344,6 +394,48 @@ test('Tensor.fromDLPack takes back only live toDLPack exports, once; anything el
   });
   assert.deepEqual(r.values, [1, 2, 3, 4, 5, 6]);
   assert.deepEqual(r.legacyValues, [1, 2, 3, 4, 5, 6]);
+});
+
+test('without the per-session option, onnxruntime-web takes the environment-wide device; still 0 round trips', async () => {
+  const context = await browser.newContext();
+  const hidden = await context.newPage();
+  const lines = [];
+  hidden.on('console', (m) => lines.push(`[${m.type()}] ${m.text()}`));
+  hidden.on('pageerror', (e) => lines.push(`[pageerror] ${e.message}`));
+  await hidden.addInitScript(installSpies);
+  await hidden.addInitScript(hidePerSessionDevice);
+  await hidden.goto(`${origin}/`);
+  await hidden.waitForFunction(() => globalThis.demo?.loaded, null, { timeout: 120_000 });
+  const s = await hidden.evaluate(async () => ({
+    error: globalThis.demo.error, runs: globalThis.demo.runs, ortDevice: globalThis.demo.ortDevice,
+    shared: globalThis.demo.shared, hidden: globalThis.__hidden, counts: globalThis.__spy.counts,
+    envDevice: (await globalThis.ort.env.webgpu.device) === globalThis.dlport.device(),
+    device: document.getElementById('device').textContent,
+    pageCounter: document.getElementById('roundtrips').textContent,
+    status: document.getElementById('status').textContent,
+    result: globalThis.demo.result, inputPixels: globalThis.demo.inputPixels,
+    mean: globalThis.demo.mean, std: globalThis.demo.std,
+  }));
+  await context.close();
+  assert.equal(s.error, null, `${s.error}\n${lines.join('\n')}`);
+  assert.equal(s.ortDevice, 'environment');
+  assert.match(s.device, /shared by dlport, TF\.js and onnxruntime-web, which took it through its environment-wide device \(ort\.env\.webgpu\.device\)\.$/);
+  assert.equal(s.shared, true);
+  assert.equal(s.envDevice, true, 'ort.env.webgpu.device is dlport.device()');
+  // One session, made on the first attempt (nothing read the hidden option's getter), on the
+  // environment's device.
+  assert.deepEqual(s.hidden, { creates: 1, adopted: 1 });
+  assert.equal(s.runs, 1);
+  assert.deepEqual(s.counts, {}, 'the spies saw no readback during the run');
+  assert.equal(s.pageCounter, 'CPU round trips: 0');
+  assert.match(s.status, /^Run 1 done; WebGPU reported no errors\.$/);
+  const model = JSON.parse(await readFile(join(www, 'model', 'style.json'), 'utf8'));
+  const want = reference(s.inputPixels, s.mean, s.std, model);
+  let worst = 0;
+  for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(s.result[i] - want[i]));
+  assert.ok(worst < 1e-4, `largest difference from the CPU reference: ${worst}`);
+  console.log(`# per-session option hidden: onnxruntime-web took the device through ${WAYS[s.ortDevice]}; `
+    + `counter "${s.pageCounter}"; max |page − reference| = ${worst.toExponential(2)}`);
 });
 
 test('without WebGPU the page says what to enable in this browser, and shows no counter', async () => {
