@@ -1031,10 +1031,11 @@ int dlport_load_plugin(const char *path,
 int dlport_unregister_backend(const char *name);
 
 // The backends of the process-wide registry as JSON (an array), so that a program can see
-// what each serves: objects with `"name"`, `"kind"` (`"builtin"` or `"plugin"`),
-// `"device_types"` (DLPack codes), `"origin"` (a plugin's library path or
-// `"dlport_register_backend"`; null for built-in backends) and `"callbacks"` (the plugin
-// callbacks given; empty for built-in backends).
+// what each serves: objects with `"name"`, `"kind"` (`"builtin"`, `"plugin"` or `"pjrt"`,
+// a client `dlport_pjrt_load` registered), `"device_types"` (DLPack codes; none for a PJRT
+// client of a CPU platform, whose host memory the `cpu` backend serves), `"origin"` (a
+// plugin's or PJRT plugin's library path, or `"dlport_register_backend"`; null for built-in
+// backends) and `"callbacks"` (the plugin callbacks given; empty for the others).
 //
 // Ownership: on success `*json_out` is a new string freed with `dlport_string_free`.
 //
@@ -1044,7 +1045,11 @@ int dlport_backends(char **json_out);
 
 // Loads the PJRT plugin at `path` (`dlopen`, `GetPjrtApi`), checks its function table (its
 // major version; every function's slot against the table's `struct_size`), initializes it
-// once per process and creates a client. `device_type` is the DLPack device type of the
+// once per process, creates a client and registers it as a backend of the registry the C ABI
+// works on (`pjrt:<platform>`, reached through that registry's `pjrt` backend; a later client
+// of the same platform takes its place): a tensor on its device type then resolves to it in
+// `dlport_from_dlpack`, and its imports and exports follow that registry's rules.
+// `device_type` is the DLPack device type of the
 // plugin's memory, or 0 to take it from the platform name (`cpu` → kDLCPU, `cuda` →
 // kDLCUDA, `rocm` → kDLROCM, `xpu`/`oneapi`/`sycl` → kDLOneAPI, `METAL`/`mtl`/`mps` →
 // kDLMetal, `tt`/`qaic` → kDLExtDev, …; a name dlport does not know is kDLExtDev).
@@ -1052,7 +1057,8 @@ int dlport_backends(char **json_out);
 // Errors (`DLPORT_ERR_BACKEND`) name the plugin and the PJRT function, with the plugin's own
 // message and code: a library that does not load, no `GetPjrtApi`, another major version, a
 // table too short for a function (an older API), a NULL result, a `device_type` that is
-// no DLPack device type.
+// no DLPack device type; a registry installed by other code without dlport's `pjrt` backend
+// (`DLPORT_ERR_UNSUPPORTED`).
 //
 // Ownership: `path` stays the caller's. On success `*client_out` is a new client the caller
 // frees with `dlport_pjrt_client_free`; on error it is untouched. Plugins stay loaded for the
@@ -1092,11 +1098,13 @@ int dlport_pjrt_devices(const DlportPjrtClient *client,
                         size_t cap,
                         size_t *count_out);
 
-// CONSUMING. Imports a DLPack tensor as a PJRT buffer: a view of its memory
+// CONSUMING. Imports a DLPack tensor as a PJRT buffer, as the registry the C ABI works on
+// decides by its one view rule for this client's backend: a view of its memory
 // (`PJRT_Client_CreateViewOfDeviceBuffer`) when the plugin can view it (a dtype PJRT has,
-// row-major, 64-byte aligned, not READ_ONLY, on this client's device type, or host memory
-// on a CPU platform) and `copy` is not DLPORT_COPY_ALWAYS; else a copy of host memory
-// (`PJRT_Client_BufferFromHostBuffer`) where `copy` allows, else
+// row-major, a 64-byte-aligned non-NULL first element, not READ_ONLY, on this client's
+// device type, or host memory on a CPU platform) and `copy` is not DLPORT_COPY_ALWAYS; else
+// one copy of host memory (`PJRT_Client_BufferFromHostBuffer`) where `copy` allows, under
+// the allocation limit in force (`DLPORT_ERR_ALLOCATION_LIMIT` over it); else
 // `DLPORT_ERR_COPY_REQUIRED` naming the reason. `device_id` is the target device, or -1 for
 // the tensor's own (device 0 for host memory).
 //
@@ -1115,11 +1123,12 @@ int dlport_pjrt_import(const DlportPjrtClient *client,
                        int32_t device_id,
                        DlportPjrtBuffer **buffer_out);
 
-// Exports a PJRT buffer to a DLPack consumer without a copy: waits until the buffer is
-// ready, asks the plugin its type, dims and layout, takes an external reference
+// Exports a PJRT buffer to a DLPack consumer without a copy, by the registry's export
+// (`dlport_export`'s, with no copy, the buffer's own device and no stream): waits until the
+// buffer is ready, asks the plugin its type, dims and layout, takes an external reference
 // (`PJRT_Buffer_IncreaseExternalReferenceCount`) and the device pointer
 // (`PJRT_Buffer_OpaqueDeviceMemoryDataPointer`). The export's deleter gives the reference
-// back once, then its hold on the buffer.
+// back once, then its hold on the buffer. A host buffer is `kDLCPU` device 0.
 //
 // Ownership: on success `*managed_out` is a new managed tensor (versioned when `versioned`
 // is non-zero) the consumer releases once (its deleter, or `dlport_release`); the buffer

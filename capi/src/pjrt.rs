@@ -1,14 +1,19 @@
 //! PJRT entries: load a PJRT plugin (any `GetPjrtApi` library: XLA's CPU plugin,
-//! `jax-cuda12-pjrt`, `jax-oneapi-pjrt`, …) and move tensors between its buffers and DLPack
-//! without a copy (dlport-native's `pjrt` room does the work).
+//! `jax-cuda12-pjrt`, `jax-oneapi-pjrt`, …), register its client in the registry the C ABI
+//! works on, and move tensors between its buffers and DLPack. The arguments are parsed here;
+//! every decision (view or copy, the limit, the export's options) is that registry's
+//! (dlport-native's `pjrt` room and `Registry::decide_on` / `to_dlpack`).
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 
-use dlport_core::abi::DeviceType;
-use dlport_native::pjrt::{ClientOptions, PjrtBuffer, PjrtClient, PjrtExecutable, PjrtPlugin};
+use dlport_core::abi::{DLPackVersion, DeviceType};
+use dlport_core::{ExportOptions, ImportOptions};
+use dlport_native::pjrt::{
+    ClientOptions, PjrtBuffer, PjrtClient, PjrtExecutable, PjrtPlugin, register_default,
+};
 
 use crate::cabi::DLDevice;
-use crate::ffi::{Failure, arg, copy_arg, entry, give, out_ptr, take};
+use crate::ffi::{Failure, arg, copy_arg, entry, give, out_ptr, registry, take};
 
 /// A PJRT client: the plugin's devices as DLPack devices. Free it with
 /// `dlport_pjrt_client_free` (buffers made through it keep what they need alive).
@@ -36,7 +41,11 @@ fn client_arg<'a>(c: *const DlportPjrtClient) -> Result<&'a PjrtClient, Failure>
 
 /// Loads the PJRT plugin at `path` (`dlopen`, `GetPjrtApi`), checks its function table (its
 /// major version; every function's slot against the table's `struct_size`), initializes it
-/// once per process and creates a client. `device_type` is the DLPack device type of the
+/// once per process, creates a client and registers it as a backend of the registry the C ABI
+/// works on (`pjrt:<platform>`, reached through that registry's `pjrt` backend; a later client
+/// of the same platform takes its place): a tensor on its device type then resolves to it in
+/// `dlport_from_dlpack`, and its imports and exports follow that registry's rules.
+/// `device_type` is the DLPack device type of the
 /// plugin's memory, or 0 to take it from the platform name (`cpu` → kDLCPU, `cuda` →
 /// kDLCUDA, `rocm` → kDLROCM, `xpu`/`oneapi`/`sycl` → kDLOneAPI, `METAL`/`mtl`/`mps` →
 /// kDLMetal, `tt`/`qaic` → kDLExtDev, …; a name dlport does not know is kDLExtDev).
@@ -44,7 +53,8 @@ fn client_arg<'a>(c: *const DlportPjrtClient) -> Result<&'a PjrtClient, Failure>
 /// Errors (`DLPORT_ERR_BACKEND`) name the plugin and the PJRT function, with the plugin's own
 /// message and code: a library that does not load, no `GetPjrtApi`, another major version, a
 /// table too short for a function (an older API), a NULL result, a `device_type` that is
-/// no DLPack device type.
+/// no DLPack device type; a registry installed by other code without dlport's `pjrt` backend
+/// (`DLPORT_ERR_UNSUPPORTED`).
 ///
 /// Ownership: `path` stays the caller's. On success `*client_out` is a new client the caller
 /// frees with `dlport_pjrt_client_free`; on error it is untouched. Plugins stay loaded for the
@@ -73,6 +83,7 @@ pub unsafe extern "C" fn dlport_pjrt_load(
             ..ClientOptions::default()
         };
         let client = PjrtClient::create(&plugin, &options)?;
+        register_default(&client)?;
         // SAFETY: a writable pointer (checked non-NULL).
         unsafe {
             out.as_ptr()
@@ -168,11 +179,13 @@ pub unsafe extern "C" fn dlport_pjrt_devices(
     })
 }
 
-/// CONSUMING. Imports a DLPack tensor as a PJRT buffer: a view of its memory
+/// CONSUMING. Imports a DLPack tensor as a PJRT buffer, as the registry the C ABI works on
+/// decides by its one view rule for this client's backend: a view of its memory
 /// (`PJRT_Client_CreateViewOfDeviceBuffer`) when the plugin can view it (a dtype PJRT has,
-/// row-major, 64-byte aligned, not READ_ONLY, on this client's device type, or host memory
-/// on a CPU platform) and `copy` is not DLPORT_COPY_ALWAYS; else a copy of host memory
-/// (`PJRT_Client_BufferFromHostBuffer`) where `copy` allows, else
+/// row-major, a 64-byte-aligned non-NULL first element, not READ_ONLY, on this client's
+/// device type, or host memory on a CPU platform) and `copy` is not DLPORT_COPY_ALWAYS; else
+/// one copy of host memory (`PJRT_Client_BufferFromHostBuffer`) where `copy` allows, under
+/// the allocation limit in force (`DLPORT_ERR_ALLOCATION_LIMIT` over it); else
 /// `DLPORT_ERR_COPY_REQUIRED` naming the reason. `device_id` is the target device, or -1 for
 /// the tensor's own (device 0 for host memory).
 ///
@@ -200,7 +213,11 @@ pub unsafe extern "C" fn dlport_pjrt_import(
         let out = out_ptr(buffer_out, "buffer_out")?;
         let policy = copy_arg(copy)?;
         let device = (device_id >= 0).then_some(device_id);
-        let buffer = client.import(tensor, policy, device)?;
+        let options = ImportOptions {
+            copy: policy,
+            ..ImportOptions::default()
+        };
+        let buffer = client.import_with(registry(), tensor, &options, device)?;
         // SAFETY: writable (checked non-NULL).
         unsafe {
             out.as_ptr()
@@ -210,11 +227,12 @@ pub unsafe extern "C" fn dlport_pjrt_import(
     })
 }
 
-/// Exports a PJRT buffer to a DLPack consumer without a copy: waits until the buffer is
-/// ready, asks the plugin its type, dims and layout, takes an external reference
+/// Exports a PJRT buffer to a DLPack consumer without a copy, by the registry's export
+/// (`dlport_export`'s, with no copy, the buffer's own device and no stream): waits until the
+/// buffer is ready, asks the plugin its type, dims and layout, takes an external reference
 /// (`PJRT_Buffer_IncreaseExternalReferenceCount`) and the device pointer
 /// (`PJRT_Buffer_OpaqueDeviceMemoryDataPointer`). The export's deleter gives the reference
-/// back once, then its hold on the buffer.
+/// back once, then its hold on the buffer. A host buffer is `kDLCPU` device 0.
 ///
 /// Ownership: on success `*managed_out` is a new managed tensor (versioned when `versioned`
 /// is non-zero) the consumer releases once (its deleter, or `dlport_release`); the buffer
@@ -233,7 +251,11 @@ pub unsafe extern "C" fn dlport_pjrt_export(
         let b = unsafe { buffer.as_ref() }
             .ok_or_else(|| arg("buffer is NULL: pass a buffer from dlport_pjrt_import"))?;
         let out = out_ptr(managed_out, "managed_out")?;
-        let m = b.buffer.to_dlpack(versioned != 0)?;
+        let options = ExportOptions {
+            max_version: (versioned != 0).then_some(DLPackVersion::CURRENT),
+            ..ExportOptions::default()
+        };
+        let m = b.buffer.to_dlpack_with(registry(), &options)?;
         give(m, versioned != 0, out)
     })
 }

@@ -95,6 +95,14 @@ int main(int argc, char **argv) {
   CHECK(dlport_pjrt_load(path, 0, &client) == DLPORT_OK, "dlport_pjrt_load");
   char platform[32];
   CHECK(dlport_pjrt_platform(client, platform, sizeof platform) == DLPORT_OK, "platform");
+  /* Loading registered the client in the registry the C ABI works on. */
+  char *json = NULL;
+  CHECK(dlport_backends(&json) == DLPORT_OK, "dlport_backends");
+  char want[160];
+  snprintf(want, sizeof want, "\"name\":\"pjrt:%s\",\"kind\":\"pjrt\"", platform);
+  printf("backends: %s\n", json);
+  CHECK(strstr(json, want) != NULL, "the client is a backend of the registry");
+  dlport_string_free(json);
   DLDevice devices[16];
   size_t n = 0;
   CHECK(dlport_pjrt_devices(client, devices, 16, &n) == DLPORT_OK && n > 0, "devices");
@@ -163,6 +171,14 @@ int main(int argc, char **argv) {
   CHECK(((float *)legacy->dl_tensor.data)[4] == 4.0f, "copied values");
   CHECK(dlport_release(out, 0) == DLPORT_OK, "release the legacy export");
   dlport_pjrt_buffer_free(buffer);
+  /* The registry's allocation limit holds for a PJRT copy: 24 bytes over a limit of 16. */
+  dlport_set_alloc_limit(16);
+  t = make_tensor(4, &data);
+  status = dlport_pjrt_import(client, t, 1, DLPORT_COPY_IF_NEEDED, -1, &buffer);
+  dlport_set_alloc_limit(0);
+  printf("a copy over the limit: status %d: %s\n", status, dlport_last_error());
+  CHECK(status == DLPORT_ERR_ALLOCATION_LIMIT, "the copy refused by the limit");
+  CHECK(released == 4, "released once on refusal");
 
   /* What an attack tried (issue #54). A device type that is no DLPack type is refused. */
   DlportPjrtClient *other = NULL;
@@ -182,14 +198,14 @@ int main(int argc, char **argv) {
   dlport_pjrt_buffer_free(buffer);
   dlport_pjrt_executable_free(exe);
   dlport_pjrt_client_free(other);
-  CHECK(released == 4, "the second client's tensor released once");
+  CHECK(released == 5, "the second client's tensor released once");
   /* An empty tensor at an unaligned address imports under COPY_IF_NEEDED. */
   int64_t empty[2] = {0, 3};
   t = borrowed((void *)0x1001, kDLFloat, 32, empty, 2);
   CHECK(dlport_pjrt_import(client, t, 1, DLPORT_COPY_IF_NEEDED, -1, &buffer) == DLPORT_OK,
         "an empty tensor");
   dlport_pjrt_buffer_free(buffer);
-  CHECK(released == 5, "the empty tensor released once");
+  CHECK(released == 6, "the empty tensor released once");
   /* Six int4 packed as 21 43 65, then bytes the tensor does not own: copied by value, on
    * PJRT device 1 where there is one, and exported as host memory (kDLCPU 0). */
   static unsigned char packed[8] = {0x21, 0x43, 0x65, 0x77, 0x88, 0x99};
@@ -208,8 +224,8 @@ int main(int argc, char **argv) {
         "host memory exports as kDLCPU 0");
   CHECK(dlport_release(out, 1) == DLPORT_OK, "release the int4 export");
   dlport_pjrt_buffer_free(buffer);
-  CHECK(released == 6, "the int4 tensor released once");
+  CHECK(released == 7, "the int4 tensor released once");
   dlport_pjrt_client_free(client);
-  printf("pjrt_roundtrip: OK (6 tensors, each released once)\n");
+  printf("pjrt_roundtrip: OK (7 tensors, each released once)\n");
   return 0;
 }

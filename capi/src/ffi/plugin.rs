@@ -159,10 +159,11 @@ pub unsafe extern "C" fn dlport_unregister_backend(name: *const c_char) -> c_int
 }
 
 /// The backends of the process-wide registry as JSON (an array), so that a program can see
-/// what each serves: objects with `"name"`, `"kind"` (`"builtin"` or `"plugin"`),
-/// `"device_types"` (DLPack codes), `"origin"` (a plugin's library path or
-/// `"dlport_register_backend"`; null for built-in backends) and `"callbacks"` (the plugin
-/// callbacks given; empty for built-in backends).
+/// what each serves: objects with `"name"`, `"kind"` (`"builtin"`, `"plugin"` or `"pjrt"`,
+/// a client `dlport_pjrt_load` registered), `"device_types"` (DLPack codes; none for a PJRT
+/// client of a CPU platform, whose host memory the `cpu` backend serves), `"origin"` (a
+/// plugin's or PJRT plugin's library path, or `"dlport_register_backend"`; null for built-in
+/// backends) and `"callbacks"` (the plugin callbacks given; empty for the others).
 ///
 /// Ownership: on success `*json_out` is a new string freed with `dlport_string_free`.
 ///

@@ -53,23 +53,35 @@ pub unsafe fn load_into_default(path: impl AsRef<std::path::Path>) -> Result<&'s
 pub struct BackendInfo {
     /// Its name.
     pub name: &'static str,
-    /// `"builtin"` or `"plugin"`.
+    /// `"builtin"`, `"plugin"` or `"pjrt"` (a PJRT client).
     pub kind: &'static str,
     /// The DLPack device types it serves.
     pub device_types: Vec<i32>,
-    /// A plugin's library path or `"dlport_register_backend"`; `None` for built-in backends.
+    /// A plugin's or PJRT plugin's library path, or `"dlport_register_backend"`; `None` for
+    /// built-in backends.
     pub origin: Option<&'static str>,
     /// The plugin callbacks given (empty for built-in backends).
     pub callbacks: Vec<&'static str>,
 }
 
-/// The backends of the default registry (without the `plugins` host itself) and the plugins
-/// of its table, in registration order.
+/// Whether `name` is the default registry's door to its PJRT clients (listed one by one).
+fn is_pjrt_host(name: &str) -> bool {
+    #[cfg(feature = "pjrt")]
+    return name == crate::pjrt::PJRT_HOST_NAME;
+    #[cfg(not(feature = "pjrt"))]
+    return {
+        let _ = name;
+        false
+    };
+}
+
+/// The backends of the default registry (without the `plugins` and `pjrt` hosts themselves), the plugins of
+/// its table and its PJRT clients, in registration order.
 pub fn backends() -> Vec<BackendInfo> {
     let r = crate::install_or_default();
     let mut list: Vec<BackendInfo> = r
         .names()
-        .filter(|n| *n != PLUGIN_HOST_NAME)
+        .filter(|n| *n != PLUGIN_HOST_NAME && !is_pjrt_host(n))
         .filter_map(|n| r.get(n))
         .map(|b| BackendInfo {
             name: b.name(),
@@ -85,6 +97,15 @@ pub fn backends() -> Vec<BackendInfo> {
         device_types: p.device_types().iter().map(|t| t.0).collect(),
         origin: Some(p.origin()),
         callbacks: p.callbacks(),
+    }));
+    // The PJRT clients of the default registry's `pjrt` backend (`pjrt::register_default`).
+    #[cfg(feature = "pjrt")]
+    list.extend(crate::pjrt::registered().iter().map(|b| BackendInfo {
+        name: b.name(),
+        kind: "pjrt",
+        device_types: b.device_types().iter().map(|t| t.0).collect(),
+        origin: Some(b.client().plugin().origin()),
+        callbacks: Vec::new(),
     }));
     list
 }
