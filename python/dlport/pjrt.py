@@ -19,15 +19,16 @@ import importlib.machinery
 import os
 from importlib import metadata
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional, TypeVar
 
-from ._native import PjrtBuffer, PjrtClient, PjrtExecutable, pjrt_load
+from ._native import PjrtBuffer, PjrtClient, PjrtExecutable, _pjrt_probe, pjrt_load
 
 __all__ = [
     "PjrtBuffer", "PjrtClient", "PjrtExecutable", "load", "plugin_path", "plugin_paths", "plugins", "probe",
 ]
 
 _GROUPS = ("jax_plugins", "xla_plugins")
+T = TypeVar("T")
 
 
 def plugins() -> dict[str, str]:
@@ -105,98 +106,31 @@ def load(path_or_name: str | os.PathLike[str], *, device_type: int | None = None
     A path is loaded as the absolute path of the file that exists (the dynamic loader never
     searches for it); a name that is no file is a package name, whose candidate libraries are
     tried in order until one loads."""
-    p = os.fspath(path_or_name)
-    if os.path.isfile(p):
-        return pjrt_load(os.path.abspath(p), device_type=device_type)
-    failures = []
-    for candidate in plugin_paths(p):
-        try:
-            return pjrt_load(candidate, device_type=device_type)
-        except BufferError as e:
-            failures.append(f"{candidate}: {e}")
-    raise BufferError(f"no candidate library of the plugin package {p!r} loads: " + "; ".join(failures))
-
-
-_IDENTITY = """
-func.func public @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
-  return %x : tensor<2x3xf32>
-}
-"""
-
-
-def _outcome(call: Any) -> tuple[Any, str]:
-    """``(result, "")`` of ``call()``, or ``(None, the error's type and message)``."""
-    try:
-        return call(), ""
-    except Exception as e:  # noqa: BLE001 - every failure is an answer of the plugin's
-        return None, f"{type(e).__name__}: {e}"
+    return _first(path_or_name, lambda path: pjrt_load(path, device_type=device_type))
 
 
 def probe(path_or_name: str | os.PathLike[str]) -> str:
     """What a PJRT plugin offers and what dlport does with it, found by calling it
-    (``python -m dlport pjrt PATH_OR_NAME`` prints it): the API version, ``struct_size`` and
-    extensions; the devices; the functions dlport uses, each called (a function that is
-    present but fails is no implementation); for each direction, a view, one copy or a
-    refusal, and why."""
-    import numpy as np
+    (``python -m dlport pjrt PATH_OR_NAME`` prints it): dlport-native's probe, the same report
+    as C's ``dlport_pjrt_probe`` and the Rust example ``pjrt_probe``, one ``key: verdict — why``
+    line each: the API version, ``struct_size`` and extensions; the platform, devices and
+    memory kinds; each function dlport uses, called (a function that is present but answers
+    ``UNIMPLEMENTED`` is ``not implemented``); the dtype table, each type tried as a view and as
+    a copy; for each direction, a view, one copy or a refusal, and why. The plugin is found as
+    :func:`load` finds it."""
+    return _first(path_or_name, _pjrt_probe).rstrip("\n")
 
-    from . import from_dlpack as dlport_from_dlpack
-    from .testing import aligned
 
-    client = load(path_or_name)
-    major, minor = client.api_version
-    exts = ", ".join(f"{name or f'type {t} (newer than the header dlport reads)'} ({size} B)"
-                     for t, name, size in client.extensions) or "none"
-    lines = [
-        f"plugin: {os.fspath(path_or_name)}",
-        f"PJRT API {major}.{minor}, struct_size {client.struct_size}",
-        f"extensions: {exts}",
-        f"platform: {client.platform!r}, DLPack device type {client.device_type}",
-        f"devices: {', '.join(f'({t}, {i})' for t, i in client.devices) or 'none'}",
-        "missing: " + ("; ".join(client.missing) or "nothing dlport uses"),
-        "functions, called:",
-    ]
-    host = aligned(6, np.float32)
-    host[:] = np.arange(6, dtype=np.float32)
-    host = host.reshape(2, 3)
-    copied, why = _outcome(lambda: client.from_dlpack(host, copy=True))
-    lines.append(f"  PJRT_Client_BufferFromHostBuffer: {'works' if copied is not None else why}")
-    view, why = _outcome(lambda: client.from_dlpack(host, copy=False))
-    works = view is not None and view.data_ptr == host.ctypes.data
-    lines.append(f"  PJRT_Client_CreateViewOfDeviceBuffer: {'works (a view of host memory)' if works else why or 'a copy'}")
-    some = view if view is not None else copied
-    if some is not None:
-        out, why = _outcome(lambda: dlport_from_dlpack(some))
-        by_ref = out is not None and out.data_ptr() == some.data_ptr
-        lines.append("  PJRT_Buffer_IncreaseExternalReferenceCount, OpaqueDeviceMemoryDataPointer: "
-                     + ("works (the buffer's own memory)" if by_ref else why or "a copy"))
-        exe, why = _outcome(lambda: client.compile(_IDENTITY))
-        lines.append(f"  PJRT_Client_Compile: {'works' if exe is not None else why}")
-        if exe is not None:
-            res, why = _outcome(lambda: exe.execute(some))
-            lines.append(f"  PJRT_LoadedExecutable_Execute: {'works' if res is not None else why}")
-    lines.append("what dlport does:")
-    frozen = aligned(6, np.float32).reshape(2, 3)
-    frozen[...] = host
-    frozen.flags.writeable = False
-    cases = [
-        ("host memory, 64-byte aligned, writable", host),
-        ("host memory, 4 bytes off 64-byte alignment", aligned(7, np.float32)[1:].reshape(2, 3)),
-        ("host memory, READ_ONLY", frozen),
-    ]
-    for what, x in cases:
-        v, refusal = _outcome(lambda: client.from_dlpack(x, copy=False))
-        if v is not None and v.data_ptr == x.ctypes.data:
-            lines.append(f"  {what} -> PJRT: a view")
-            continue
-        c, why = _outcome(lambda: client.from_dlpack(x))
-        done = "one copy" if c is not None else f"refused: {why}"
-        lines.append(f"  {what} -> PJRT: {done} ({refusal or 'the plugin made a copy'})")
-    if some is not None:
-        t, why = _outcome(lambda: dlport_from_dlpack(some))
-        if t is not None:
-            how = "by reference" if t.data_ptr() == some.data_ptr else "one copy"
-            lines.append(f"  PJRT buffer -> DLPack: {how}, as {t.device}")
-        else:
-            lines.append(f"  PJRT buffer -> DLPack: refused: {why}")
-    return "\n".join(lines)
+def _first(path_or_name: str | os.PathLike[str], call: Callable[[str], T]) -> T:
+    """``call`` on the absolute path of ``path_or_name`` where it is a file, else on each
+    candidate library of the plugin package of that name in turn, until one loads."""
+    p = os.fspath(path_or_name)
+    if os.path.isfile(p):
+        return call(os.path.abspath(p))
+    failures = []
+    for candidate in plugin_paths(p):
+        try:
+            return call(candidate)
+        except BufferError as e:
+            failures.append(f"{candidate}: {e}")
+    raise BufferError(f"no candidate library of the plugin package {p!r} loads: " + "; ".join(failures))

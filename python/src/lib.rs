@@ -11,6 +11,7 @@
 //! - [`share`]: tensors shared with another process (`share`, `Shared`, `open_shared`);
 //! - [`plugin`]: C plugins (`load_plugin`, `unload_plugin`, `backends`);
 //! - [`limit`]: the process's allocation limit (`set_alloc_limit`, `alloc_limit`);
+//! - [`pjrt_probe`]: the PJRT capability probe's report (`_pjrt_probe`, for `dlport.pjrt.probe`);
 //! - `bench` (cargo feature `bench`, off in the wheel): timing loops for `bench/python`.
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -18,6 +19,7 @@ mod about;
 #[cfg(feature = "bench")]
 mod bench;
 mod limit;
+mod pjrt_probe;
 mod plugin;
 mod share;
 
@@ -40,6 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import::_route, m)?)?;
     plugin::add(m)?;
     pjrt::add(m)?;
+    pjrt_probe::add(m)?;
     jax::add(m)?;
     limit::add(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

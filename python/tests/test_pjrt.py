@@ -131,33 +131,37 @@ def test_the_readmes_pjrt_block_prints_what_it_shows():
 
 
 def test_the_probe_calls_each_function_and_says_what_dlport_does():
+    """dlport.pjrt.probe is dlport-native's probe (the text C's dlport_pjrt_probe and the Rust
+    example print), and ``python -m dlport pjrt`` prints it."""
     import re
     import subprocess
     import sys
 
     text = pjrt.probe(PLUGIN)
     print(text)
-    for line in (
-        "PJRT API 0.",
-        "struct_size ",
-        "platform: 'cpu', DLPack device type 1",
-        "PJRT_Client_BufferFromHostBuffer: works",
-        "PJRT_Client_CreateViewOfDeviceBuffer: works (a view of host memory)",
-        "OpaqueDeviceMemoryDataPointer: works (the buffer's own memory)",
-        "PJRT_Client_Compile: works",
-        "PJRT_LoadedExecutable_Execute: works",
-        "host memory, 64-byte aligned, writable -> PJRT: a view",
-        "host memory, 4 bytes off 64-byte alignment -> PJRT: one copy (DLPackBufferError: ",
-        "host memory, READ_ONLY -> PJRT: one copy (DLPackBufferError: ",
-        "PJRT buffer -> DLPack: by reference, as cpu",
-    ):
-        assert line in text, f"{line!r} not in:\n{text}"
-    assert "Layouts" in text.split("extensions: ", 1)[1].split("\n", 1)[0]
     lines = text.split("\n")
-    misaligned = next(l for l in lines if "4 bytes off" in l)
+    for line in (
+        "PJRT API: 0.",
+        "struct_size: ",
+        "extension 4: Layouts",
+        "platform: cpu — DLPack device type 1",
+        "memory kinds (device 0): ",
+        "primitive PJRT_Client_BufferFromHostBuffer: implemented",
+        "primitive PJRT_Client_CreateViewOfDeviceBuffer: implemented",
+        "primitive PJRT_Buffer_OpaqueDeviceMemoryDataPointer: implemented",
+        "primitive PJRT_Client_Compile: implemented",
+        "primitive PJRT_LoadedExecutable_Execute: implemented",
+        "dtype F32: float32; view yes, copy yes",
+        "import host, 64-byte aligned, writable: a view",
+        "import host, 4 bytes off 64-byte alignment: one copy — ",
+        "import host, READ_ONLY: one copy — ",
+        "export PJRT buffer to DLPack: by reference",
+    ):
+        assert any(l.startswith(line) for l in lines), f"{line!r} not in:\n{text}"
+    misaligned = next(l for l in lines if "4 bytes off 64-byte alignment:" in l)
     assert "not 64-byte aligned" in misaligned, misaligned
-    read_only = next(l for l in lines if "READ_ONLY ->" in l)
-    assert "not 64-byte aligned" not in read_only and "READ_ONLY" in read_only.split("(", 1)[1], read_only
+    read_only = next(l for l in lines if l.startswith("import host, READ_ONLY:"))
+    assert "not 64-byte aligned" not in read_only and "READ_ONLY" in read_only.split(" — ", 1)[1], read_only
     p = subprocess.run([sys.executable, "-m", "dlport", "pjrt", PLUGIN], capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0, p.stderr[-4000:]
