@@ -14,6 +14,10 @@
 #     the unpacked wheel on PYTHONPATH, so its entry point is found by name).
 #     Where the wheel ships its pjrt_c_api.h, native/tests/pjrt_header.rs checks dlport's slots
 #     and structs against it (DLPORT_PJRT_HEADER; "header none" where it ships none).
+#     The capability probe (native/examples/pjrt_probe.rs) writes the build's report to
+#     target/pjrt/probe-NAME.txt; after the last build scripts/pjrt_matrix.py prints the builds
+#     side by side, writes tests/pjrt/last-run.json and, when every build ran, fails if
+#     docs/pjrt-matrix.md is not that run's matrix.
 #  3. Once, on the first build: python/tests/test_jax_interpose.py (dlport.jax) and
 #     python/examples/pjrt/roundtrip.py.
 # Each build ends in one summary line; the script fails if any part of any build failed.
@@ -54,12 +58,13 @@ PY
 }
 
 # Built once, run per build. The tests print SKIP lines (shown by --nocapture) without a plugin.
-rust_tests=(-p dlport-native --features pjrt --locked --test pjrt --test pjrt_lying --test pjrt_attack --test pjrt_interpose)
+rust_tests=(-p dlport-native --features pjrt --locked --test pjrt --test pjrt_lying --test pjrt_attack --test pjrt_interpose --test pjrt_probe)
 cargo test -q -p dlport-native --features pjrt --locked --lib pjrt
 cargo test -q "${rust_tests[@]}" --no-run
 header_test=(-p dlport-native --features pjrt --locked --test pjrt_header)
 cargo test -q "${header_test[@]}" --no-run
 cargo build -q -p dlport-capi --locked
+cargo build -q -p dlport-native --features pjrt --locked --example pjrt_probe
 lib=${CARGO_TARGET_DIR:-target}/debug
 ln -sfn libdlport.so "$lib/libdlport.so.0"
 out=${CARGO_TARGET_DIR:-target}/pjrt
@@ -79,6 +84,7 @@ else
 fi
 
 summary=()
+probes=()
 failed=0
 first=1
 for build in "${builds[@]}"; do
@@ -91,12 +97,18 @@ for build in "${builds[@]}"; do
   export DLPORT_PJRT_PLUGIN=$dir/$rel
   api=$(describe "$DLPORT_PJRT_PLUGIN" 2>&1 | tail -n 1)
   echo "[pjrt] === $name $version ($api): $DLPORT_PJRT_PLUGIN"
-  rust=ok c=ok py=skipped header=none
+  rust=ok c=ok py=skipped header=none probe=ok
   h=$(find "$dir" -name pjrt_c_api.h -print -quit)
   if [ -n "$h" ]; then
     header=ok
     DLPORT_PJRT_HEADER=$h cargo test -q "${header_test[@]}" -- --nocapture 2>&1 | grep -vE '^$' \
       | tail -n 20 || header=FAILED
+  fi
+  report=$out/probe-$name.txt
+  if "$lib/examples/pjrt_probe" "$DLPORT_PJRT_PLUGIN" >"$report"; then
+    probes+=("$name $version=$report")
+  else
+    probe=FAILED
   fi
   cargo test -q "${rust_tests[@]}" -- --nocapture 2>&1 | grep -vE '^$' | tail -n 40 || rust=FAILED
   env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "${supp[@]}" \
@@ -114,10 +126,14 @@ for build in "${builds[@]}"; do
     fi
   fi
   first=0
-  line="[pjrt] $name $version ($api): rust $rust, header $header, c $c, python $py"
+  line="[pjrt] $name $version ($api): rust $rust, header $header, c $c, python $py, probe $probe"
   case "$line" in *FAILED*) failed=1 ;; esac
   summary+=("$line")
 done
+if [ "${#probes[@]}" -gt 0 ] && ! python3 scripts/pjrt_matrix.py merge tests/pjrt/last-run.json "${probes[@]}"; then
+  summary+=("[pjrt] matrix: FAILED: docs/pjrt-matrix.md is not this run's matrix (scripts/pjrt_matrix.py)")
+  failed=1
+fi
 unset DLPORT_PJRT_PLUGIN
 if [ "$first" = 1 ]; then
   echo "[pjrt] no plugin build could be had: the suite runs without one (each test SKIPs)"
