@@ -5,31 +5,34 @@
 # 0 failed$"). It exits with COMMAND's status (1 when the line is missing).
 # The steps of scripts/test.sh run their C and Python test programs through it (scripts/c-test.sh,
 # scripts/plugin-test.sh, scripts/pjrt-test.sh), and scripts/flake-hunt.sh reruns the very same
-# lines: when DLPORT_HUNT_LIST names a file, each run is also appended there as a line of the
-# hunt's plan ("NAME<TAB>DIRECTORY<TAB>WORDS", the words of this call separated by \x1f).
+# lines: when DLPORT_HUNT_LIST names a file, each run that passes is also appended there as a line
+# of the hunt's plan ("NAME<TAB>DIRECTORY<TAB>WORDS", the words of this call separated by \x1f),
+# and the name of each run that fails to DLPORT_HUNT_LIST.failed (a hunt reruns what passes).
 # Usage: scripts/checked-run.sh NAME PATTERN COMMAND...   (COMMAND may start with env VAR=VALUE...)
 set -uo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 NAME PATTERN COMMAND..." >&2; exit 2; }
 name=$1 pattern=$2
 shift 2
-if [ -n "${DLPORT_HUNT_LIST:-}" ]; then
-  self=$(cd "$(dirname "$0")" && pwd)/checked-run.sh
-  (
-    IFS=$'\x1f'
-    printf '%s\t%s\t%s\n' "$name" "$PWD" "bash$IFS$self$IFS$name$IFS$pattern$IFS$*"
-  ) >>"$DLPORT_HUNT_LIST"
-fi
+words=("$0" "$name" "$pattern" "$@")
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 "$@" >"$log" 2>&1 </dev/null
 status=$?
 sed "s/^/  [$name] /" "$log"
-if [ "$status" -ne 0 ]; then
-  echo "[checked-run] FAILED: $name exited with status $status"
-  exit "$status"
-fi
-if [ -n "$pattern" ] && ! grep -qE -- "$pattern" "$log"; then
+if [ "$status" -eq 0 ] && [ -n "$pattern" ] && ! grep -qE -- "$pattern" "$log"; then
   echo "[checked-run] FAILED: $name did not print a line matching: $pattern"
-  exit 1
+  status=1
+elif [ "$status" -ne 0 ]; then
+  echo "[checked-run] FAILED: $name exited with status $status"
+else
+  echo "[checked-run] ok: $name"
 fi
-echo "[checked-run] ok: $name"
+if [ -n "${DLPORT_HUNT_LIST:-}" ]; then
+  if [ "$status" -eq 0 ]; then
+    words[0]=$(cd "$(dirname "$0")" && pwd)/checked-run.sh
+    (IFS=$'\x1f' && printf '%s\t%s\t%s\n' "$name" "$PWD" "bash$IFS${words[*]}") >>"$DLPORT_HUNT_LIST"
+  else
+    echo "$name" >>"$DLPORT_HUNT_LIST.failed"
+  fi
+fi
+exit "$status"

@@ -116,17 +116,23 @@ for name, (workdir, exe) in sorted(seen.items()):
     print(f"{name}\t{workdir}\t" + "\x1f".join(sys.argv[3:] + [exe]))
 EOF
 }
-# record SCRIPT: runs a test step's script once (it must pass), its checked programs recorded as
-# lines of $targets by scripts/checked-run.sh; its temporary files (the programs, PoCL's kernel
-# cache) stay in $dir/tmp for the runs.
+# record SCRIPT: runs a test step's script once, its checked programs that pass recorded as lines
+# of $targets by scripts/checked-run.sh; its temporary files (the programs, PoCL's kernel cache)
+# stay in $dir/tmp for the runs. A step that fails is named, with what failed in it, and the
+# hunt goes on with the programs that passed (a test that fails every run is no flake to hunt).
 record() {
-  local log
+  local log rc=0
   log=$dir/$(basename "$1" .sh).log
   echo "[flake-hunt] running $1 once, recording its checked programs (log: $log)"
   mkdir -p "$dir/tmp"
-  DLPORT_HUNT_LIST=$targets TMPDIR=$dir/tmp bash "$1" >"$log" 2>&1 \
-    || { tail -n 40 "$log"; echo "[flake-hunt] $1 failed (above; the log: $log)" >&2; exit 1; }
+  DLPORT_HUNT_LIST=$targets TMPDIR=$dir/tmp bash "$1" >"$log" 2>&1 || rc=$?
+  if [ "$rc" != 0 ]; then
+    echo "[flake-hunt] NOTE: $1 failed (exit $rc; the log: $log); not hunted, having failed there:" \
+      "$(tr '\n' ' ' <"$targets.failed" 2>/dev/null || true)(and any part of the step outside scripts/checked-run.sh)"
+    recorded_failures=yes
+  fi
 }
+recorded_failures=""
 # pytest_targets PREFIX PYTHON WORKDIR FILE...: a line per test file, run as the test command does.
 pytest_targets() {
   local prefix=$1 py=$2 workdir=$3 f
@@ -251,4 +257,5 @@ echo "[flake-hunt] $stage: $total runs planned, ${elapsed}s, load $(cut -d' ' -f
 line="flake-hunt: $passed passed, $failed failed"
 [ "$notrun" -gt 0 ] && line="$line, $notrun not run (the ${budget}s budget ran out)"
 echo "$line"
-[ "$failed" -eq 0 ] && [ "$notrun" -eq 0 ]
+[ -z "$recorded_failures" ] || echo "[flake-hunt] NOTE: a step failed before the hunt (above); its failed programs were not hunted"
+[ "$failed" -eq 0 ] && [ "$notrun" -eq 0 ] && [ -z "$recorded_failures" ]

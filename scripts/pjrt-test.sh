@@ -21,6 +21,8 @@
 #  3. Once, on the first build: python/tests/test_jax_interpose.py (dlport.jax) and
 #     python/examples/pjrt/roundtrip.py.
 # Each build ends in one summary line; the script fails if any part of any build failed.
+# The C program and the Python files run through scripts/checked-run.sh, which records them for
+# scripts/flake-hunt.sh plugins (DLPORT_HUNT_LIST); the Rust tests are the rust stage's binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}
@@ -111,18 +113,25 @@ for build in "${builds[@]}"; do
     probe=FAILED
   fi
   cargo test -q "${rust_tests[@]}" -- --nocapture 2>&1 | grep -vE '^$' | tail -n 40 || rust=FAILED
-  env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "${supp[@]}" \
+  bash scripts/checked-run.sh "pjrt:pjrt_roundtrip:$name" '^pjrt_roundtrip: OK' \
+    env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "${supp[@]}" \
     LD_LIBRARY_PATH="$lib" "$out/pjrt_roundtrip" "$DLPORT_PJRT_PLUGIN" || c=FAILED
   if [ -n "$python" ]; then
     py=ok
-    PYTHONPATH=$dir "$python" -m pytest -q -rs -p no:cacheprovider python/tests/test_pjrt.py \
-      python/tests/test_pjrt_attack.py || py=FAILED
+    for f in test_pjrt test_pjrt_attack; do
+      bash scripts/checked-run.sh "pjrt:$f:$name" '[0-9]+ passed' \
+        env PYTHONPATH="$dir" DLPORT_PJRT_PLUGIN="$DLPORT_PJRT_PLUGIN" \
+        "$python" -m pytest -q -rs -p no:cacheprovider "python/tests/$f.py" || py=FAILED
+    done
     if [ "$first" = 1 ]; then
       # dlport.jax (issue #55): JAX's own arrays on a plugin platform JAX's DLPack refuses ("xpu").
-      "$python" -m pytest -q -rs -p no:cacheprovider python/tests/test_jax_interpose.py || py=FAILED
+      bash scripts/checked-run.sh pjrt:test_jax_interpose '[0-9]+ passed' \
+        env DLPORT_PJRT_PLUGIN="$DLPORT_PJRT_PLUGIN" \
+        "$python" -m pytest -q -rs -p no:cacheprovider python/tests/test_jax_interpose.py || py=FAILED
       # ... and under the next JAX release (scripts/jax-matrix.sh: .venv-jax, JAX 0.12.1).
       bash scripts/jax-matrix.sh || py=FAILED
-      "$python" python/examples/pjrt/roundtrip.py "$DLPORT_PJRT_PLUGIN" || py=FAILED
+      bash scripts/checked-run.sh pjrt:roundtrip.py '' \
+        "$python" python/examples/pjrt/roundtrip.py "$DLPORT_PJRT_PLUGIN" || py=FAILED
     fi
   fi
   first=0
