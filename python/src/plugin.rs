@@ -30,8 +30,9 @@ pub fn unload_plugin(name: &str) -> PyResult<()> {
     Ok(())
 }
 
-/// The backends of the registry: dicts with `name`, `kind` (`"builtin"` or `"plugin"`),
-/// `device_types` (DLPack codes), `origin` (a plugin's path) and `callbacks`.
+/// The backends of the registry: dicts with `name`, `kind` (`"builtin"`, `"plugin"` or
+/// `"pjrt"`, a client `dlport.pjrt.load` registered), `device_types` (DLPack codes), `origin`
+/// (a plugin's path) and `callbacks`.
 #[pyfunction]
 pub fn backends(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
     crate::adapter::registry();

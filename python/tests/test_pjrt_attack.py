@@ -3,7 +3,9 @@ plugin (DLPORT_PJRT_PLUGIN; skipped with the reason without it): a buffer of ano
 given to an executable, an argument of another type than the program's parameter, a
 sub-byte copy, the CPU platform's devices 1..N, thousands of failed
 loads, an empty array, a device type that is no DLPack type, a relative path, and how a plugin
-package's library is found."""
+package's library is found; and what the review found of the door beside the registry: a
+buffer's ``__dlpack__`` answering as every dlport export, a copy under the allocation limit,
+``load`` registering the client as a backend."""
 
 import ctypes
 import os
@@ -12,6 +14,7 @@ import sys
 import numpy as np
 import pytest
 
+import dlport
 from dlport import testing
 from pjrt_plugin import AFFINE, PLUGIN, needs_plugin
 
@@ -135,3 +138,68 @@ def test_a_plugin_package_is_searched_without_running_it(tmp_path, monkeypatch):
     (tmp_path / "fake_module").mkdir()
     monkeypatch.chdir(tmp_path)
     assert pjrt.load("fake_module").platform == "cpu"
+
+
+@needs_plugin
+def test_a_pjrt_export_answers_as_every_dlport_export():
+    """A PjrtBuffer's __dlpack__ is the registry's export: stream, dl_device and copy get the
+    answers a dlport tensor's __dlpack__ gets (issue #54: it had rules of its own)."""
+    client = pjrt.load(PLUGIN)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    buf = client.from_dlpack(x)
+    other = dlport.from_dlpack(x)
+
+    def answer(producer, **kw):
+        try:
+            producer.__dlpack__(**kw)
+            return "ok"
+        except Exception as e:  # the type and the message must agree
+            return f"{type(e).__name__}: {e}"
+
+    for kw in [
+        {"stream": 7},
+        {"stream": -1},
+        {"stream": None},
+        {"stream": 0},
+        {"dl_device": (2, 0), "copy": False},
+        {"dl_device": (1, 0), "copy": False},
+        {"max_version": (1, 0), "copy": True},
+    ]:
+        assert answer(buf, **kw) == answer(other, **kw), kw
+    assert "stream" in answer(buf, stream=7)
+    # copy=True is one copy, said so (IS_COPIED), with the same values.
+    copied = np.from_dlpack(buf, copy=True)
+    np.testing.assert_array_equal(copied, x)
+    assert int(copied.__array_interface__["data"][0]) != buf.data_ptr
+
+
+@needs_plugin
+def test_a_pjrt_copy_is_under_the_allocation_limit():
+    client = pjrt.load(PLUGIN)
+    x = np.arange(64, dtype=np.float32)
+    before = dlport.alloc_limit()
+    dlport.set_alloc_limit(64)
+    try:
+        with pytest.raises(Exception, match="allocation limit"):
+            client.from_dlpack(x, copy=True)
+    finally:
+        dlport.set_alloc_limit(0 if before is None else before)
+    assert client.from_dlpack(x, copy=True).shape == [64]
+
+
+@needs_plugin
+def test_load_registers_the_client_as_a_backend():
+    client = pjrt.load(PLUGIN, device_type=12)
+    names = {b["name"]: b for b in dlport.backends()}
+    assert f"pjrt:{client.platform}" in names, names
+    assert names[f"pjrt:{client.platform}"]["kind"] == "pjrt"
+    assert names[f"pjrt:{client.platform}"]["device_types"] == [12]
+    # A kDLExtDev tensor now resolves to the client: imported as its view, without a copy.
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    buf = client.from_dlpack(x)
+    assert buf.__dlpack_device__() == (12, 0)
+    t = dlport.from_dlpack(buf, copy=False)
+    assert t.__dlpack_device__() == (12, 0)
+    pjrt.load(PLUGIN)  # the CPU platform's client takes the name back (host memory is cpu's)
+    names = {b["name"]: b for b in dlport.backends()}
+    assert names[f"pjrt:{client.platform}"]["device_types"] == []

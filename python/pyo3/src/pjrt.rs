@@ -1,13 +1,17 @@
-//! `dlport.pjrt`: PJRT plugins from Python. Load a plugin by path (`pjrt_load`), list its
-//! devices, make a PJRT buffer from any DLPack producer (`PjrtClient.from_dlpack`: a view of
-//! its memory where the plugin can view it, else a copy where `copy` allows), export a buffer
-//! to any consumer (`__dlpack__`, `__dlpack_device__`), and run StableHLO on buffers
-//! (`PjrtClient.compile`, `PjrtExecutable.execute`). The work is dlport-native's `pjrt` room.
+//! `dlport.pjrt`: PJRT plugins from Python. Load a plugin by path (`pjrt_load`, which
+//! registers its client in the package's registry), list its devices, make a PJRT buffer from
+//! any DLPack producer (`PjrtClient.from_dlpack`), export a buffer to any consumer
+//! (`__dlpack__`, `__dlpack_device__`), and run StableHLO on buffers (`PjrtClient.compile`,
+//! `PjrtExecutable.execute`). Arguments are parsed here as for every other class (`args`);
+//! every decision is the registry's (`adapter::registry`: `Registry::decide_on` for the
+//! client's backend on import, `adapter::export` on export); the mechanisms are
+//! dlport-native's `pjrt` room.
 
-use dlport_core::abi::{DeviceType, RawManaged};
+use dlport_core::abi::{DLPackVersion, DeviceType};
 use dlport_core::{CopyPolicy, ExportOptions, ImportOptions};
-use dlport_native::pjrt::{ClientOptions, PjrtBuffer, PjrtClient, PjrtExecutable, PjrtPlugin};
-use pyo3::exceptions::PyBufferError;
+use dlport_native::pjrt::{
+    ClientOptions, PjrtBuffer, PjrtClient, PjrtExecutable, PjrtPlugin, register_default,
+};
 use pyo3::prelude::*;
 
 use crate::adapter::{self, Failure};
@@ -32,9 +36,11 @@ pub struct PyPjrtExecutable {
 }
 
 /// Loads the PJRT plugin library at `path` (`GetPjrtApi`; its table checked, initialized once
-/// per process) and creates a client. `device_type` (a DLPack code) names the device type of
-/// the plugin's memory (without it: the platform table's, kDLExtDev for an unknown name). Loading runs the library's code: load only plugins
-/// you trust.
+/// per process), creates a client and registers it as a backend of the package's registry
+/// (`pjrt:<platform>`; a later client of the same platform takes its place), so that a tensor
+/// on its device type resolves to it in `dlport.from_dlpack`. `device_type` (a DLPack code)
+/// names the device type of the plugin's memory (without it: the platform table's, kDLExtDev
+/// for an unknown name). Loading runs the library's code: load only plugins you trust.
 #[pyfunction]
 #[pyo3(signature = (path, /, *, device_type=None))]
 pub fn pjrt_load(py: Python<'_>, path: &str, device_type: Option<i32>) -> PyResult<PyPjrtClient> {
@@ -44,7 +50,11 @@ pub fn pjrt_load(py: Python<'_>, path: &str, device_type: Option<i32>) -> PyResu
             device_type: device_type.map(DeviceType),
             ..ClientOptions::default()
         };
-        PjrtClient::create(&plugin, &options)
+        let client = PjrtClient::create(&plugin, &options)?;
+        // The package's registry is the process-wide default (`adapter::registry`).
+        adapter::registry();
+        register_default(&client)?;
+        Ok::<_, dlport_core::Error>(client)
     });
     Ok(PyPjrtClient {
         client: client.map_err(Failure::from)?,
@@ -107,11 +117,13 @@ impl PyPjrtClient {
         self.client.plugin().extensions()
     }
 
-    /// A PJRT buffer of any DLPack producer's tensor: a view of its memory when the plugin
-    /// can view it (a dtype PJRT has, row-major, 64-byte aligned, not read-only, on this
-    /// platform's device type, or host memory on a CPU platform); else a copy of host memory
-    /// when `copy` allows (`None`: when needed; `True`: always; `False`: never, raising
-    /// `BufferError` naming the reason). `device` is the target device id.
+    /// A PJRT buffer of any DLPack producer's tensor, as the package's registry decides for
+    /// this client: a view of its memory when the plugin can view it (a dtype PJRT has,
+    /// row-major, a 64-byte-aligned non-NULL first element, not read-only, on this platform's
+    /// device type, or host memory on a CPU platform); else one copy of host memory when
+    /// `copy` allows (`None`: when needed; `True`: always; `False`: never, raising
+    /// `BufferError` naming the reason), under the allocation limit in force. `device` is the
+    /// target device id.
     #[pyo3(name = "from_dlpack", signature = (x, /, *, copy=None, device=None))]
     fn buffer_from_dlpack(
         &self,
@@ -134,9 +146,16 @@ impl PyPjrtClient {
                     .map_err(|e| Failure::from(e).into())
             },
         )?;
+        let options = ImportOptions {
+            copy: policy,
+            ..ImportOptions::default()
+        };
         let buffer = x
             .py()
-            .detach(|| self.client.import(managed, policy, device))
+            .detach(|| {
+                self.client
+                    .import_with(adapter::registry(), managed, &options, device)
+            })
             .map_err(Failure::from)?;
         Ok(PyPjrtBuffer { buffer })
     }
@@ -173,10 +192,11 @@ impl PyPjrtExecutable {
 
 #[pymethods]
 impl PyPjrtBuffer {
-    /// DLPack export without a copy: an external reference to the buffer, held until the
-    /// consumer releases it. `max_version` >= (1, 0) gives the versioned form; `stream` is
-    /// accepted as the protocol asks (the buffer is awaited before the export); `dl_device`
-    /// may only name the buffer's own device and `copy=True` is refused.
+    /// DLPack export by the package's registry, with the arguments every `__dlpack__` of
+    /// dlport takes and the same answers: without a copy an external reference to the buffer,
+    /// held until the consumer releases it; `max_version` >= (1, 0) gives the versioned form;
+    /// `stream` is checked and handed off by DLPack's rules for the buffer's device;
+    /// `dl_device` and `copy` copy where asked and allowed (a host buffer is `kDLCPU`).
     #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
     fn __dlpack__<'py>(
         &self,
@@ -186,29 +206,22 @@ impl PyPjrtBuffer {
         dl_device: Option<&Bound<'py, PyAny>>,
         copy: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        args::stream(stream)?;
-        let versioned = args::max_version(max_version)?.is_some_and(|(major, _)| major >= 1);
-        if args::copy(copy)? == Some(true) {
-            return Err(PyBufferError::new_err(
-                "copy=True: a PJRT buffer is exported without a copy only; copy it with the \
-                 consumer",
-            ));
-        }
-        let own = self.device()?;
-        if let Some(d) = args::dl_device(dl_device)? {
-            if (d.device_type.0, d.device_id) != own {
-                return Err(PyBufferError::new_err(format!(
-                    "dl_device={:?}: the buffer is on {own:?}, and a PJRT buffer is exported \
-                     from its own device only",
-                    (d.device_type.0, d.device_id)
-                )));
-            }
-        }
+        let options = ExportOptions {
+            stream: args::stream(stream)?,
+            // `None` (or major 0): the legacy form, as `__dlpack__` without `max_version`.
+            max_version: args::max_version(max_version)?
+                .map(|(major, minor)| DLPackVersion::new(major, minor)),
+            dl_device: args::dl_device(dl_device)?,
+            copy: CopyPolicy::from_copy(args::copy(copy)?),
+            ..ExportOptions::default()
+        };
         let m = py
-            .detach(|| self.buffer.to_dlpack(versioned))
-            .map_err(Failure::from)?;
-        let raw: RawManaged = m.into_raw();
-        capsule::wrap(py, raw)
+            .detach(|| {
+                let t = self.buffer.to_tensor()?;
+                adapter::export(&t, t.device(), &options)
+            })
+            .map_err(PyErr::from)?;
+        capsule::wrap(py, m.into_raw())
     }
 
     /// `(device_type, device_id)` of the buffer's memory.
@@ -232,10 +245,11 @@ impl PyPjrtBuffer {
     /// under an external reference held for the call).
     #[getter]
     fn data_ptr(&self, py: Python<'_>) -> PyResult<usize> {
-        let m = py
-            .detach(|| self.buffer.to_dlpack(true))
+        let t = py
+            .detach(|| self.buffer.to_tensor())
             .map_err(Failure::from)?;
-        let view = m.view();
+        let view = t.view().map_err(Failure::from)?;
+        let view = view.tensor_ref();
         Ok(view.data() as usize + view.byte_offset() as usize)
     }
 
