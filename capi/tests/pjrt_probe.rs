@@ -13,22 +13,16 @@ use dlport::pjrt_probe::dlport_pjrt_probe;
 fn arguments_are_checked_and_the_output_is_untouched_on_error() {
     let mut out: *mut c_char = std::ptr::null_mut();
     // SAFETY: a NULL path is refused before anything is read.
-    assert_eq!(
-        unsafe { dlport_pjrt_probe(std::ptr::null(), &mut out) },
-        DLPORT_INVALID_ARGUMENT
-    );
+    let rc = unsafe { dlport_pjrt_probe(std::ptr::null(), &mut out) };
+    assert_eq!(rc, DLPORT_INVALID_ARGUMENT);
     assert!(out.is_null());
     let path = CString::new("/nonexistent/libno_pjrt.so").unwrap();
     // SAFETY: a NUL-terminated path; NULL output refused.
-    assert_eq!(
-        unsafe { dlport_pjrt_probe(path.as_ptr(), std::ptr::null_mut()) },
-        DLPORT_INVALID_ARGUMENT
-    );
+    let rc = unsafe { dlport_pjrt_probe(path.as_ptr(), std::ptr::null_mut()) };
+    assert_eq!(rc, DLPORT_INVALID_ARGUMENT);
     // SAFETY: as above, a writable output.
-    assert_eq!(
-        unsafe { dlport_pjrt_probe(path.as_ptr(), &mut out) },
-        DLPORT_ERR_BACKEND
-    );
+    let rc = unsafe { dlport_pjrt_probe(path.as_ptr(), &mut out) };
+    assert_eq!(rc, DLPORT_ERR_BACKEND);
     assert!(out.is_null());
 }
 
@@ -43,10 +37,8 @@ fn the_report_is_the_probes_text() {
     let path = CString::new(plugin.clone()).unwrap();
     let mut out: *mut c_char = std::ptr::null_mut();
     // SAFETY: a NUL-terminated path to a plugin the test trusts, a writable output.
-    assert_eq!(
-        unsafe { dlport_pjrt_probe(path.as_ptr(), &mut out) },
-        DLPORT_OK
-    );
+    let rc = unsafe { dlport_pjrt_probe(path.as_ptr(), &mut out) };
+    assert_eq!(rc, DLPORT_OK);
     assert!(!out.is_null());
     // SAFETY: a NUL-terminated string from dlport_pjrt_probe, freed once below.
     let text = unsafe { CStr::from_ptr(out) }.to_str().unwrap().to_owned();
