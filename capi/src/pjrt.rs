@@ -8,9 +8,8 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 
 use dlport_core::abi::{DLPackVersion, DeviceType};
 use dlport_core::{ExportOptions, ImportOptions};
-use dlport_native::pjrt::{
-    ClientOptions, PjrtBuffer, PjrtClient, PjrtExecutable, PjrtPlugin, register_default,
-};
+use dlport_native::interop::pjrt::register_default;
+use dlport_native::pjrt::{ClientOptions, PjrtBuffer, PjrtClient, PjrtExecutable, PjrtPlugin};
 
 use crate::cabi::DLDevice;
 use crate::ffi::{Failure, arg, copy_arg, entry, give, out_ptr, registry, take};

@@ -120,8 +120,8 @@ pub fn registry_with_report() -> (Registry, Vec<String>) {
     #[cfg(feature = "pjrt")]
     add(
         &mut r,
-        Arc::new(crate::pjrt::PjrtHost),
-        "PJRT clients: dlport_pjrt_load, dlport.pjrt.load, pjrt::register_default".into(),
+        Arc::new(crate::interop::pjrt::PjrtHost),
+        "PJRT clients: dlport_pjrt_load, dlport.pjrt.load, interop::pjrt::register_default".into(),
     );
     // Last, so that among the backends reaching a device type none serves, a plugin's wins.
     add(

@@ -8,7 +8,8 @@ use dlport_core::abi::DeviceType;
 use dlport_core::backend::Backend;
 use dlport_core::error::{CopyReason, DispatchError};
 use dlport_core::{CopyPolicy, DataType, Device, Error, ExportOptions, ImportOptions, Registry};
-use dlport_native::pjrt::{ClientOptions, PjrtBackend, PjrtClient};
+use dlport_native::interop::pjrt::PjrtBackend;
+use dlport_native::pjrt::{ClientOptions, PjrtClient};
 use pjrt_common::{AFFINE, Spec, client, count, tensor};
 
 #[test]
@@ -453,14 +454,14 @@ fn a_client_registers_in_the_default_registry() {
     let xpu = PjrtClient::create(&plugin, &options).unwrap();
     let r = dlport_native::install_or_default();
     // Before registration no backend serves the type; after it, the PJRT host does.
-    dlport_native::pjrt::register_default(&cpu).unwrap();
-    dlport_native::pjrt::register_default(&xpu).unwrap();
+    dlport_native::interop::pjrt::register_default(&cpu).unwrap();
+    dlport_native::interop::pjrt::register_default(&xpu).unwrap();
     assert_eq!(
         r.resolve(Device::oneapi(0)).unwrap().name(),
-        dlport_native::pjrt::PJRT_HOST_NAME
+        dlport_native::interop::pjrt::PJRT_HOST_NAME
     );
     assert_eq!(r.resolve(Device::cpu()).unwrap().name(), "cpu");
-    let names: Vec<_> = dlport_native::pjrt::registered()
+    let names: Vec<_> = dlport_native::interop::pjrt::registered()
         .iter()
         .map(|b| b.name())
         .collect();

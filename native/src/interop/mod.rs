@@ -3,3 +3,5 @@
 
 #[cfg(feature = "cudarc")]
 pub mod cudarc;
+#[cfg(feature = "pjrt")]
+pub mod pjrt;

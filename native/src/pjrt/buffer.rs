@@ -1,24 +1,21 @@
 //! [`PjrtBuffer`]: a PJRT buffer dlport owns (destroyed once, when the last holder is gone),
-//! what the plugin says about it (type, dims, layout, size, device), its memory as a dlport
-//! tensor under an external reference, and its export by a registry's export.
+//! and what the plugin says about it (type, dims, layout, size, device); its DLPack export is
+//! in the interop room (`crate::interop::pjrt`).
 
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use dlport_core::abi::DLPackVersion;
 use dlport_core::abi::DeviceType;
-use dlport_core::backend::{Access, Buffer, TensorStorage};
-use dlport_core::{DataType, Device, Error, ExportOptions, ManagedTensor, Registry, Tensor};
+use dlport_core::{DataType, Device, Error};
 
 use super::client::PjrtClient;
 use super::result::Api;
 use super::{sys, types};
-use crate::plugin::intern;
 
 /// The owner of one `PJRT_Buffer`: destroyed once, when dropped.
-pub(super) struct Owned {
-    pub(super) raw: *mut sys::PJRT_Buffer,
-    pub(super) client: PjrtClient,
+pub(crate) struct Owned {
+    pub(crate) raw: *mut sys::PJRT_Buffer,
+    pub(crate) client: PjrtClient,
     /// For a view of a producer's tensor: its token, and what to call with it once this
     /// destroy has returned (the import room releases the tensor when the plugin's on-delete
     /// callback has run too).
@@ -47,7 +44,7 @@ impl Drop for Owned {
 /// after every export of it has been released.
 #[derive(Clone)]
 pub struct PjrtBuffer {
-    pub(super) owned: Arc<Owned>,
+    pub(crate) owned: Arc<Owned>,
 }
 
 impl core::fmt::Debug for PjrtBuffer {
@@ -78,7 +75,7 @@ pub struct BufferInfo {
 impl PjrtBuffer {
     /// Takes ownership of a buffer the plugin returned from `function`; NULL is the plugin's
     /// lie.
-    pub(super) fn adopt(
+    pub(crate) fn adopt(
         client: &PjrtClient,
         raw: *mut sys::PJRT_Buffer,
         function: &'static str,
@@ -88,7 +85,7 @@ impl PjrtBuffer {
 
     /// As [`adopt`](Self::adopt), for a view whose producer's tensor waits under a token of
     /// the import room (`view`: the token and the function to call with it after the destroy).
-    pub(super) fn adopt_view(
+    pub(crate) fn adopt_view(
         client: &PjrtClient,
         raw: *mut sys::PJRT_Buffer,
         function: &'static str,
@@ -106,7 +103,7 @@ impl PjrtBuffer {
         })
     }
 
-    fn api(&self) -> &Api {
+    pub(crate) fn api(&self) -> &Api {
         self.owned.client.api()
     }
 
@@ -127,7 +124,7 @@ impl PjrtBuffer {
     }
 
     /// The buffer's element type and dims, as the plugin reports them (checked).
-    pub(super) fn dtype_and_shape(&self) -> Result<(DataType, Vec<i64>), Error> {
+    pub(crate) fn dtype_and_shape(&self) -> Result<(DataType, Vec<i64>), Error> {
         // SAFETY: the buffer lives while `self` does.
         unsafe { dtype_and_shape(self.api(), self.owned.raw) }
     }
@@ -166,71 +163,13 @@ impl PjrtBuffer {
             device,
         })
     }
-
-    /// The buffer's memory as a dlport [`Tensor`] of backend `pjrt:<platform>`, without a
-    /// copy: waits until it is ready, asks the plugin its layout, takes an external reference
-    /// and the device pointer. The tensor holds the buffer: dropping its last share gives the
-    /// reference back (`PJRT_Buffer_DecreaseExternalReferenceCount`) once, then its share of
-    /// the buffer (the last share destroys it).
-    pub fn to_tensor(&self) -> Result<Tensor, Error> {
-        self.await_ready()?;
-        let info = self.info()?;
-        let api = self.api();
-        for slot in [
-            sys::BUFFER_DECREASE_EXTERNAL_REF,
-            sys::BUFFER_OPAQUE_POINTER,
-        ] {
-            api.function(slot)?;
-        }
-        let mut a = sys::Buffer_IncreaseExternalReferenceCount_Args::new();
-        a.buffer = self.owned.raw;
-        // SAFETY: the args of PJRT_Buffer_IncreaseExternalReferenceCount.
-        unsafe { api.buffer_increase_external_ref(&mut a) }?;
-        // From here the reference is held by `held`: any error drops it once.
-        let mut held = BufferMemory {
-            buffer: self.clone(),
-            data: std::ptr::null_mut(),
-            len: info.span as usize,
-            device: info.device,
-            external_ref: true,
-        };
-        // SAFETY: the buffer lives, under the external reference `held` holds.
-        held.data = unsafe { device_pointer(api, self.owned.raw, info.span) }?;
-        let name = intern(&format!("pjrt:{}", self.owned.client.platform()));
-        Tensor::builder(Buffer::new(Box::new(held)), name, info.dtype, &info.shape)
-            .strides(&info.strides)
-            .build()
-    }
-
-    /// Exports the buffer by `registry`'s export ([`Registry::to_dlpack`] of
-    /// [`to_tensor`](Self::to_tensor)): the same rules as every exporter's for `copy`,
-    /// `dl_device`, `max_version`, `max_alloc` and the consumer's `stream`. Without a copy,
-    /// the export holds the buffer under an external reference until its deleter runs.
-    pub fn to_dlpack_with(
-        &self,
-        registry: &Registry,
-        options: &ExportOptions,
-    ) -> Result<ManagedTensor, Error> {
-        registry.to_dlpack(&self.to_tensor()?, options)
-    }
-
-    /// Exports the buffer without a copy by the process-wide default registry's export
-    /// ([`to_dlpack_with`](Self::to_dlpack_with)); `versioned` picks the DLPack 1.x form,
-    /// else the legacy one.
-    pub fn to_dlpack(&self, versioned: bool) -> Result<ManagedTensor, Error> {
-        let options = ExportOptions {
-            max_version: versioned.then_some(DLPackVersion::CURRENT),
-            ..ExportOptions::default()
-        };
-        self.to_dlpack_with(crate::install_or_default(), &options)
-    }
 }
 
 /// Awaits and destroys an event (its error, if any, is the call's).
 ///
 /// # Safety
 /// `event` is a live event of this plugin, owned by the caller and not used afterwards.
-pub(super) unsafe fn await_event(api: &Api, event: *mut sys::PJRT_Event) -> Result<(), Error> {
+pub(crate) unsafe fn await_event(api: &Api, event: *mut sys::PJRT_Event) -> Result<(), Error> {
     let mut w = sys::Event_Await_Args::new();
     w.event = event;
     // SAFETY: the args of PJRT_Event_Await.
@@ -246,7 +185,7 @@ pub(super) unsafe fn await_event(api: &Api, event: *mut sys::PJRT_Event) -> Resu
 ///
 /// # Safety
 /// `raw` is a live buffer of `api`'s plugin.
-pub(super) unsafe fn await_ready(api: &Api, raw: *mut sys::PJRT_Buffer) -> Result<(), Error> {
+pub(crate) unsafe fn await_ready(api: &Api, raw: *mut sys::PJRT_Buffer) -> Result<(), Error> {
     let mut r = sys::Buffer_ReadyEvent_Args::new();
     r.buffer = raw;
     // SAFETY: the args of PJRT_Buffer_ReadyEvent; the buffer lives (caller).
@@ -263,7 +202,7 @@ pub(super) unsafe fn await_ready(api: &Api, raw: *mut sys::PJRT_Buffer) -> Resul
 ///
 /// # Safety
 /// `raw` is a live buffer of `api`'s plugin.
-pub(super) unsafe fn dtype_and_shape(
+pub(crate) unsafe fn dtype_and_shape(
     api: &Api,
     raw: *mut sys::PJRT_Buffer,
 ) -> Result<(DataType, Vec<i64>), Error> {
@@ -302,7 +241,7 @@ pub(super) unsafe fn dtype_and_shape(
 ///
 /// # Safety
 /// `raw` is a live buffer of `api`'s plugin, of `shape` and `dtype`.
-pub(super) unsafe fn strides(
+pub(crate) unsafe fn strides(
     api: &Api,
     raw: *mut sys::PJRT_Buffer,
     shape: &[i64],
@@ -380,7 +319,7 @@ pub(super) unsafe fn strides(
 ///
 /// # Safety
 /// `raw` is a live buffer of `api`'s plugin.
-pub(super) unsafe fn span(
+pub(crate) unsafe fn span(
     api: &Api,
     raw: *mut sys::PJRT_Buffer,
     shape: &[i64],
@@ -415,7 +354,7 @@ pub(super) unsafe fn span(
 /// # Safety
 /// `raw` is a live buffer of `api`'s plugin, under an external reference the caller holds
 /// while the pointer is used.
-pub(super) unsafe fn device_pointer(
+pub(crate) unsafe fn device_pointer(
     api: &Api,
     raw: *mut sys::PJRT_Buffer,
     span: u64,
@@ -442,77 +381,10 @@ pub(super) unsafe fn device_pointer(
 /// # Safety
 /// Where `n` > 0 and `p` is not NULL, `p` points to `n` initialized values that stay valid
 /// and unchanged for `'a` (while the buffer or client that owns them lives).
-pub(super) unsafe fn plugin_slice<'a, T>(p: *const T, n: usize) -> &'a [T] {
+pub(crate) unsafe fn plugin_slice<'a, T>(p: *const T, n: usize) -> &'a [T] {
     if n == 0 || p.is_null() {
         return &[];
     }
     // SAFETY: `n` values at `p`, valid for `'a` (caller).
     unsafe { std::slice::from_raw_parts(p, n) }
-}
-
-/// A PJRT buffer's memory as dlport storage: `data`, `len` bytes on `device`, kept valid by a
-/// share of `buffer`. An export also holds the buffer's external reference, taken before this
-/// value is made and given back once, when it drops, before the share of the buffer goes; an
-/// import's view holds the producer's tensor itself (the plugin's on-delete callback releases
-/// it when the view, the last share, is destroyed).
-pub(super) struct BufferMemory {
-    buffer: PjrtBuffer,
-    data: *mut c_void,
-    len: usize,
-    device: Device,
-    external_ref: bool,
-}
-
-impl BufferMemory {
-    /// The memory of a view the plugin made of `device`'s memory at `data` (`len` bytes).
-    pub(super) fn of_view(
-        buffer: PjrtBuffer,
-        data: *mut c_void,
-        len: usize,
-        device: Device,
-    ) -> Self {
-        Self {
-            buffer,
-            data,
-            len,
-            device,
-            external_ref: false,
-        }
-    }
-}
-
-// SAFETY: the pointer is memory the buffer keeps in place (device memory or the producer's),
-// only handed to the consumer; PJRT buffers may be used and dropped from any thread.
-unsafe impl Send for BufferMemory {}
-
-impl Drop for BufferMemory {
-    fn drop(&mut self) {
-        if !self.external_ref {
-            return;
-        }
-        let mut a = sys::Buffer_DecreaseExternalReferenceCount_Args::new();
-        a.buffer = self.buffer.owned.raw;
-        // SAFETY: the reference taken at export, given back once, here, before the share of
-        // the buffer goes (a field, dropped after this). An error cannot be reported here.
-        let _ = unsafe { self.buffer.api().buffer_decrease_external_ref(&mut a) };
-    }
-}
-
-// SAFETY: `data` is valid for `len` bytes (the plugin's size for an export, the view's span
-// for an import, each checked against the layout's span) as long as this value lives: the
-// external reference or the view keeps it in place. Other holders of the buffer (executions)
-// may write it: the access is shared.
-unsafe impl TensorStorage for BufferMemory {
-    fn data_ptr(&mut self) -> *mut c_void {
-        self.data
-    }
-    fn byte_len(&self) -> usize {
-        self.len
-    }
-    fn device(&self) -> Device {
-        self.device
-    }
-    fn access(&self) -> Access {
-        Access::Shared
-    }
 }

@@ -17,7 +17,7 @@ use crate::plugin::plugin_error;
 /// outlive `dlclose`), and each is initialized once.
 #[derive(Debug)]
 pub struct PjrtPlugin {
-    pub(super) api: Api,
+    pub(crate) api: Api,
 }
 
 /// The plugins loaded by path, and the `PJRT_Plugin_Initialize` functions already called.
@@ -181,7 +181,7 @@ pub struct ClientOptions {
 /// One addressable device of a client.
 #[derive(Clone, Debug)]
 pub struct PjrtDevice {
-    pub(super) raw: *mut sys::PJRT_Device,
+    pub(crate) raw: *mut sys::PJRT_Device,
     /// The dlport device: the client's device type, the index among addressable devices.
     pub device: Device,
     /// The plugin's own id (`PJRT_DeviceDescription_Id`).
@@ -190,12 +190,12 @@ pub struct PjrtDevice {
     pub kind: String,
 }
 
-pub(super) struct ClientInner {
-    pub(super) api: Api,
-    pub(super) raw: *mut sys::PJRT_Client,
-    pub(super) devices: Vec<PjrtDevice>,
-    pub(super) device_type: DeviceType,
-    pub(super) plugin: Arc<PjrtPlugin>,
+pub(crate) struct ClientInner {
+    pub(crate) api: Api,
+    pub(crate) raw: *mut sys::PJRT_Client,
+    pub(crate) devices: Vec<PjrtDevice>,
+    pub(crate) device_type: DeviceType,
+    pub(crate) plugin: Arc<PjrtPlugin>,
 }
 
 // SAFETY: PJRT clients, devices and buffers may be used from any thread (the PJRT C API is
@@ -218,7 +218,7 @@ impl Drop for ClientInner {
 /// when the last clone, buffer and executable are gone.
 #[derive(Clone)]
 pub struct PjrtClient {
-    pub(super) inner: Arc<ClientInner>,
+    pub(crate) inner: Arc<ClientInner>,
 }
 
 impl core::fmt::Debug for PjrtClient {
@@ -384,7 +384,7 @@ impl PjrtClient {
     }
 
     /// The device with dlport id `id`, or an error naming the id and the count.
-    pub(super) fn device(&self, id: i32) -> Result<&PjrtDevice, Error> {
+    pub(crate) fn device(&self, id: i32) -> Result<&PjrtDevice, Error> {
         usize::try_from(id)
             .ok()
             .and_then(|i| self.inner.devices.get(i))
@@ -401,7 +401,7 @@ impl PjrtClient {
     }
 
     /// The dlport id of a plugin device pointer.
-    pub(super) fn index_of(&self, raw: *mut sys::PJRT_Device) -> Option<i32> {
+    pub(crate) fn index_of(&self, raw: *mut sys::PJRT_Device) -> Option<i32> {
         self.inner
             .devices
             .iter()
@@ -409,12 +409,12 @@ impl PjrtClient {
             .map(|i| i as i32)
     }
 
-    pub(super) fn api(&self) -> &Api {
+    pub(crate) fn api(&self) -> &Api {
         &self.inner.api
     }
 
     /// Whether `other` is this client (a clone of it), not merely one of the same plugin.
-    pub(super) fn same(&self, other: &PjrtClient) -> bool {
+    pub(crate) fn same(&self, other: &PjrtClient) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 }

@@ -9,35 +9,30 @@
 //!   args struct), gated on the table's `struct_size`, each call a `Result`: a `PJRT_Error`
 //!   becomes an error that names the plugin, the function, its message and code;
 //! - the safe layer: [`PjrtPlugin`] (load, check, initialize), [`PjrtClient`] (its devices as
-//!   dlport devices), [`PjrtBuffer`] (export as an external reference,
-//!   [`PjrtBuffer::to_dlpack`]), [`PjrtClient::import`] (a view with an on-delete callback,
-//!   or a copy), [`PjrtExecutable`] (StableHLO compiled and run on those buffers), and
-//!   [`PjrtBackend`], a client as a backend of a registry, which decides its imports and
-//!   exports, and [`PjrtHost`], the default registry's door to the clients the bindings load;
+//!   dlport devices), [`PjrtBuffer`] (what the plugin says of a buffer), [`PjrtExecutable`]
+//!   (StableHLO compiled and run on buffers);
+//! - the DLPack side, behind the registry, is the interop room [`crate::interop::pjrt`]:
+//!   `PjrtClient::import` / `import_with` (a view or one copy, as a registry decides),
+//!   `PjrtBuffer::to_dlpack` / `to_dlpack_with` (a registry's export), `PjrtBackend` (a client
+//!   as a backend) and `register_default` (the bindings' registration);
 //! - [`probe`]: what a plugin offers and what dlport does with it, found by calling it.
 //!
 //! The plugin is trusted code, but its answers are checked: a table too short for a function,
 //! a NULL function, a NULL result where one is promised, a buffer smaller than its shape, a
 //! layout DLPack cannot describe: each is an error naming the plugin and the function.
 
-mod backend;
-mod buffer;
-mod client;
+pub(crate) mod buffer;
+pub(crate) mod client;
 mod execute;
-mod host;
-mod import;
 pub mod interpose;
 mod probe;
-mod result;
+pub(crate) mod result;
 pub mod sys;
-mod types;
+pub(crate) mod types;
 
-pub use backend::PjrtBackend;
 pub use buffer::{BufferInfo, PjrtBuffer};
 pub use client::{ClientOptions, OptionValue, PjrtClient, PjrtDevice, PjrtPlugin};
 pub use execute::PjrtExecutable;
-pub use host::{PJRT_HOST_NAME, PjrtHost, register_default, registered};
-pub use import::VIEW_ALIGN;
 pub use probe::{ProbeLine, ProbeReport, probe};
 pub use types::{device_type_for, device_type_of};
 

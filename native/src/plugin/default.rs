@@ -67,7 +67,7 @@ pub struct BackendInfo {
 /// Whether `name` is the default registry's door to its PJRT clients (listed one by one).
 fn is_pjrt_host(name: &str) -> bool {
     #[cfg(feature = "pjrt")]
-    return name == crate::pjrt::PJRT_HOST_NAME;
+    return name == crate::interop::pjrt::PJRT_HOST_NAME;
     #[cfg(not(feature = "pjrt"))]
     return {
         let _ = name;
@@ -98,9 +98,11 @@ pub fn backends() -> Vec<BackendInfo> {
         origin: Some(p.origin()),
         callbacks: p.callbacks(),
     }));
-    // The PJRT clients of the default registry's `pjrt` backend (`pjrt::register_default`).
+    // The PJRT clients of the default registry's `pjrt` backend (`register_default`).
     #[cfg(feature = "pjrt")]
-    list.extend(crate::pjrt::registered().iter().map(|b| BackendInfo {
+    use crate::interop::pjrt::registered;
+    #[cfg(feature = "pjrt")]
+    list.extend(registered().iter().map(|b| BackendInfo {
         name: b.name(),
         kind: "pjrt",
         device_types: b.device_types().iter().map(|t| t.0).collect(),

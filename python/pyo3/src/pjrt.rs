@@ -9,9 +9,8 @@
 
 use dlport_core::abi::{DLPackVersion, DeviceType};
 use dlport_core::{CopyPolicy, ExportOptions, ImportOptions};
-use dlport_native::pjrt::{
-    ClientOptions, PjrtBuffer, PjrtClient, PjrtExecutable, PjrtPlugin, register_default,
-};
+use dlport_native::interop::pjrt::register_default;
+use dlport_native::pjrt::{ClientOptions, PjrtBuffer, PjrtClient, PjrtExecutable, PjrtPlugin};
 use pyo3::prelude::*;
 
 use crate::adapter::{self, Failure};

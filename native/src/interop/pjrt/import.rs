@@ -16,10 +16,9 @@ use dlport_core::error::{Address, CopyReason, DispatchError, Flag};
 use dlport_core::layout::Contiguity;
 use dlport_core::{CopyPolicy, DataType, Device, Error, ImportOptions, ManagedTensor, Registry};
 
-use super::buffer::{PjrtBuffer, await_event};
-use super::client::PjrtClient;
-use super::result::UNIMPLEMENTED;
-use super::{sys, types};
+use crate::pjrt::buffer::await_event;
+use crate::pjrt::result::UNIMPLEMENTED;
+use crate::pjrt::{PjrtBuffer, PjrtClient, sys, types};
 
 /// The alignment dlport asks of memory a PJRT plugin views: XLA's CPU plugin refuses a view
 /// whose data is not 64-byte aligned (measured: 4, 8, 16 and 32 are refused), and 64 bytes
@@ -143,9 +142,9 @@ impl PjrtClient {
     /// Imports a DLPack tensor as a PJRT buffer on `device` (a dlport id of this client; by
     /// default the tensor's own device of this client's type, else device 0), as `registry`
     /// decides for this client's backend ([`Registry::decide_on`] with
-    /// [`PjrtBackend`](super::PjrtBackend)): a view where its one view rule allows
-    /// ([`view_obstacle`] is PJRT's part of it, `options.requirements` the caller's), the
-    /// tensor released once when the buffer's last holder is gone; else one copy of host
+    /// [`PjrtBackend`](super::PjrtBackend)): a view where its one view rule allows (the
+    /// backend's `view_obstacle` is PJRT's part of it, `options.requirements` the caller's),
+    /// the tensor released once when the buffer's last holder is gone; else one copy of host
     /// memory where `options.copy` allows, checked first against the registry's allocation
     /// limit ([`Registry::alloc_limit`] with `options.max_alloc`), the tensor released on
     /// return; else `DispatchError::CopyRequired` with the reason. `options.device` is this

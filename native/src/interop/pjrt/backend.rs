@@ -21,9 +21,9 @@ use dlport_core::backend::{Backend, Buffer, LayoutNeed, ViewRequirements};
 use dlport_core::error::CopyReason;
 use dlport_core::{Device, Error, ManagedTensor, Tensor, TensorRef};
 
-use super::buffer::BufferMemory;
-use super::client::PjrtClient;
+use super::export::BufferMemory;
 use super::import::{VIEW_ALIGN, first_element, view_obstacle};
+use crate::pjrt::PjrtClient;
 use crate::plugin::intern;
 
 /// A PJRT client as a backend: serving its device type (none for a CPU platform).

@@ -13,7 +13,7 @@ use dlport_core::error::{BackendError, CopyReason};
 use dlport_core::{Device, Error, ManagedTensor, Tensor, TensorRef};
 
 use super::backend::PjrtBackend;
-use super::client::PjrtClient;
+use crate::pjrt::PjrtClient;
 
 /// The name of [`PjrtHost`] in the default registry.
 pub const PJRT_HOST_NAME: &str = "pjrt";
