@@ -114,9 +114,10 @@ else
   log "chromium and chromium-driver: installing"
   bash "$here/apt-install.sh" chromium chromium-driver
 fi
-# wasm-pack (scripts/install-wasm-tools.sh --wasm-pack) is not installed here: scripts/test.sh
-# builds it in the background while the other steps run, and only its wasm-pack step needs it.
-want wasm && bash "$here/install-wasm-tools.sh"
+# wasm-bindgen-cli and binaryen (scripts/install-wasm-tools.sh); wasm-pack (its --wasm-pack) only
+# for scripts/test.sh's wasm-pack step. scripts/test.sh sets DLPORT_WASM_TOOLS=background: it
+# builds both in the background while the other steps run, and the wasm steps wait for them.
+if want wasm && [ "${DLPORT_WASM_TOOLS:-}" != background ]; then bash "$here/install-wasm-tools.sh"; fi
 # The C ABI: cbindgen generates capi/include/dlport.h (pinned: another version may print a
 # different header); CMake builds the C examples through find_package(dlport); Debian's aarch64
 # cross gcc links dlport-core's aarch64 test binaries.

@@ -2,21 +2,12 @@
 # The Python package's tests on CPython 3.9, the oldest the package supports: the wheel for the
 # stable ABI's 3.9 floor (python/Cargo.toml: --no-default-features --features abi3-py39), in
 # .venv39 with python/requirements-py39.txt. The interpreter: $DLPORT_PYTHON39, else python3.9
-# on PATH, else pyenv's 3.9. The environment is made once (a stamp of the requirements); the
-# build directory python/target is shared with scripts/python-build.sh.
+# on PATH, else pyenv's 3.9. The environment is made once (scripts/venv-lib.sh); the build
+# directory python/target is shared with scripts/python-build.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-req=python/requirements-py39.txt
-stamp=.venv39/.requirements.sha256
-want=$(sha256sum "$req" | cut -d' ' -f1)
-if ! [ -x .venv39/bin/python ] || ! [ -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  py=$(bash scripts/find-python.sh 3.9 DLPORT_PYTHON39) || { echo "[python39] see above" >&2; exit 1; }
-  rm -rf .venv39
-  "$py" -m venv .venv39
-  .venv39/bin/python -m pip install --quiet --upgrade pip
-  .venv39/bin/python -m pip install --quiet -r "$req"
-  echo "$want" > "$stamp"
-fi
+. scripts/venv-lib.sh
+venv_make python39 .venv39 3.9 DLPORT_PYTHON39 python/requirements-py39.txt
 rm -rf python/target/wheels39
 start=$SECONDS
 .venv/bin/maturin build --quiet -m python/Cargo.toml --locked --no-default-features \

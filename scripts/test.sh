@@ -16,8 +16,9 @@
 #              and every README block as a user pastes it
 #   hardening  the stress test, valgrind and LeakSanitizer, the fuzz smoke run
 #   all        every stage above, in this order: lint rust miri c python peers plugins wasm hardening
-# Flaky tests: scripts/flake-hunt.sh STAGE N (rust, python) runs a stage's test binaries N times
-# under parallel load; it is not part of the test command (FUZZING.md records the last hunt).
+# Flaky tests: scripts/flake-hunt.sh STAGE N (rust, python, c, plugins, peers, wasm, hardening)
+# runs a stage's test binaries N times under parallel load; it is not part of the test command
+# (FUZZING.md records the last hunt).
 # Each stage, and each step, runs alone: it installs what it needs first (scripts/install-deps.sh
 # STAGE...: only what is missing, named as it goes; the Python steps make their own venvs). A
 # table of every step's time closes the run, on failure too, and a failure names the command
@@ -29,7 +30,7 @@ all_stages=(lint rust miri c python peers plugins wasm hardening)
 # Each stage's steps, in the order they run; step NAME is the function step_NAME below ('-' as '_').
 declare -A stage_steps=(
   [lint]="format rooms header clippy warnings msrv docs"
-  [rust]="no_std tests tests-default word32 newest-deps crates-dry-run portability examples"
+  [rust]="no_std tests-default tests word32 newest-deps crates-dry-run portability examples"
   [miri]="miri"
   [c]="c-test c-examples"
   [python]="python wheels-dry-run"
@@ -86,9 +87,8 @@ table() {
       "$([ "${step_names[$i]}" = "$failed" ] && [ "$i" = $((${#step_names[@]} - 1)) ] && echo '  FAILED')"
   done
   printf '%-28s %5d:%02d\n' total $((SECONDS / 60)) $((SECONDS % 60))
-  if [ -n "$wasm_pack_install" ] && kill -0 "$wasm_pack_install" 2>/dev/null; then
-    kill -- "-$wasm_pack_install" 2>/dev/null || true
-  fi
+  local job
+  for job in "${bg_pid[@]}"; do kill -- "-$job" 2>/dev/null || true; done
   rm -rf "$run_tmp"
   if [ "$rc" = 0 ]; then
     echo "all checks passed (${args[*]})"
@@ -98,7 +98,7 @@ table() {
     echo "FAILED in step $failed (exit status $rc); rerun this step alone: scripts/test.sh $stage_now:$failed"
   fi
 }
-run_tmp=$(mktemp -d) wasm_pack_install=""
+run_tmp=$(mktemp -d)
 trap table EXIT
 
 # Builds sized for a test run: line tables instead of full debug info (a test binary that links
@@ -122,7 +122,7 @@ done_with() {
 }
 
 step install "scripts/install-deps.sh ${stages[*]}"
-bash scripts/install-deps.sh "${stages[@]}"
+DLPORT_WASM_TOOLS=background bash scripts/install-deps.sh "${stages[@]}"
 
 # The Python package in .venv (scripts/python-env.sh, scripts/python-build.sh), once per run: the
 # python, peers, plugins, wasm and hardening steps that use it call this first, so that each runs
@@ -135,15 +135,62 @@ python_package() {
   python_ready=yes
 }
 
-# wasm-pack (for the wasm-pack step) compiles about 200 crates from crates.io: minutes on 2 cores,
-# once per machine. Nothing else needs it, so when it is missing it builds in the background from
-# here at the lowest priority, on the cycles that downloads, emulated and single-threaded tests
-# leave idle, and the wasm-pack step waits for it.
+# Builds that one late step needs, started here in the background at the lowest priority, so
+# that they take the cycles that downloads, emulated and single-threaded steps (Miri's
+# interpreter, pytest, valgrind, the browsers) leave idle; the step that needs one waits for it
+# (`await_background`), at normal priority from then on. Each runs only when its step was asked
+# for; a step run alone starts its own and waits at once. What each buys is in BENCHMARKS.md
+# ("The test command's background builds").
+declare -A bg_pid=() bg_start=()
+background() { # $1: the job's name (its log: $run_tmp/NAME.log); the rest: its command
+  local name=$1; shift
+  echo "[$name] started in the background (lowest priority): $*"
+  bg_start[$name]=$SECONDS
+  setsid nice -n 19 "$@" >"$run_tmp/$name.log" 2>&1 &
+  bg_pid[$name]=$!
+}
+# $1: the job's name; $2 (optional): a file the job writes when the part a step needs is done.
+# Prints the job's log (once, at its end) and fails when the job failed.
+await_background() {
+  local name=$1 ready=${2:-} pid=${bg_pid[$1]:-} rc=0 waited=$SECONDS
+  [ -n "$pid" ] || return 0
+  if [ -n "$ready" ] && [ -e "$ready" ]; then return 0; fi
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "[$name] waiting for it (started $((SECONDS - bg_start[$name])) s ago); normal priority from now on"
+    renice -n 0 -g "$pid" >/dev/null 2>&1 || true
+  fi
+  if [ -n "$ready" ]; then
+    while [ ! -e "$ready" ] && kill -0 "$pid" 2>/dev/null; do sleep 2; done
+    if [ -e "$ready" ]; then
+      echo "[$name] its first part is done, $((SECONDS - bg_start[$name])) s after its start; waited $((SECONDS - waited)) s"
+      return 0
+    fi
+  fi
+  wait "$pid" || rc=$?
+  unset "bg_pid[$name]"
+  sed "s/^/[$name] /" "$run_tmp/$name.log"
+  echo "[$name] the background job ended with $rc, $((SECONDS - bg_start[$name])) s after its start; waited $((SECONDS - waited)) s"
+  [ "$rc" = 0 ] || { echo "[$name] FAILED: the background job (its log is above)"; exit 1; }
+}
+
+# wasm-bindgen-cli and binaryen (the wasm steps' test runner, glue generator and optimiser), then
+# wasm-pack when its step was asked for: about 360 crates from crates.io, most of them shared,
+# compiled once per machine; wasm-bindgen.done marks the first part.
+wasm_steps=0
+for s in simd128 browser npm-build demo readmes; do wanted wasm "$s" && wasm_steps=1; done
+wasm_pack_part=""
 if wanted wasm wasm-pack && ! wasm-pack --version 2>/dev/null | grep -q '^wasm-pack 0.15.0$'; then
-  echo "[install] wasm-pack 0.15.0: building in the background (lowest priority; the wasm-pack step waits for it)"
-  setsid nice -n 19 bash scripts/install-wasm-tools.sh --wasm-pack >"$run_tmp/wasm-pack-install.log" 2>&1 &
-  wasm_pack_install=$!
+  wasm_pack_part=' && bash scripts/install-wasm-tools.sh --wasm-pack'
 fi
+if [ -n "$wasm_pack_part" ] || { [ "$wasm_steps" = 1 ] && {
+  ! wasm-bindgen --version 2>/dev/null | grep -q '^wasm-bindgen 0.2.130$' \
+    || [ ! -x wasm/tools/node_modules/.bin/wasm-opt ]; }; }; then
+  background wasm-tools bash -c "bash scripts/install-wasm-tools.sh && touch \"\$1\"$wasm_pack_part" \
+    _ "$run_tmp/wasm-bindgen.done"
+fi
+wasm_bindgen_ready() { await_background wasm-tools "$run_tmp/wasm-bindgen.done"; }
+# The fuzz targets' build (nightly, sanitizer coverage): the fuzz step then only runs them.
+if wanted hardening fuzz; then background fuzz-build cargo +nightly fuzz build; fi
 
 # The steps: each one function, run by the loop at the end.
 step_format() {
@@ -208,10 +255,12 @@ step_tests() {
 }
 
 step_tests_default() {
-  step tests-default "plain \`cargo test\` at the root, as a new user runs it (every crate, default features; its cold time on 2 cores is in README.md)"
+  step tests-default "plain \`cargo test\` at the root, as a new user runs it (every crate, default features), the run's first test build"
   local start=$SECONDS
   cargo test --locked
-  echo "[tests-default] plain cargo test at the root passed in $((SECONDS - start)) s (this run's target/ was warm from the all-features step)"
+  # Before it, target/ holds only the lint stage's checks (metadata, no code) and the no_std
+  # builds; on a fresh machine (CI set) this is the cold time README.md quotes.
+  echo "[tests-default] plain cargo test at the root passed in $((SECONDS - start)) s, the run's first test build${CI:+ on a fresh machine (CI)}"
 }
 
 step_word32() {
@@ -378,6 +427,7 @@ step_pjrt() {
 
 step_simd128() {
   step simd128 "dlport-core's SIMD copy kernels (clippy, and their tests under node)"
+  wasm_bindgen_ready
   simd128=(env RUSTFLAGS='-C target-feature=+simd128' CARGO_TARGET_DIR=target/wasm-simd128
     CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner)
   "${simd128[@]}" cargo clippy -p dlport-core --target wasm32-unknown-unknown --all-targets --locked -- -D warnings
@@ -387,6 +437,7 @@ step_simd128() {
 
 step_browser() {
   step browser "the WebGPU backend in headless Chromium (SwiftShader): wasm-bindgen-test-runner as cargo's runner, ChromeDriver, wasm/webdriver.json"
+  wasm_bindgen_ready
   # The runner runs in wasm/ (cargo's directory for a package's tests), where it reads
   # webdriver.json; WASM_BINDGEN_TEST_ONLY_WEB skips the test binaries not configured for a browser.
   env CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner CHROMEDRIVER=/usr/bin/chromedriver \
@@ -396,19 +447,13 @@ step_browser() {
 
 step_wasm_pack() {
   step wasm-pack "wasm-pack test --node wasm (the suites without a GPU) and --headless --chrome wasm (the WebGPU suites), as wasm/README.md shows them; skips visibly without wasm-pack (scripts/wasm-pack-test.sh)"
-  if [ -n "$wasm_pack_install" ]; then
-    local rc=0
-    echo "[wasm-pack] waiting for its install, started in the background at the run's start"
-    wait "$wasm_pack_install" || rc=$?
-    wasm_pack_install=""
-    sed 's/^/[wasm-pack install] /' "$run_tmp/wasm-pack-install.log"
-    [ "$rc" = 0 ] || { echo "[wasm-pack] FAILED: its install exited with $rc (above)"; exit 1; }
-  fi
+  await_background wasm-tools
   bash scripts/wasm-pack-test.sh
 }
 
 step_npm_build() {
   step npm-build "the npm package dlport: cargo + wasm-bindgen (simd128 and scalar wasm, one glue), bundle sizes"
+  wasm_bindgen_ready
   bash scripts/wasm-build.sh
   bash scripts/release.sh npm --dry-run
 }
@@ -421,6 +466,7 @@ step_npm_node() {
 
 step_demo() {
   step demo "the demo (TF.js -> dlport -> WGSL -> onnxruntime-web -> TF.js on one GPUDevice) and the npm package in a fresh Vite app (playwright-core, Debian chromium)"
+  wasm_bindgen_ready
   python_package
   .venv/bin/python www/model/make_model.py --check
   # www-build.sh (www/dist) inside a check that the scripts keep a packed tarball and rebuild only
@@ -436,6 +482,7 @@ step_demo() {
 
 step_readmes() {
   step readmes "every fenced block of every README run as a user pastes it (scripts/snippets-test.sh: a fresh \$HOME and venv, the installed C prefix, a fresh create-vite app)"
+  wasm_bindgen_ready
   bash scripts/snippets-test.sh
 }
 
@@ -453,7 +500,7 @@ step_sanitize() {
 
 step_fuzz() {
   step fuzz "fuzz smoke run (${DLPORT_FUZZ_SECONDS:=20} s per target, one target per core, on a copy of the corpus)"
-  cargo +nightly fuzz build
+  await_background fuzz-build
   fuzz_tmp=$(mktemp -d)
   # One libFuzzer process per target, as many at once as there are cores (each is one thread);
   # a target's output goes to its log, printed in full when it fails.
