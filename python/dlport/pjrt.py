@@ -97,8 +97,10 @@ def plugin_path(name: str) -> str:
 
 
 def load(path_or_name: str | os.PathLike[str], *, device_type: int | None = None) -> PjrtClient:
-    """Loads a PJRT plugin (a path to a library file, or an installed plugin package's name)
-    and creates a client. ``device_type`` (a DLPack code) names the device type of the
+    """Loads a PJRT plugin (a path to a library file, or an installed plugin package's name),
+    creates a client and registers it as a backend of dlport's registry (``pjrt:<platform>``,
+    listed by :func:`dlport.backends`; a later client of the same platform takes its place),
+    whose rules then decide its imports and exports. ``device_type`` (a DLPack code) names the device type of the
     plugin's memory; without it the platform name decides (``"cpu"`` kDLCPU, ``"cuda"``
     kDLCUDA, ``"METAL"``/``"mtl"`` kDLMetal, ...), and a name dlport does not know is
     kDLExtDev (12).
