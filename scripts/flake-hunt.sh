@@ -23,9 +23,9 @@
 #            headless Chromium, as each binary is configured; the browser step's env), and each
 #            file of www/tests under `node --test` when www/dist is built (scripts/www-build.sh)
 #   hardening  the stress test (dlport-capi's tests/stress.rs, release build)
-# c and plugins run their step once first (it must pass): the step runs its programs through
-# scripts/checked-run.sh, which records each line it runs (DLPORT_HUNT_LIST), and the hunt reruns
-# exactly those lines, checks included (exit status and the line each must print).
+# c and plugins run their step once first: the step runs its programs through
+# scripts/checked-run.sh, which records each line that passes (DLPORT_HUNT_LIST), and the hunt
+# reruns exactly those lines, checks included (exit status and the line each must print).
 # Environment:
 #   FLAKE_HUNT_JOBS     runs at once (default 3 x the cores): the load
 #   FLAKE_HUNT_ONLY     an extended regex: hunt only the binaries (files) whose name matches
