@@ -119,7 +119,8 @@ pub fn _jax_pins(address: usize) -> usize {
 /// JAX's own client of the platform interposed by `table` (a `pjrt_c_api` capsule), borrowed
 /// as a `dlport.pjrt.PjrtClient`: a counted reference, so neither JAX's `Destroy` of its
 /// client nor this value's end destroys it while the other holds it. `device_type` is the
-/// platform's DLPack device type. A `BufferError` before JAX made the backend.
+/// platform's DLPack device type. Registered as a backend of the package's registry, as
+/// `dlport.pjrt.load`'s clients are. A `BufferError` before JAX made the backend.
 #[pyfunction]
 #[pyo3(signature = (table, /, *, origin, device_type))]
 pub fn _jax_borrow_client(
@@ -149,7 +150,12 @@ pub fn _jax_borrow_client(
             Err(e)
         }
     };
-    Ok(PyPjrtClient::of(client.map_err(Failure::from)?))
+    let client = client.map_err(Failure::from)?;
+    // A backend of the package's registry like every loaded client, so that its buffers'
+    // exports and imports follow that registry's rules.
+    crate::adapter::registry();
+    dlport_native::interop::pjrt::register_default(&client).map_err(Failure::from)?;
+    Ok(PyPjrtClient::of(client))
 }
 
 /// What `dlport.jax.from_dlpack` checks of a producer's capsule on a device dlport has no
