@@ -30,8 +30,11 @@ fi
 if wasm-bindgen --version 2>/dev/null | grep -q "^wasm-bindgen 0.2.130$"; then
   log "wasm-bindgen-cli 0.2.130: present"
 else
-  log "wasm-bindgen-cli 0.2.130: installing (cargo install: it compiles about 160 crates, several minutes on 2 cores; once per machine)"
+  log "wasm-bindgen-cli 0.2.130: installing (cargo install: it compiles about 160 crates, once per machine; wasm/README.md has the times)"
+  start=$SECONDS
   bash scripts/cargo-tool-install.sh wasm-bindgen-cli --version 0.2.130 --force
+  # The line a log is searched for (grep '\[build-time\]'), with the load the time was taken under.
+  echo "[build-time] wasm-bindgen-cli: $((SECONDS - start)) s (cargo install, scripts/cargo-tool-install.sh; load $(cut -d' ' -f1-3 /proc/loadavg))"
 fi
 # wasm-pack from crates.io (no wheel on PyPI carries it; its npm package downloads the binary
 # from outside the registries at install time). A failed install is reported and left to

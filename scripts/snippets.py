@@ -198,6 +198,25 @@ set -a -e -o pipefail
         return ok, stdout, stdout + open(err_path, errors="replace").read()
 
 
+# A block that builds the Python package from source as a user does: `pip install` of ./python.
+PIP_FROM_SOURCE = re.compile(r"\bpip install\b[^\n]*\./python\b")
+
+
+def build_times(block, log, took):
+    """Prints the build times a block shows, one `[build-time] ...` line each, so that a log (a
+    cold run's) yields them: the lines the scripts it ran printed (scripts/install-c.sh), and for
+    a `pip install` of ./python, which prints none, the block's own time (pip builds the wheel
+    from source first, then installs it and the extras the block names)."""
+    for line in log.splitlines():
+        if line.startswith("[build-time] "):
+            print(f"{line} ({block.where()})", flush=True)
+    if PIP_FROM_SOURCE.search(block.code):
+        load = " ".join(open("/proc/loadavg").read().split()[:3])
+        print(f"[build-time] wheel: {took:.0f} s (pip install ./python at {block.where()}, the "
+              f"wheel built from source, then it and the block's extras installed; load {load})",
+              flush=True)
+
+
 def shquote(s):
     return "'" + s.replace("'", "'\"'\"'") + "'"
 
@@ -253,7 +272,9 @@ class Runner:
                 continue
             if b.lang in ("sh", "bash", "shell", "console"):
                 ok, last_out, log = session.run(b.code)
+                took = time.monotonic() - self.t0
                 self.report(b, "passed" if ok else "failed", log=log)
+                build_times(b, log, took)
             elif b.lang == "python":
                 script = os.path.join(session.tmp, f"block_{b.line}.py")
                 with open(script, "w") as f:
