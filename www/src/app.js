@@ -135,7 +135,7 @@ const ORT_DEVICE_WAYS = {
 /**
  * Creates the session on `device` the way this onnxruntime-web takes a device, found by what it
  * does rather than by its version string: it reads the per-session `device` while it builds the
- * session's options, before it opens a device or loads the model. The first attempt offers that
+ * session's options, before it opens a device or parses the model. The first attempt offers that
  * option through a getter that throws: a release that has the option stops there, having created
  * nothing, and the session is then made with the per-session option alone. A release without it
  * never reads the getter, and the attempt goes on to make the session on the environment's
