@@ -196,6 +196,8 @@ pub(crate) struct ClientInner {
     pub(crate) devices: Vec<PjrtDevice>,
     pub(crate) device_type: DeviceType,
     pub(crate) plugin: Arc<PjrtPlugin>,
+    /// `pjrt:<platform>`: the name of the client's backend and of its buffers' tensors.
+    pub(crate) backend_name: &'static str,
 }
 
 // SAFETY: PJRT clients, devices and buffers may be used from any thread (the PJRT C API is
@@ -318,6 +320,7 @@ impl PjrtClient {
             devices: Vec::new(),
             device_type: DeviceType::CPU,
             plugin: plugin.clone(),
+            backend_name: "pjrt",
         };
         // From here on a failure destroys the client (ClientInner's drop).
         check_device_type(&api, options)?;
@@ -332,6 +335,7 @@ impl PjrtClient {
             p.platform_name_size,
         )?;
         inner.api = api.named(keep(&platform));
+        inner.backend_name = keep(&format!("pjrt:{platform}"));
         let api = inner.api;
         // The caller's device type, else the platform table's, else kDLExtDev: a platform
         // dlport does not know is never labelled as another vendor's memory.
@@ -366,6 +370,11 @@ impl PjrtClient {
     /// The platform name (`cpu`, `cuda`, `xpu`, …).
     pub fn platform(&self) -> &'static str {
         self.inner.api.name
+    }
+
+    /// The name of the client's backend (`pjrt:<platform>`), which its buffers' tensors carry.
+    pub fn backend_name(&self) -> &'static str {
+        self.inner.backend_name
     }
 
     /// The DLPack device type of the platform.

@@ -34,9 +34,9 @@ unsafe impl Send for Api {}
 unsafe impl Sync for Api {}
 
 /// A `'static` copy of `s`, shared by equal texts: the path or name of a plugin that loaded
-/// (it stays loaded for the process) and the platform names of its clients. Only what
-/// succeeded is kept: a failed load or a plugin's error message never enters it, so no
-/// number of failures changes what a later load does.
+/// (it stays loaded for the process), the platform names of its clients and their backend
+/// names (`pjrt:<platform>`). Only what succeeded is kept: a failed load or a plugin's error
+/// message never enters it, so no number of failures changes what a later load does.
 pub(super) fn keep(s: &str) -> &'static str {
     static KEPT: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
     let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);

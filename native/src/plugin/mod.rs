@@ -35,7 +35,7 @@ pub use backend::PluginBackend;
 pub use default::{BackendInfo, add_to_default, backends, load_into_default};
 /// The error texts the PJRT backend shares with C plugins.
 #[cfg(feature = "pjrt")]
-pub(crate) use error::{intern, plugin_error};
+pub(crate) use error::plugin_error;
 pub use host::{PLUGIN_HOST_NAME, PluginHost, plugins, register_global, unregister_global};
 pub use interface::*;
 pub use load::Library;

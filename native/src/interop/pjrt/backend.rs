@@ -24,7 +24,6 @@ use dlport_core::{Device, Error, ManagedTensor, Tensor, TensorRef};
 use super::export::BufferMemory;
 use super::import::{VIEW_ALIGN, first_element, view_obstacle};
 use crate::pjrt::PjrtClient;
-use crate::plugin::intern;
 
 /// A PJRT client as a backend: serving its device type (none for a CPU platform).
 #[derive(Debug)]
@@ -45,7 +44,7 @@ impl PjrtBackend {
     pub(super) fn of(client: &PjrtClient) -> Self {
         let t = client.device_type();
         Self {
-            name: intern(&format!("pjrt:{}", client.platform())),
+            name: client.backend_name(),
             types: if t == DeviceType::CPU {
                 Vec::new()
             } else {

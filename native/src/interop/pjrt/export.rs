@@ -13,7 +13,6 @@ use dlport_core::{Device, Error, ExportOptions, ManagedTensor, Registry, Tensor}
 
 use crate::pjrt::buffer::device_pointer;
 use crate::pjrt::{PjrtBuffer, sys};
-use crate::plugin::intern;
 
 impl PjrtBuffer {
     /// The buffer's memory as a dlport [`Tensor`] of backend `pjrt:<platform>`, without a
@@ -45,7 +44,7 @@ impl PjrtBuffer {
         };
         // SAFETY: the buffer lives, under the external reference `held` holds.
         held.data = unsafe { device_pointer(api, self.owned.raw, info.span) }?;
-        let name = intern(&format!("pjrt:{}", self.owned.client.platform()));
+        let name = self.owned.client.backend_name();
         Tensor::builder(Buffer::new(Box::new(held)), name, info.dtype, &info.shape)
             .strides(&info.strides)
             .build()
