@@ -115,9 +115,10 @@ else
   bash "$here/apt-install.sh" chromium chromium-driver
 fi
 # wasm-bindgen-cli and binaryen (scripts/install-wasm-tools.sh); wasm-pack (its --wasm-pack) only
-# for scripts/test.sh's wasm-pack step. scripts/test.sh sets DLPORT_WASM_TOOLS=background: it
-# builds both in the background while the other steps run, and the wasm steps wait for them.
-if want wasm && [ "${DLPORT_WASM_TOOLS:-}" != background ]; then bash "$here/install-wasm-tools.sh"; fi
+# for scripts/test.sh's wasm-pack step. scripts/test.sh builds both in the background while the
+# other steps run (DLPORT_INSTALL_LATER names them), and the wasm steps wait for them.
+later() { [[ " ${DLPORT_INSTALL_LATER:-} " == *" $1 "* ]]; }
+if want wasm && ! later wasm-tools; then bash "$here/install-wasm-tools.sh"; fi
 # The C ABI: cbindgen generates capi/include/dlport.h (pinned: another version may print a
 # different header); CMake builds the C examples through find_package(dlport); Debian's aarch64
 # cross gcc links dlport-core's aarch64 test binaries.
@@ -146,8 +147,9 @@ else
   log "qemu-user: installing"
   bash "$here/apt-install.sh" qemu-user
 fi
-# Build Miri's sysroot once (cached under ~/.cache/miri afterwards).
-if want miri; then
+# Build Miri's sysroot once (cached under ~/.cache/miri afterwards); scripts/test.sh builds it in
+# the background instead (DLPORT_INSTALL_LATER), and its miri step waits for it.
+if want miri && ! later miri-sysroot; then
   log "Miri's sysroot: cargo miri setup (built once, about a minute; seconds when cached)"
   cargo +nightly miri setup >/dev/null 2>&1 || cargo +nightly miri setup
 fi

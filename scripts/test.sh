@@ -122,7 +122,7 @@ done_with() {
 }
 
 step install "scripts/install-deps.sh ${stages[*]}"
-DLPORT_WASM_TOOLS=background bash scripts/install-deps.sh "${stages[@]}"
+DLPORT_INSTALL_LATER="wasm-tools miri-sysroot" bash scripts/install-deps.sh "${stages[@]}"
 
 # The Python package in .venv (scripts/python-env.sh, scripts/python-build.sh), once per run: the
 # python, peers, plugins, wasm and hardening steps that use it call this first, so that each runs
@@ -189,6 +189,8 @@ if [ -n "$wasm_pack_part" ] || { [ "$wasm_steps" = 1 ] && {
     _ "$run_tmp/wasm-bindgen.done"
 fi
 wasm_bindgen_ready() { await_background wasm-tools "$run_tmp/wasm-bindgen.done"; }
+# Miri's sysroot (the standard library built for Miri, once per machine, cached in ~/.cache/miri).
+if wanted miri miri; then background miri-sysroot cargo +nightly miri setup; fi
 # The fuzz targets' build (nightly, sanitizer coverage): the fuzz step then only runs them.
 if wanted hardening fuzz; then background fuzz-build cargo +nightly fuzz build; fi
 
@@ -284,34 +286,8 @@ step_crates_dry_run() {
 }
 
 step_portability() {
-  step portability "dlport-native and dlport-capi type-check for Windows, macOS and aarch64 Linux; dlport-core's copy tests and the tests of dlport-native and dlport-capi run on aarch64 Linux (QEMU)"
-  for target in x86_64-pc-windows-msvc aarch64-apple-darwin aarch64-unknown-linux-gnu; do
-    RUSTFLAGS=-Dwarnings cargo check -q -p dlport-native -p dlport-capi --target "$target" --locked
-    echo "[portability] dlport-native, dlport-capi: $target checks"
-  done
-  CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
-    cargo test -q -p dlport-core --no-run --target aarch64-unknown-linux-gnu --locked
-  echo "[portability] dlport-core: aarch64-unknown-linux-gnu test binaries built and linked (aarch64-linux-gnu-gcc)"
-  # The copy kernels' tests (NEON) run under QEMU user mode; the tens-of-MiB ones are skipped.
-  CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
-  CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" \
-    cargo test -q -p dlport-core --target aarch64-unknown-linux-gnu --locked --lib --test copy --test copy_subbyte -- --skip large_
-  echo "[portability] dlport-core: the copy tests (NEON kernels) pass on aarch64 under qemu-aarch64"
-  # dlport-native's and dlport-capi's tests too, sharing included (sealed memfds mapped, fds over
-  # SCM_RIGHTS between two emulated processes: a test that starts its own binary again prefixes
-  # DLPORT_TEST_RUNNER), the stress test with 16,000 tensors. The run takes about 70 s; the
-  # aarch64 build of the tests several minutes cold (the crates that dlport-core's aarch64 tests
-  # built are reused).
-  # Skipped, with its reason: fds::bad_frames_close_the_fds_that_came_with_them sends 5 fds where
-  # a frame may carry 4, and qemu-user cuts the control message to the receiver's room without
-  # setting MSG_CTRUNC as the kernel does, so dlport sees "fd count = 4" instead of "more than 4".
-  qemu_aarch64="qemu-aarch64 -L /usr/aarch64-linux-gnu"
-  CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
-  CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="$qemu_aarch64" DLPORT_TEST_RUNNER="$qemu_aarch64" \
-  DLPORT_STRESS_N=16000 \
-    cargo test -q -p dlport-native -p dlport-capi --target aarch64-unknown-linux-gnu --locked \
-    -- --skip fds::bad_frames_close_the_fds_that_came_with_them
-  echo "[portability] dlport-native, dlport-capi: their tests pass on aarch64 under qemu-aarch64 (sharing included; one skipped, above)"
+  step portability "dlport-native and dlport-capi type-check for Windows, macOS and aarch64 Linux; dlport-core's copy tests and the tests of dlport-native and dlport-capi run on aarch64 Linux (QEMU; scripts/portability-test.sh)"
+  bash scripts/portability-test.sh
   done_with target/x86_64-pc-windows-msvc target/aarch64-apple-darwin target/aarch64-unknown-linux-gnu
 }
 
@@ -324,6 +300,7 @@ step_examples() {
 
 step_miri() {
   step miri "(core, the copy kernels included; the unit tests beside the integration and doc tests)"
+  await_background miri-sysroot
   miri=(cargo +nightly miri test -p dlport-core --all-features --locked)
   # Miri interprets on one thread: once everything is built, the unit tests (the copy kernels',
   # the longest) run in a second process beside the integration and doc tests, and their output
@@ -499,42 +476,9 @@ step_sanitize() {
 }
 
 step_fuzz() {
-  step fuzz "fuzz smoke run (${DLPORT_FUZZ_SECONDS:=20} s per target, one target per core, on a copy of the corpus)"
+  step fuzz "fuzz smoke run (${DLPORT_FUZZ_SECONDS:-20} s per target, one target per core, on a copy of the corpus: scripts/fuzz-smoke.sh)"
   await_background fuzz-build
-  fuzz_tmp=$(mktemp -d)
-  # One libFuzzer process per target, as many at once as there are cores (each is one thread);
-  # a target's output goes to its log, printed in full when it fails.
-  fuzz_one() {
-    local t=$1 limits=()
-    # arrow_ipc runs with dlport's allocation limit at 64 MiB: one allocation past 128 MiB, or
-    # 1 GiB resident, is a crash.
-    [ "$t" = arrow_ipc ] && limits=(-malloc_limit_mb=128 -rss_limit_mb=1024)
-    cargo +nightly fuzz run "$t" "$fuzz_tmp/$t" -- -max_total_time="$DLPORT_FUZZ_SECONDS" "${limits[@]}" \
-      -print_final_stats=1 >"$fuzz_tmp/$t.log" 2>&1
-  }
-  fuzz_wait() { # waits for the running targets in start order; prints each one's result
-    local i t failed=0
-    for i in "${!fuzz_pids[@]}"; do
-      t=${fuzz_names[$i]}
-      if wait "${fuzz_pids[$i]}"; then
-        grep -E '^(stat::number_of_executed_units|Done)' "$fuzz_tmp/$t.log" | sed "s/^/$t: /"
-      else
-        sed "s/^/$t: /" "$fuzz_tmp/$t.log"
-        echo "[fuzz] FAILED: $t (its input is in the log above; reproduce with cargo +nightly fuzz run $t FILE)"
-        failed=1
-      fi
-    done
-    fuzz_pids=() fuzz_names=()
-    return "$failed"
-  }
-  fuzz_pids=() fuzz_names=()
-  for t in validate c_abi roundtrip convert parse compact share_descriptor arrow_ipc pickle_rebuild buffer_bytes; do
-    cp -r "fuzz/corpus/$t" "$fuzz_tmp/$t"
-    fuzz_one "$t" &
-    fuzz_pids+=("$!") fuzz_names+=("$t")
-    [ "${#fuzz_pids[@]}" -lt "$(nproc)" ] || fuzz_wait
-  done
-  fuzz_wait
+  bash scripts/fuzz-smoke.sh
 }
 
 for stage_now in "${all_stages[@]}"; do
