@@ -649,6 +649,21 @@ fn error_messages_name_the_field_and_value() {
             "the tensor has READ_ONLY, which a legacy DLManagedTensor cannot carry",
         ),
         (
+            Error::Dispatch(DispatchError::CopyRequired {
+                reason: CopyReason::Writable,
+            }),
+            "a copy would be needed, but the copy policy is Never: the tensor has READ_ONLY, and \
+             the target may write the memory it holds; allow a copy",
+        ),
+        (
+            Error::Dispatch(DispatchError::CopyRequired {
+                reason: CopyReason::Packed,
+            }),
+            "a copy would be needed, but the copy policy is Never: the tensor has \
+             IS_SUBBYTE_TYPE_PADDED (one element a byte), and the target reads sub-byte elements \
+             packed; allow a copy",
+        ),
+        (
             Error::Dispatch(DispatchError::AllocationLimit {
                 bytes: (3u128 << 80).into(),
                 limit: 1 << 20,

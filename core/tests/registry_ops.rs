@@ -308,3 +308,33 @@ fn host_memory_takes_no_stream() {
         .stream_hand_off(Device::cpu(), None, StreamRequest::LegacyDefault)
         .unwrap();
 }
+
+#[test]
+fn compact_names_padded_sub_byte_elements_as_the_reason_for_a_copy() {
+    let r = Registry::with_cpu();
+    let padded = ExportBuilder::new(
+        vec![1u8, 2, 3, 4],
+        DataType::new(dlport_core::abi::TypeCode::INT, 4, 1),
+        &[4],
+    )
+    .subbyte_padded(true)
+    .build()
+    .unwrap();
+    let t = r.from_dlpack(padded, &ImportOptions::default()).unwrap();
+    let never = CompactOptions {
+        alignment: Some(1),
+        copy: CopyPolicy::Never,
+        ..CompactOptions::default()
+    };
+    let e = r.compact(&t, &never).unwrap_err();
+    assert_eq!(
+        e,
+        Error::Dispatch(DispatchError::CopyRequired {
+            reason: CopyReason::Packed
+        })
+    );
+    assert!(
+        e.to_string().contains("reads sub-byte elements packed"),
+        "{e}"
+    );
+}

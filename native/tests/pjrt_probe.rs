@@ -165,12 +165,13 @@ fn a_stub_answering_unimplemented_is_no_implementation() {
             .all(|l| l.verdict.contains("view no")),
         "{r}"
     );
-    // What dlport does: no view where the plugin answers UNIMPLEMENTED, and the line says
-    // why in the plugin's words; an export by reference still.
+    // What dlport does: one copy where the plugin answers UNIMPLEMENTED to a view, as where
+    // the function is missing, and the line says why in the plugin's words (the refusal of a
+    // CopyPolicy::Never import); an export by reference still.
     let aligned = r
         .get("import host, 64-byte aligned, writable")
         .expect("a line");
-    assert_ne!(aligned.verdict, "a view", "{r}");
+    assert_eq!(aligned.verdict, "one copy", "{r}");
     assert!(aligned.why.contains(STUB_MESSAGE), "{r}");
     assert_eq!(verdict(&r, "export PJRT buffer to DLPack"), "by reference");
 }

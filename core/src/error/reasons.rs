@@ -32,6 +32,12 @@ pub enum CopyReason {
         /// The flag.
         flag: Flag,
     },
+    /// The tensor is READ_ONLY, and the target may write the memory it holds (a PJRT buffer:
+    /// a program can be given it as a donated input and write its result there).
+    Writable,
+    /// The tensor's sub-byte elements are padded (IS_SUBBYTE_TYPE_PADDED: one element a
+    /// byte), and the target reads them packed (a compact tensor, a PJRT buffer).
+    Packed,
     /// The target needs a stronger alignment.
     Alignment {
         /// The first element's address.
@@ -61,6 +67,13 @@ impl fmt::Display for CopyReason {
             Self::Flag { flag } => write!(
                 f,
                 "the tensor has {flag}, which a legacy DLManagedTensor cannot carry"
+            ),
+            Self::Writable => f.write_str(
+                "the tensor has READ_ONLY, and the target may write the memory it holds",
+            ),
+            Self::Packed => f.write_str(
+                "the tensor has IS_SUBBYTE_TYPE_PADDED (one element a byte), and the target \
+                 reads sub-byte elements packed",
             ),
             Self::Alignment { address, required } => write!(
                 f,

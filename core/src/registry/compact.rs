@@ -6,7 +6,7 @@
 use super::Registry;
 use crate::abi::FLAG_IS_SUBBYTE_TYPE_PADDED;
 use crate::copy::CPU_ALIGN;
-use crate::error::{CopyReason, DispatchError, Error, Flag};
+use crate::error::{CopyReason, DispatchError, Error};
 use crate::options::{CompactOptions, CopyPolicy, LayoutNeed, ViewRequirements, check_alignment};
 use crate::tensor::Tensor;
 
@@ -45,9 +45,7 @@ impl Registry {
         };
         // The compact form of a sub-byte tensor is packed.
         let padded = t.flags() & FLAG_IS_SUBBYTE_TYPE_PADDED != 0 && t.dtype().is_sub_byte();
-        let reason = need.unmet(&view).or(padded.then_some(CopyReason::Flag {
-            flag: Flag::IsSubbyteTypePadded,
-        }));
+        let reason = need.unmet(&view).or(padded.then_some(CopyReason::Packed));
         match (reason, options.copy) {
             (None, CopyPolicy::IfNeeded | CopyPolicy::Never) => return Ok(t.clone()),
             (Some(reason), CopyPolicy::Never) => {

@@ -13,6 +13,7 @@ mod allocate;
 mod compact;
 mod decide;
 mod default;
+mod rule;
 
 pub use default::{from_dlpack, to_dlpack};
 
@@ -248,7 +249,7 @@ impl Registry {
             None => memory,
         };
         let backend = self.resolve(target)?;
-        let decision = decide::view_rule(backend.as_ref(), view, memory, target, options)?;
+        let decision = rule::view_rule(backend.as_ref(), view, memory, target, options)?;
         Ok((decision, backend))
     }
 

@@ -51,6 +51,12 @@ pub(super) fn keep(s: &str) -> &'static str {
 /// The PJRT error code `UNIMPLEMENTED`.
 pub const UNIMPLEMENTED: i32 = 12;
 
+/// Whether `e` says a function is not implemented: its slot is missing or NULL
+/// ([`Api::function`]), or the plugin answered `UNIMPLEMENTED` (a stub in the table).
+pub fn is_unimplemented(e: &Error) -> bool {
+    matches!(e, Error::Backend(dlport_core::error::BackendError::Failed { code, .. }) if *code == UNIMPLEMENTED)
+}
+
 impl Api {
     /// Checks a table: not NULL, `struct_size` at least its head, the major version this room
     /// declares. Functions are checked one by one, when called. `origin` names the plugin in

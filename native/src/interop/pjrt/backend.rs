@@ -14,16 +14,59 @@
 //! `dlport.pjrt.load`) register theirs in the process-wide default with
 //! [`register_default`](super::register_default).
 
+use std::ffi::c_void;
 use std::sync::Arc;
 
 use dlport_core::abi::DeviceType;
 use dlport_core::backend::{Backend, Buffer, LayoutNeed, ViewRequirements};
-use dlport_core::error::CopyReason;
+use dlport_core::error::{Address, CopyReason};
+use dlport_core::layout::Contiguity;
 use dlport_core::{Device, Error, ManagedTensor, Tensor, TensorRef};
 
 use super::export::BufferMemory;
-use super::import::{VIEW_ALIGN, first_element, view_obstacle};
 use crate::pjrt::PjrtClient;
+
+/// The alignment dlport asks of memory a PJRT plugin views: XLA's CPU plugin refuses a view
+/// whose data is not 64-byte aligned (measured: 4, 8, 16 and 32 are refused), and 64 bytes
+/// serves every accelerator's allocator too.
+pub const VIEW_ALIGN: usize = 64;
+
+/// Why PJRT cannot view `view`, or `None`: what [`PjrtBackend`] answers
+/// the registry's view rule ([`Backend::view_obstacle`](dlport_core::backend::Backend)), each
+/// obstacle the reason a copy fixes. Row-major only (XLA's CPU plugin takes a view with another
+/// dense layout and reports it back, but a program compiled with default layouts reads the
+/// memory row-major); no padded sub-byte elements; the first element [`VIEW_ALIGN`]-aligned
+/// and non-NULL, an empty tensor's too (XLA refuses to view less); not READ_ONLY (a PJRT
+/// buffer is writable: an execution may donate its input and write its result there).
+fn view_obstacle(view: &TensorRef<'_>) -> Option<CopyReason> {
+    match view.contiguity() {
+        Contiguity::Both | Contiguity::RowMajor => {}
+        c => return Some(CopyReason::Layout { contiguity: c }),
+    }
+    if view.is_subbyte_padded() {
+        return Some(CopyReason::Packed);
+    }
+    let addr = first_element(view) as usize;
+    if addr == 0 || addr % VIEW_ALIGN != 0 {
+        return Some(CopyReason::Alignment {
+            address: Address::new(addr),
+            required: VIEW_ALIGN as u32,
+        });
+    }
+    if view.is_read_only() {
+        return Some(CopyReason::Writable);
+    }
+    None
+}
+
+/// The first element's address: `data + byte_offset`, in any device's address space (a
+/// device pointer is never read here, only handed to the plugin).
+pub(super) fn first_element(view: &TensorRef<'_>) -> *mut c_void {
+    view.data()
+        .cast::<u8>()
+        .wrapping_add(view.byte_offset() as usize)
+        .cast()
+}
 
 /// A PJRT client as a backend: serving its device type (none for a CPU platform).
 #[derive(Debug)]

@@ -7,7 +7,6 @@
 
 use std::ffi::c_void;
 
-use dlport_core::abi::DLPackVersion;
 use dlport_core::backend::{Access, Buffer, TensorStorage};
 use dlport_core::{Device, Error, ExportOptions, ManagedTensor, Registry, Tensor};
 
@@ -60,17 +59,6 @@ impl PjrtBuffer {
         options: &ExportOptions,
     ) -> Result<ManagedTensor, Error> {
         registry.to_dlpack(&self.to_tensor()?, options)
-    }
-
-    /// Exports the buffer without a copy by the process-wide default registry's export
-    /// ([`to_dlpack_with`](Self::to_dlpack_with)); `versioned` picks the DLPack 1.x form,
-    /// else the legacy one.
-    pub fn to_dlpack(&self, versioned: bool) -> Result<ManagedTensor, Error> {
-        let options = ExportOptions {
-            max_version: versioned.then_some(DLPackVersion::CURRENT),
-            ..ExportOptions::default()
-        };
-        self.to_dlpack_with(crate::install_or_default(), &options)
     }
 }
 

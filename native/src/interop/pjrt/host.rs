@@ -1,9 +1,9 @@
 //! [`PjrtHost`]: the backend of dlport-native's default registry through which the C ABI and
-//! the Python package reach the PJRT clients they load ([`register_default`]). The default
-//! registry is fixed once installed; the host is registered in it at installation (feature
-//! `pjrt`) and routes each operation to the latest client registered for the memory's device
-//! type, so that a tensor on that type resolves, is imported and exported by the registry's
-//! rules like any backend's.
+//! the Python package reach the PJRT clients they load
+//! ([`register_default`](super::register_default)). The default registry is fixed once
+//! installed; the host is registered in it at installation (feature `pjrt`) and routes each
+//! operation to the latest client registered for the memory's device type, so that a tensor on
+//! that type resolves, is imported and exported by the registry's rules like any backend's.
 
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -13,7 +13,6 @@ use dlport_core::error::{BackendError, CopyReason};
 use dlport_core::{Device, Error, ManagedTensor, Tensor, TensorRef};
 
 use super::backend::PjrtBackend;
-use crate::pjrt::PjrtClient;
 
 /// The name of [`PjrtHost`] in the default registry.
 pub const PJRT_HOST_NAME: &str = "pjrt";
@@ -38,28 +37,15 @@ fn serving(t: DeviceType) -> Option<Arc<PjrtBackend>> {
         .cloned()
 }
 
-/// Registers `client` as a backend of the process-wide default registry (installed first if
-/// none is in force), through its [`PjrtHost`]: from then on its device type resolves there,
-/// and the bindings' imports and exports of its buffers follow that registry. A client of a
-/// platform already registered takes the earlier one's place (its tensors stay valid).
-/// Returns the backend.
-pub fn register_default(client: &PjrtClient) -> Result<Arc<PjrtBackend>, Error> {
-    let backend = PjrtBackend::new(client.clone());
-    let r = crate::install_or_default();
-    if r.get(PJRT_HOST_NAME).is_none() {
-        return Err(Error::Backend(BackendError::unsupported(
-            backend.name(),
-            "registration in the process-wide registry: it was installed by other code without \
-             dlport-native's `pjrt` backend (register a PjrtBackend in that registry instead)",
-        )));
-    }
+/// Puts `backend` in the table, in place of an earlier one of its name (its platform).
+pub(super) fn add(backend: Arc<PjrtBackend>) {
     let mut table = TABLE.write().unwrap_or_else(PoisonError::into_inner);
     table.retain(|b| b.name() != backend.name());
-    table.push(backend.clone());
-    Ok(backend)
+    table.push(backend);
 }
 
-/// The default registry's door to the PJRT clients registered with [`register_default`].
+/// The default registry's door to the PJRT clients registered with
+/// [`register_default`](super::register_default).
 #[derive(Debug, Default)]
 pub struct PjrtHost;
 

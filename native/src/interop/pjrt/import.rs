@@ -12,18 +12,13 @@ use std::sync::{Mutex, PoisonError};
 
 use dlport_core::abi::{DeviceType, TypeCode};
 use dlport_core::backend::check_alloc;
-use dlport_core::error::{Address, CopyReason, DispatchError, Flag};
-use dlport_core::layout::Contiguity;
+use dlport_core::error::{CopyReason, DispatchError};
 use dlport_core::{CopyPolicy, DataType, Device, Error, ImportOptions, ManagedTensor, Registry};
 
+use super::backend::{PjrtBackend, first_element};
 use crate::pjrt::buffer::await_event;
-use crate::pjrt::result::UNIMPLEMENTED;
+use crate::pjrt::result::{UNIMPLEMENTED, is_unimplemented};
 use crate::pjrt::{PjrtBuffer, PjrtClient, sys, types};
-
-/// The alignment dlport asks of memory a PJRT plugin views: XLA's CPU plugin refuses a view
-/// whose data is not 64-byte aligned (measured: 4, 8, 16 and 32 are refused), and 64 bytes
-/// serves every accelerator's allocator too.
-pub const VIEW_ALIGN: usize = 64;
 
 /// A view's producer tensor, until both the plugin's on-delete callback has asked for its
 /// release and dlport's own destroy of the view (`PJRT_Buffer_Destroy`) has returned.
@@ -73,47 +68,6 @@ unsafe extern "C" fn on_delete(_data: *mut c_void, arg: *mut c_void) {
     let _ = catch_unwind(|| settle(token, true, false));
 }
 
-/// Why PJRT cannot view `view`, or `None`: what [`PjrtBackend`](super::PjrtBackend) answers
-/// the registry's view rule ([`Backend::view_obstacle`](dlport_core::backend::Backend)), each
-/// obstacle the reason a copy fixes. Row-major only (XLA's CPU plugin takes a view with another
-/// dense layout and reports it back, but a program compiled with default layouts reads the
-/// memory row-major); no padded sub-byte elements; the first element [`VIEW_ALIGN`]-aligned
-/// and non-NULL, an empty tensor's too (XLA refuses to view less); not READ_ONLY (a PJRT
-/// buffer is writable: an execution may donate its input and write its result there).
-pub(super) fn view_obstacle(view: &dlport_core::TensorRef<'_>) -> Option<CopyReason> {
-    match view.contiguity() {
-        Contiguity::Both | Contiguity::RowMajor => {}
-        c => return Some(CopyReason::Layout { contiguity: c }),
-    }
-    if view.is_subbyte_padded() {
-        return Some(CopyReason::Flag {
-            flag: Flag::IsSubbyteTypePadded,
-        });
-    }
-    let addr = first_element(view) as usize;
-    if addr == 0 || addr % VIEW_ALIGN != 0 {
-        return Some(CopyReason::Alignment {
-            address: Address::new(addr),
-            required: VIEW_ALIGN as u32,
-        });
-    }
-    if view.is_read_only() {
-        return Some(CopyReason::Flag {
-            flag: Flag::ReadOnly,
-        });
-    }
-    None
-}
-
-/// The first element's address: `data + byte_offset`, in any device's address space (a
-/// device pointer is never read here, only handed to the plugin).
-pub(super) fn first_element(view: &dlport_core::TensorRef<'_>) -> *mut c_void {
-    view.data()
-        .cast::<u8>()
-        .wrapping_add(view.byte_offset() as usize)
-        .cast()
-}
-
 /// The minor-to-major order of a dense layout: the axes by increasing stride (ties keep the
 /// row-major order, minor axis first).
 fn minor_to_major(strides: &[i64], shape: &[i64]) -> Vec<i64> {
@@ -123,22 +77,6 @@ fn minor_to_major(strides: &[i64], shape: &[i64]) -> Vec<i64> {
 }
 
 impl PjrtClient {
-    /// Imports a DLPack tensor as a PJRT buffer under the process-wide default registry's
-    /// rules ([`import_with`](Self::import_with) with `crate::install_or_default()` and the
-    /// copy policy `copy`).
-    pub fn import(
-        &self,
-        tensor: ManagedTensor,
-        copy: CopyPolicy,
-        device: Option<i32>,
-    ) -> Result<PjrtBuffer, Error> {
-        let options = ImportOptions {
-            copy,
-            ..ImportOptions::default()
-        };
-        self.import_with(crate::install_or_default(), tensor, &options, device)
-    }
-
     /// Imports a DLPack tensor as a PJRT buffer on `device` (a dlport id of this client; by
     /// default the tensor's own device of this client's type, else device 0), as `registry`
     /// decides for this client's backend ([`Registry::decide_on`] with
@@ -175,7 +113,7 @@ impl PjrtClient {
         } else {
             Device::new(ours, index)
         };
-        let backend = super::PjrtBackend::of(self);
+        let backend = PjrtBackend::of(self);
         let decided = ImportOptions {
             device: Some(target),
             ..*options
@@ -187,18 +125,29 @@ impl PjrtClient {
         let read_only = !view.is_read_only() && tensor.is_read_only();
         if !decision.copies && read_only && options.copy == CopyPolicy::Never {
             return Err(Error::Dispatch(DispatchError::CopyRequired {
-                reason: CopyReason::Flag {
-                    flag: Flag::ReadOnly,
-                },
+                reason: CopyReason::Writable,
             }));
         }
+        let mut tensor = tensor;
         if !decision.copies && !read_only {
             if api.has(sys::CLIENT_CREATE_VIEW) {
-                return self.view(tensor, kind, dev);
-            }
-            // The mechanism of a view is missing: a copy of host memory serves where the
-            // policy allows one; a refusal names the function.
-            if options.copy == CopyPolicy::Never || !memory.is_host_accessible() {
+                match self.view(tensor, kind, dev) {
+                    Ok(buffer) => return Ok(buffer),
+                    // A stub: the function is in the table and answers UNIMPLEMENTED. A copy
+                    // of host memory serves where the policy allows one, as for a missing
+                    // function; otherwise the plugin's own error names the function.
+                    Err((e, Some(t)))
+                        if is_unimplemented(&e)
+                            && options.copy != CopyPolicy::Never
+                            && memory.is_host_accessible() =>
+                    {
+                        tensor = t;
+                    }
+                    Err((e, _)) => return Err(e),
+                }
+            } else if options.copy == CopyPolicy::Never || !memory.is_host_accessible() {
+                // The mechanism of a view is missing: a copy of host memory serves where the
+                // policy allows one; a refusal names the function.
                 return Err(api.error(
                     sys::CLIENT_CREATE_VIEW.name,
                     UNIMPLEMENTED,
@@ -240,17 +189,18 @@ impl PjrtClient {
             .map_err(|e| api.error("import", -1, &format!("dtype: {e}")))?;
         let dev = self.device(device)?.raw;
         api.function(sys::CLIENT_CREATE_VIEW)?;
-        self.view(tensor, kind, dev)
+        self.view(tensor, kind, dev).map_err(|(e, _)| e)
     }
 
     /// A view of `tensor` (checked viewable): its pointer, dims and layout handed to
-    /// `PJRT_Client_CreateViewOfDeviceBuffer` with the callback that releases it.
+    /// `PJRT_Client_CreateViewOfDeviceBuffer` with the callback that releases it. On failure
+    /// no view holds the tensor, and it comes back with the error (a caller may copy it).
     fn view(
         &self,
         tensor: ManagedTensor,
         kind: i32,
         dev: *mut sys::PJRT_Device,
-    ) -> Result<PjrtBuffer, Error> {
+    ) -> Result<PjrtBuffer, (Error, Option<ManagedTensor>)> {
         let api = *self.api();
         let view = tensor.view();
         let shape = view.shape().to_vec();
@@ -317,17 +267,17 @@ impl PjrtClient {
                 Some((token, view_destroyed)),
             )
         });
-        if made.is_err() {
-            // No view holds the tensor (a NULL buffer is destroyed by no one): release it now,
-            // whether or not the plugin called the callback; a later call finds nothing.
+        made.map_err(|e| {
+            // No view holds the tensor (a NULL buffer is destroyed by no one): it leaves the
+            // pending table whether or not the plugin called the callback (a later call finds
+            // nothing) and goes back to the caller.
             let taken = PENDING
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&token)
                 .and_then(|mut p| p.tensor.take());
-            drop(taken);
-        }
-        made
+            (e, taken)
+        })
     }
 
     /// A copy of host `tensor` onto `dev` (`PJRT_Client_BufferFromHostBuffer`, the plugin

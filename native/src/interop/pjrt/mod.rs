@@ -38,10 +38,12 @@
 //! ```
 
 mod backend;
+mod default;
 mod export;
 mod host;
 mod import;
 
 pub use backend::PjrtBackend;
-pub use host::{PJRT_HOST_NAME, PjrtHost, register_default, registered};
-pub use import::VIEW_ALIGN;
+pub use backend::VIEW_ALIGN;
+pub use default::register_default;
+pub use host::{PJRT_HOST_NAME, PjrtHost, registered};

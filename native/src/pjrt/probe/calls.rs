@@ -4,12 +4,11 @@
 use std::ffi::c_void;
 
 use dlport_core::backend::{AlignedBuffer, TensorStorage};
-use dlport_core::error::BackendError;
 use dlport_core::{DataType, Device, Error, ExportBuilder, ManagedTensor};
 
 use super::super::buffer::await_event;
 use super::super::client::PjrtClient;
-use super::super::result::{Api, UNIMPLEMENTED};
+use super::super::result::{Api, is_unimplemented};
 use super::super::sys;
 
 /// The `PJRT_Buffer_Type` of f32 (the probe's tensors are f32 where the dtype is not the
@@ -22,7 +21,7 @@ pub(super) fn outcome<T>(r: &Result<T, Error>) -> (&'static str, String) {
     match r {
         Ok(_) => ("implemented", String::new()),
         Err(e) => (
-            if unimplemented(e) {
+            if is_unimplemented(e) {
                 "not implemented"
             } else {
                 "fails"
@@ -30,10 +29,6 @@ pub(super) fn outcome<T>(r: &Result<T, Error>) -> (&'static str, String) {
             e.to_string(),
         ),
     }
-}
-
-fn unimplemented(e: &Error) -> bool {
-    matches!(e, Error::Backend(BackendError::Failed { code, .. }) if *code == UNIMPLEMENTED)
 }
 
 /// A buffer the probe made with a raw call, destroyed on drop.
