@@ -29,15 +29,15 @@
 # Environment:
 #   FLAKE_HUNT_JOBS     runs at once (default 3 x the cores): the load
 #   FLAKE_HUNT_ONLY     an extended regex: hunt only the binaries (files) whose name matches
-#   FLAKE_HUNT_BUDGET   seconds for the whole hunt (default 3600); runs not started by then are
-#                       counted as not run, and the summary says so
+#   FLAKE_HUNT_BUDGET   seconds for the runs, from the end of the build (default 3600); runs not
+#                       started by then are counted as not run, and the summary says so
 #   FLAKE_HUNT_TIMEOUT  seconds one run may take (default 600); a run past it fails
 #   FLAKE_HUNT_DIR      where the logs go (default target/flake-hunt/STAGE)
 # Tests that need a machine's hardware or a peer (CUDA, PoCL, a PJRT plugin: DLPORT_PJRT_PLUGIN,
 # torch) skip themselves as they do in the test command; they pass here without running (a
 # Python file that skips itself whole is named in the summary).
 # The last line reads "flake-hunt: N passed, N failed" (", N not run" when the budget ran out);
-# the exit status is 1 when a run failed or did not run.
+# the exit status is 1 when a run failed or did not run, or a recorded step failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 self="$PWD/scripts/flake-hunt.sh"
