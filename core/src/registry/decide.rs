@@ -3,9 +3,8 @@
 //! rule of every import (`rule.rs`).
 
 use super::Registry;
-use super::rule::view_rule;
+use super::rule::{devices, view_rule};
 use crate::backend::Backend;
-use crate::device::{DeviceField, reconcile_device};
 use crate::error::Error;
 use crate::options::{Decision, ImportOptions};
 use crate::view::TensorRef;
@@ -25,15 +24,7 @@ impl Registry {
         view: &TensorRef<'_>,
         options: &ImportOptions,
     ) -> Result<Decision, Error> {
-        if let Some(r) = options.requirements {
-            crate::options::check_alignment(r.alignment as u64)?;
-        }
-        crate::limit::check_max_alloc(options.max_alloc)?;
-        let memory = reconcile_device(view.device(), options.advertised)?;
-        let target = match options.device {
-            Some(d) => d.check(DeviceField::Requested)?,
-            None => memory,
-        };
+        let (memory, target) = devices(view, options)?;
         view_rule(backend, view, memory, target, options)
     }
 }

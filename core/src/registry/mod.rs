@@ -19,7 +19,7 @@ pub use default::{from_dlpack, to_dlpack};
 
 use crate::abi::RawManaged;
 use crate::backend::{BackendRef, CpuBackend};
-use crate::device::{Device, DeviceField, StreamRequest, reconcile_device};
+use crate::device::{Device, DeviceField, StreamRequest};
 use crate::error::{
     AccessError, BackendError, BackendNames, CopyReason, DispatchError, Error, OptionRule,
 };
@@ -239,15 +239,7 @@ impl Registry {
         view: &TensorRef<'_>,
         options: &ImportOptions,
     ) -> Result<(Decision, &BackendRef), Error> {
-        if let Some(r) = options.requirements {
-            crate::options::check_alignment(r.alignment as u64)?;
-        }
-        crate::limit::check_max_alloc(options.max_alloc)?;
-        let memory = reconcile_device(view.device(), options.advertised)?;
-        let target = match options.device {
-            Some(d) => d.check(DeviceField::Requested)?,
-            None => memory,
-        };
+        let (memory, target) = rule::devices(view, options)?;
         let backend = self.resolve(target)?;
         let decision = rule::view_rule(backend.as_ref(), view, memory, target, options)?;
         Ok((decision, backend))

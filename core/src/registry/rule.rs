@@ -3,10 +3,30 @@
 //! chosen backend's ([`Registry::decide_on`](super::Registry::decide_on)) both decide by it.
 
 use crate::backend::Backend;
-use crate::device::Device;
+use crate::device::{Device, DeviceField, reconcile_device};
 use crate::error::{CopyReason, DispatchError, Error};
 use crate::options::{CopyPolicy, Decision, ImportOptions};
 use crate::view::TensorRef;
+
+/// The checks of an import's `options` before any rule (a requirement's alignment, the call's
+/// `max_alloc`), and its two devices: where the memory is (the view's device, reconciled with
+/// `options.advertised`) and the target (`options.device`, checked, else the memory's).
+#[inline(always)]
+pub(super) fn devices(
+    view: &TensorRef<'_>,
+    options: &ImportOptions,
+) -> Result<(Device, Device), Error> {
+    if let Some(r) = options.requirements {
+        crate::options::check_alignment(r.alignment as u64)?;
+    }
+    crate::limit::check_max_alloc(options.max_alloc)?;
+    let memory = reconcile_device(view.device(), options.advertised)?;
+    let target = match options.device {
+        Some(d) => d.check(DeviceField::Requested)?,
+        None => memory,
+    };
+    Ok((memory, target))
+}
 
 /// The view rule of every import: a view when `backend` reaches `memory`, the memory presents
 /// itself as `target`, and neither the backend ([`Backend::view_obstacle`]) nor the caller's

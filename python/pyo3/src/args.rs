@@ -2,9 +2,9 @@
 //! `share`): each bad value is a `TypeError` (wrong kind) or `ValueError` (out of range) whose
 //! message names the argument and shows the value.
 
-use dlport_core::Device;
-use dlport_core::abi::DeviceType;
+use dlport_core::abi::{DLPackVersion, DeviceType};
 use dlport_core::backend::{LayoutNeed, ViewRequirements};
+use dlport_core::{CopyPolicy, Device, ExportOptions};
 use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
@@ -121,6 +121,25 @@ pub fn stream(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<i64>> {
             int(v).map_err(|why| bad(why, "stream", wants, v))
         })
         .transpose()
+}
+
+/// `__dlpack__`'s four arguments as the export's options: `stream`, `max_version` (`None` or
+/// major 0: the legacy form), `dl_device` and `copy`, each checked as above; every exporter's
+/// `__dlpack__` reads them here.
+pub fn export_options(
+    stream: Option<&Bound<'_, PyAny>>,
+    max_version: Option<&Bound<'_, PyAny>>,
+    dl_device: Option<&Bound<'_, PyAny>>,
+    copy: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ExportOptions> {
+    Ok(ExportOptions {
+        stream: self::stream(stream)?,
+        max_version: self::max_version(max_version)?
+            .map(|(major, minor)| DLPackVersion::new(major, minor)),
+        dl_device: self::dl_device(dl_device)?,
+        copy: CopyPolicy::from_copy(self::copy(copy)?),
+        ..ExportOptions::default()
+    })
 }
 
 /// A `(device_type, device_id)` pair, as `__dlpack_device__` returns (`what` names it).

@@ -2,8 +2,7 @@
 //! copying. The room above the class's value (`crate::tensor`) and the rooms that read and make
 //! tensors (the exchange API, pickling), none of which names it.
 
-use dlport_core::abi::DLPackVersion;
-use dlport_core::{CopyPolicy, ExportOptions};
+use dlport_core::CopyPolicy;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
@@ -129,15 +128,7 @@ impl PyTensor {
         dl_device: Option<&Bound<'py, PyAny>>,
         copy: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let options = ExportOptions {
-            stream: args::stream(stream)?,
-            // `None` (or major 0): the legacy form, as `__dlpack__` without `max_version`.
-            max_version: args::max_version(max_version)?
-                .map(|(major, minor)| DLPackVersion::new(major, minor)),
-            dl_device: args::dl_device(dl_device)?,
-            copy: CopyPolicy::from_copy(args::copy(copy)?),
-            ..ExportOptions::default()
-        };
+        let options = args::export_options(stream, max_version, dl_device, copy)?;
         let exported = if options.copy == CopyPolicy::Always {
             // A copy can be large: let other threads run meanwhile.
             py.detach(|| self.export(&options))?

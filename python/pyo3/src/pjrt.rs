@@ -7,7 +7,7 @@
 //! client's backend on import, `adapter::export` on export); the mechanisms are
 //! dlport-native's `pjrt` room.
 
-use dlport_core::abi::{DLPackVersion, DeviceType};
+use dlport_core::abi::DeviceType;
 use dlport_core::{CopyPolicy, ExportOptions, ImportOptions};
 use dlport_native::interop::pjrt::register_default;
 use dlport_native::pjrt::{ClientOptions, PjrtBuffer, PjrtClient, PjrtExecutable, PjrtPlugin};
@@ -205,15 +205,7 @@ impl PyPjrtBuffer {
         dl_device: Option<&Bound<'py, PyAny>>,
         copy: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let options = ExportOptions {
-            stream: args::stream(stream)?,
-            // `None` (or major 0): the legacy form, as `__dlpack__` without `max_version`.
-            max_version: args::max_version(max_version)?
-                .map(|(major, minor)| DLPackVersion::new(major, minor)),
-            dl_device: args::dl_device(dl_device)?,
-            copy: CopyPolicy::from_copy(args::copy(copy)?),
-            ..ExportOptions::default()
-        };
+        let options = args::export_options(stream, max_version, dl_device, copy)?;
         let m = py
             .detach(|| {
                 let t = self.buffer.to_tensor()?;
