@@ -16,18 +16,10 @@ needs_plugin = pytest.mark.skipif(
     not PLUGIN, reason="DLPORT_PJRT_PLUGIN is not set (scripts/pjrt-test.sh sets it)"
 )
 
-# `2 * x + 1` over a 2x3 float32 tensor.
-AFFINE = """
-module @affine {
-  func.func public @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
-    %two = stablehlo.constant dense<2.0> : tensor<2x3xf32>
-    %one = stablehlo.constant dense<1.0> : tensor<2x3xf32>
-    %m = stablehlo.multiply %x, %two : tensor<2x3xf32>
-    %r = stablehlo.add %m, %one : tensor<2x3xf32>
-    return %r : tensor<2x3xf32>
-  }
-}
-"""
+# `2 * x + 1` over a 2x3 float32 tensor: the capability probe's program (dlport-native).
+AFFINE = (
+    Path(__file__).resolve().parents[2] / "native/src/pjrt/probe/affine.mlir"
+).read_text()
 
 
 def run_readme_block(heading, env=None):

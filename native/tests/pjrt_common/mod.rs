@@ -162,15 +162,5 @@ pub fn count(c: &AtomicUsize) -> usize {
     c.load(Ordering::SeqCst)
 }
 
-/// `2 * x + 1` over a 2x3 f32 tensor, in StableHLO.
-pub const AFFINE: &str = r#"
-module @affine {
-  func.func public @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
-    %two = stablehlo.constant dense<2.0> : tensor<2x3xf32>
-    %one = stablehlo.constant dense<1.0> : tensor<2x3xf32>
-    %m = stablehlo.multiply %x, %two : tensor<2x3xf32>
-    %r = stablehlo.add %m, %one : tensor<2x3xf32>
-    return %r : tensor<2x3xf32>
-  }
-}
-"#;
+/// `2 * x + 1` over a 2x3 f32 tensor, in StableHLO: the capability probe's program.
+pub const AFFINE: &str = include_str!("../../src/pjrt/probe/affine.mlir");

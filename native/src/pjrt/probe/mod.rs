@@ -53,18 +53,9 @@ pub fn probe(path: &str) -> Result<ProbeReport, Error> {
     ProbeReport::of(&PjrtPlugin::load(path)?)
 }
 
-/// `2 * x + 1` over a 2x3 f32 tensor, in StableHLO: the program the probe compiles and runs.
-const AFFINE: &str = r#"
-module @affine {
-  func.func public @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
-    %two = stablehlo.constant dense<2.0> : tensor<2x3xf32>
-    %one = stablehlo.constant dense<1.0> : tensor<2x3xf32>
-    %m = stablehlo.multiply %x, %two : tensor<2x3xf32>
-    %r = stablehlo.add %m, %one : tensor<2x3xf32>
-    return %r : tensor<2x3xf32>
-  }
-}
-"#;
+/// `2 * x + 1` over a 2x3 f32 tensor, in StableHLO: the program the probe compiles and runs
+/// (the PJRT tests compile the same file).
+const AFFINE: &str = include_str!("affine.mlir");
 
 impl ProbeReport {
     /// The lines, in order.
