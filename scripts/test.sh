@@ -146,7 +146,11 @@ background() { # $1: the job's name (its log: $run_tmp/NAME.log); the rest: its 
   local name=$1; shift
   echo "[$name] started in the background (lowest priority): $*"
   bg_start[$name]=$SECONDS
-  setsid nice -n 19 "$@" >"$run_tmp/$name.log" 2>&1 &
+  # A session of its own (so that its whole process group can be reniced or killed) is an
+  # autogroup of its own where the kernel has autogroups, and an autogroup shares the CPU with
+  # the others whatever its processes' nice values: the group's own nice goes to 19 too.
+  setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' _ "$@" \
+    >"$run_tmp/$name.log" 2>&1 &
   bg_pid[$name]=$!
 }
 # $1: the job's name; $2 (optional): a file the job writes when the part a step needs is done.
@@ -158,6 +162,7 @@ await_background() {
   if kill -0 "$pid" 2>/dev/null; then
     echo "[$name] waiting for it (started $((SECONDS - bg_start[$name])) s ago); normal priority from now on"
     renice -n 0 -g "$pid" >/dev/null 2>&1 || true
+    echo 0 >"/proc/$pid/autogroup" 2>/dev/null || true
   fi
   if [ -n "$ready" ]; then
     while [ ! -e "$ready" ] && kill -0 "$pid" 2>/dev/null; do sleep 2; done
