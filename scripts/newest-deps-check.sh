@@ -10,9 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# The sources and manifests only (no target/, no .venv, no node_modules).
-tar --exclude=./target --exclude=./.venv --exclude='./.venv-*' --exclude='*/node_modules' \
-  --exclude=./python/target --exclude=./.git -cf - . | tar -xf - -C "$tmp"
+# The sources and manifests only, not what a build writes (scripts/tree-copy.sh: test.sh's
+# background builds write into fuzz/target/ while this step runs).
+bash scripts/tree-copy.sh "$tmp"
 cd "$tmp"
 echo "[newest-deps] cargo update (the committed lock stays as it is in the repository)"
 # The newest versions whatever Rust they need (a user on a newer toolchain gets them), not

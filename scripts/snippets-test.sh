@@ -26,14 +26,10 @@ mkdir -p "$cache/pip" "$cache/npm"
 need=(pocl-opencl-icd ocl-icd-opencl-dev opencl-headers cmake pkg-config)
 if ! dpkg -s "${need[@]}" >/dev/null 2>&1; then bash scripts/apt-install.sh "${need[@]}"; fi
 
-# A clone: the files git tracks or would track (not ignored), as they are in the working tree,
-# so what is not yet committed is tested too; mtimes kept, so cargo's fingerprints of an
-# unchanged file stay fresh. A file removed while this runs (a fuzzer's corpus) is left out.
+# A clone: the files git tracks or would track, as they are in the working tree, so what is not
+# yet committed is tested too (scripts/tree-copy.sh).
 rm -rf "$clone"
-mkdir -p "$clone"
-git ls-files -z --cached --others --exclude-standard \
-  | while IFS= read -r -d '' f; do [ -f "$f" ] && printf '%s\0' "$f"; done \
-  | tar --null -T - --ignore-failed-read --warning=no-failed-read -cf - | tar -xf - -C "$clone"
+bash scripts/tree-copy.sh "$clone"
 echo "[snippets] clone: $(find "$clone" -type f | wc -l) files (tracked or trackable) copied into $clone"
 
 # cargo and rustup stay where they are installed; everything else of the user is new.
