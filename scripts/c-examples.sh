@@ -4,14 +4,16 @@
 # CMake find_package(dlport), with -Wall -Wextra -Werror -pedantic; runs each one (shared and
 # static) outside the source tree, with nothing added to what pkg-config and CMake give (no
 # rpath, no LD_LIBRARY_PATH: the prefix is outside the loader's path, so each program must find
-# the installed library through the rpath dlport.pc or CMake wrote). A program fails unless it
-# exits 0, prints its "N passed, 0 failed" line and shows one release callback after success.
+# the installed library through the rpath dlport.pc or CMake wrote). Each program runs through
+# scripts/checked-run.sh and fails unless it exits 0 and prints its "N passed, 0 failed" line (its
+# checks include the one release callback after success). scripts/flake-hunt.sh c records and
+# reruns these runs (DLPORT_HUNT_LIST; the prefix and programs are kept for it).
 # The README's own C commands are run as written by scripts/snippets-test.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+[ -n "${DLPORT_HUNT_LIST:-}" ] || trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
 bash scripts/install-c.sh "$prefix"
 unset LD_LIBRARY_PATH
@@ -42,16 +44,9 @@ for prog in pc/producer_c pc/producer_cpp cmake/producer_c cmake/producer_cpp cm
        [ "$needed" = libdlport.so.0 ] && [[ "$resolved" == "$prefix"/lib/* ]] \
          || { echo "[c-examples] FAILED: $prog does not load the installed libdlport.so.0"; failures=$((failures + 1)); continue; } ;;
   esac
-  set +e
-  "./$prog" >"$work/run.log" 2>&1
-  status=$?
-  set -e
-  sed "s|^|  [$prog] |" "$work/run.log"
-  if [ "$status" -ne 0 ] || ! grep -qE '^producer \(C(\+\+)?\): [0-9]+ passed, 0 failed$' "$work/run.log" \
-    || ! grep -qx 'callbacks after success: 1' "$work/run.log"; then
-    echo "[c-examples] FAILED: $prog (status $status)"
-    failures=$((failures + 1))
-  fi
+  # env -u: the library is found through the rpath alone, wherever this runs from.
+  bash "$repo/scripts/checked-run.sh" "c-examples:$prog" '^producer \(C(\+\+)?\): [0-9]+ passed, 0 failed$' \
+    env -u LD_LIBRARY_PATH "./$prog" || failures=$((failures + 1))
 done
 [ "$failures" -eq 0 ] || { echo "[c-examples] $failures example runs failed"; exit 1; }
 echo "[c-examples] the C and C++ examples built (pkg-config, CMake; shared and static) and ran against the installed copy"

@@ -18,7 +18,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 "$@" >"$log" 2>&1 </dev/null
 status=$?
-sed "s/^/  [$name] /" "$log"
+awk -v prefix="  [$name] " '{ print prefix $0 }' "$log"  # (a name may hold any character but \)
 if [ "$status" -eq 0 ] && [ -n "$pattern" ] && ! grep -qE -- "$pattern" "$log"; then
   echo "[checked-run] FAILED: $name did not print a line matching: $pattern"
   status=1

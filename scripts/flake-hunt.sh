@@ -11,19 +11,28 @@
 #            each; doc tests are not binaries and are not hunted
 #   python   every file of python/tests with the installed package in .venv
 #            (scripts/python-build.sh first), N pytest runs each
-#   c        the C test programs of scripts/c-test.sh (C and C++, against libdlport.so.0)
+#   c        the C test programs of scripts/c-test.sh (C and C++, against libdlport.so.0) and the
+#            installed examples of scripts/c-examples.sh (pkg-config and CMake, shared and static)
 #   plugins  the checked programs of scripts/plugin-test.sh (the bad plugins and the OpenCL
 #            example and guarantees, plain and under ASan + UBSan, on the PoCL kernel cache the
 #            step filled; the Python OpenCL tests) and of scripts/pjrt-test.sh (the C round trip
-#            under ASan and the Python tests, per PJRT plugin build); their Rust tests are rust's
+#            under ASan and the Python tests, per PJRT plugin build, and dlport.jax's tests under
+#            the next JAX release, scripts/jax-matrix.sh); their Rust tests are rust's
 #   peers    the peers step's files: tests/python (the ctypes tests), python/examples/seed.py and
 #            value.py in .venv; python/tests/test_torch.py and each file of python/tests/engines
-#            (Ray, Dask) in the peers' venv (scripts/peers-env.sh)
+#            (Ray, Dask) in the peers' venv (scripts/peers-env.sh); the arrow step's test binaries
+#            with pyarrow (scripts/arrow-test.sh, which installs it into .venv); the upstream
+#            cases (tests/upstream) on both of the upstream step's stacks (scripts/peers-env.sh,
+#            scripts/upstream-env.sh)
 #   wasm     every test binary of dlport-wasm for wasm32 under wasm-bindgen-test-runner (node or
 #            headless Chromium, as each binary is configured; the browser step's env), and each
 #            file of www/tests under `node --test` when www/dist is built (scripts/www-build.sh)
-#   hardening  the stress test (dlport-capi's tests/stress.rs, release build)
-# c and plugins run their step once first: the step runs its programs through
+#   hardening  the stress test (dlport-capi's tests/stress.rs, release build); the checked programs
+#            of scripts/sanitize.sh (every C program under valgrind, the LeakSanitizer runs and
+#            both negative controls, which must be reported every time) and of
+#            scripts/fuzz-smoke.sh (each fuzz target on its committed corpus; the recording run
+#            fuzzes DLPORT_FUZZ_SECONDS, default 2 here, per target)
+# c, plugins and hardening run their steps' scripts once first: these run their programs through
 # scripts/checked-run.sh, which records each line that passes (DLPORT_HUNT_LIST), and the hunt
 # reruns exactly those lines, checks included (exit status and the line each must print).
 # Environment:
@@ -95,11 +104,20 @@ dir=$(cd "$dir" && pwd)
 targets="$dir/targets"
 
 US=$'\x1f'
-# cargo_targets BUILD.JSON NAME_PREFIX [WORD...]: the test binaries of cargo's JSON messages as
-# lines of $targets, each run as WORD... EXECUTABLE (an env, a runner) in its package's directory.
+# cargo_targets BUILD.JSON NAME_PREFIX [WORD...] [-- ARG...]: the test binaries of cargo's JSON
+# messages as lines of $targets, each run as WORD... EXECUTABLE ARG... (WORD: an env, a runner) in
+# its package's directory.
 cargo_targets() {
-  python3 - "$@" >>"$targets" <<'EOF'
+  local words=() args=() seen_dashes=""
+  for w in "${@:3}"; do
+    if [ -z "$seen_dashes" ] && [ "$w" = -- ]; then seen_dashes=yes
+    elif [ -n "$seen_dashes" ]; then args+=("$w")
+    else words+=("$w"); fi
+  done
+  python3 - "$1" "$2" "${#words[@]}" "${words[@]}" "${args[@]}" >>"$targets" <<'EOF'
 import json, os, sys
+nwords = int(sys.argv[3])
+words, args = sys.argv[4:4 + nwords], sys.argv[4 + nwords:]
 seen = {}
 for line in open(sys.argv[1]):
     if not line.startswith("{"):
@@ -113,7 +131,7 @@ for line in open(sys.argv[1]):
     name = f"{crate}:{m['target']['name']}" if kind in ("test", "bench") else f"{crate}:{kind}"
     seen[sys.argv[2] + name] = (os.path.dirname(m["manifest_path"]), m["executable"])
 for name, (workdir, exe) in sorted(seen.items()):
-    print(f"{name}\t{workdir}\t" + "\x1f".join(sys.argv[3:] + [exe]))
+    print(f"{name}\t{workdir}\t" + "\x1f".join(words + [exe] + args))
 EOF
 }
 # record SCRIPT: runs a test step's script once, its checked programs that pass recorded as lines
@@ -158,6 +176,7 @@ case "$stage" in
     ;;
   c)
     record scripts/c-test.sh
+    record scripts/c-examples.sh
     ;;
   plugins)
     record scripts/plugin-test.sh
@@ -174,6 +193,25 @@ case "$stage" in
     # The torch and engines steps: the peers' venv.
     venv=$(bash scripts/peers-env.sh) || { echo "[flake-hunt] no peers' venv (scripts/peers-env.sh, above)" >&2; exit 1; }
     pytest_targets peers: "$venv/bin/python" "$PWD" python/tests/test_torch.py python/tests/engines/test_*.py
+    # The arrow step: pyarrow into .venv (its script, which then runs the tests once), then its
+    # test binaries, with the arguments and env it gives them.
+    echo "[flake-hunt] the arrow step once (scripts/arrow-test.sh; log: $dir/arrow-test.log)"
+    bash scripts/arrow-test.sh >"$dir/arrow-test.log" 2>&1 || recorded_failures=yes
+    cargo test -p dlport-native --features arrow --test arrow --test arrow_malformed --locked --no-run \
+      --message-format=json-render-diagnostics >"$dir/build.json"
+    cargo_targets "$dir/build.json" arrow: env DLPORT_PYTHON="$py" -- --include-ignored --skip write_fuzz_seeds
+    # The upstream step's cases on both stacks (its script merges their results; each run here
+    # asserts its own cases).
+    upstream=$(bash scripts/upstream-env.sh) || { echo "[flake-hunt] no JAX 0.10.2 stack (scripts/upstream-env.sh, above)" >&2; exit 1; }
+    plugin=${XDG_CACHE_HOME:-$HOME/.cache}/dlport/pjrt/xla-cpu-pjrt-0.0.1
+    for stack in "peers:$venv" "jax-py311:$upstream"; do
+      env_plugin=""  # as the step: the XLA CPU plugin on the JAX 0.10.2 stack, when cached
+      [ "${stack%%:*}" != jax-py311 ] || [ ! -d "$plugin/xla_plugins" ] || env_plugin="DLPORT_XLA_CPU_PJRT_DIR=$plugin$US"
+      for f in tests/upstream/test_*.py; do
+        printf '%s\t%s\t%s\n' "upstream:${stack%%:*}:$(basename "$f" .py)" "$PWD/tests/upstream" \
+          "env$US$env_plugin${stack#*:}/bin/python${US}-m${US}pytest${US}-q${US}-p${US}no:cacheprovider${US}$(basename "$f")"
+      done
+    done >>"$targets"
     ;;
   wasm)
     # The browser step's runner and env for every binary; each runs where it is configured to
@@ -196,6 +234,9 @@ case "$stage" in
     cargo test --release -p dlport-capi --test stress --locked --no-run \
       --message-format=json-render-diagnostics >"$dir/build.json"
     cargo_targets "$dir/build.json" release:
+    export DLPORT_FUZZ_SECONDS=${DLPORT_FUZZ_SECONDS:-2}
+    record scripts/sanitize.sh
+    record scripts/fuzz-smoke.sh
     ;;
   *)
     echo "[flake-hunt] unknown stage '$stage' (rust, python, c, plugins, peers, wasm or hardening)" >&2

@@ -30,4 +30,7 @@ if [ "$rc" != 0 ]; then
 fi
 venv_add_wheel jax-matrix "$venv"
 echo "[jax-matrix] JAX $("$venv/bin/python" -c 'import jax; print(jax.__version__)'), wheel $(basename "$wheel")"
-"$venv/bin/python" -m pytest -q -rs -p no:cacheprovider python/tests/test_jax_interpose.py
+# Through scripts/checked-run.sh, which records it for scripts/flake-hunt.sh plugins.
+bash scripts/checked-run.sh jax-matrix:test_jax_interpose '[0-9]+ passed' \
+  env DLPORT_PJRT_PLUGIN="$DLPORT_PJRT_PLUGIN" \
+  "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider python/tests/test_jax_interpose.py
