@@ -8,22 +8,26 @@
 #    where it cannot be made, SKIPPED with the reason.
 #  - the dlport wheel scripts/python-build.sh left in python/target/wheels, installed into it.
 # Needs DLPORT_PJRT_PLUGIN (scripts/pjrt-test.sh sets it and calls this script).
+# --venv-only: the venv alone, nothing run (scripts/test.sh makes it in the background).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv-lib.sh
 req=python/requirements-jax-next.txt
-if [ -z "${DLPORT_PJRT_PLUGIN:-}" ]; then
+venv_only=""
+[ "${1:-}" != --venv-only ] || venv_only=yes
+if [ -z "$venv_only" ] && [ -z "${DLPORT_PJRT_PLUGIN:-}" ]; then
   echo "[jax-matrix] SKIPPED: DLPORT_PJRT_PLUGIN is not set (scripts/pjrt-test.sh sets it)"
   exit 0
 fi
 wheel=$(ls -t python/target/wheels/dlport-*.whl 2>/dev/null | head -n 1 || true)
-if [ -z "$wheel" ]; then
+if [ -z "$venv_only" ] && [ -z "$wheel" ]; then
   echo "[jax-matrix] SKIPPED: no dlport wheel in python/target/wheels (scripts/python-build.sh builds it)"
   exit 0
 fi
 venv=$(venv_cached_dir jax-next "$req")
 rc=0
 venv_make jax-matrix "$venv" 3.12 DLPORT_PYTHON "$req" yes || rc=$?
+[ -z "$venv_only" ] || exit "$rc"
 if [ "$rc" != 0 ]; then
   echo "[jax-matrix] SKIPPED: the venv of $req could not be made (above)"
   exit 0

@@ -6,6 +6,7 @@
 # scripts/python-build.sh built. Messages go to stderr; the venv's path is the last line on
 # stdout. When PyPI cannot be reached it says so and exits 3: the callers then skip visibly.
 # The interpreter: $DLPORT_PYTHON, else python3.12 on PATH, else pyenv's 3.12.
+# --no-wheel: the venv alone (scripts/test.sh makes it in the background before the wheel exists).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv-lib.sh
@@ -15,6 +16,7 @@ venv=$(venv_cached_dir peers "$req")
 ln -sfn "$venv" .venv-peers
 start=$SECONDS
 PIP_NO_CACHE_DIR=1 venv_make peers "$venv" 3.12 DLPORT_PYTHON "$req" yes || exit $?
+[ "${1:-}" != --no-wheel ] || exit 0
 venv_add_wheel peers "$venv"
 echo "[peers] ready in $((SECONDS - start)) s: $("$venv/bin/python" -c 'import sys, torch, jax, ray, distributed, numpy; print("Python", sys.version.split()[0], "torch", torch.__version__, "jax", jax.__version__, "ray", ray.__version__, "distributed", distributed.__version__, "numpy", numpy.__version__)')" >&2
 echo "$venv"

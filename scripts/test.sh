@@ -130,53 +130,14 @@ DLPORT_INSTALL_LATER="wasm-tools miri-sysroot" bash scripts/install-deps.sh "${s
 python_ready=""
 python_package() {
   [ -z "$python_ready" ] || return 0
+  await_background venvs "$run_tmp/venv-dev.done"
   bash scripts/python-env.sh
   bash scripts/python-build.sh
   python_ready=yes
 }
 
-# Builds that one late step needs, started here in the background at the lowest priority, so
-# that they take the cycles that downloads, emulated and single-threaded steps (Miri's
-# interpreter, pytest, valgrind, the browsers) leave idle; the step that needs one waits for it
-# (`await_background`), at normal priority from then on. Each runs only when its step was asked
-# for; a step run alone starts its own and waits at once. What each buys is in BENCHMARKS.md
-# ("The test command's background builds").
-declare -A bg_pid=() bg_start=()
-background() { # $1: the job's name (its log: $run_tmp/NAME.log); the rest: its command
-  local name=$1; shift
-  echo "[$name] started in the background (lowest priority): $*"
-  bg_start[$name]=$SECONDS
-  # A session of its own (so that its whole process group can be reniced or killed) is an
-  # autogroup of its own where the kernel has autogroups, and an autogroup shares the CPU with
-  # the others whatever its processes' nice values: the group's own nice goes to 19 too.
-  setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' _ "$@" \
-    >"$run_tmp/$name.log" 2>&1 &
-  bg_pid[$name]=$!
-}
-# $1: the job's name; $2 (optional): a file the job writes when the part a step needs is done.
-# Prints the job's log (once, at its end) and fails when the job failed.
-await_background() {
-  local name=$1 ready=${2:-} pid=${bg_pid[$1]:-} rc=0 waited=$SECONDS
-  [ -n "$pid" ] || return 0
-  if [ -n "$ready" ] && [ -e "$ready" ]; then return 0; fi
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "[$name] waiting for it (started $((SECONDS - bg_start[$name])) s ago); normal priority from now on"
-    renice -n 0 -g "$pid" >/dev/null 2>&1 || true
-    echo 0 >"/proc/$pid/autogroup" 2>/dev/null || true
-  fi
-  if [ -n "$ready" ]; then
-    while [ ! -e "$ready" ] && kill -0 "$pid" 2>/dev/null; do sleep 2; done
-    if [ -e "$ready" ]; then
-      echo "[$name] its first part is done, $((SECONDS - bg_start[$name])) s after its start; waited $((SECONDS - waited)) s"
-      return 0
-    fi
-  fi
-  wait "$pid" || rc=$?
-  unset "bg_pid[$name]"
-  sed "s/^/[$name] /" "$run_tmp/$name.log"
-  echo "[$name] the background job ended with $rc, $((SECONDS - bg_start[$name])) s after its start; waited $((SECONDS - waited)) s"
-  [ "$rc" = 0 ] || { echo "[$name] FAILED: the background job (its log is above)"; exit 1; }
-}
+# The background jobs (background / await_background; scripts/background-lib.sh says why).
+. scripts/background-lib.sh
 
 # wasm-bindgen-cli and binaryen (the wasm steps' test runner, glue generator and optimiser), then
 # wasm-pack when its step was asked for: about 360 crates from crates.io, most of them shared,
@@ -198,6 +159,21 @@ wasm_bindgen_ready() { await_background wasm-tools "$run_tmp/wasm-bindgen.done";
 if wanted miri miri; then background miri-sysroot cargo +nightly miri setup; fi
 # The fuzz targets' build (nightly, sanitizer coverage): the fuzz step then only runs them.
 if wanted hardening fuzz; then background fuzz-build cargo +nightly fuzz build; fi
+# The Python steps' venvs, without dlport's wheel (the python step builds it): pip's downloads,
+# about 4 minutes cold. .venv first (venv-dev.done marks it), then the peers' venv, the JAX 0.10.2
+# stack and the next JAX's venv, each when a step that uses it was asked for. Best effort: each
+# step still runs its venv's script, which finishes or redoes the venv and says what failed.
+venv_parts=()
+for s in python:python peers:torch peers:engines peers:peers peers:arrow peers:upstream plugins:plugins \
+  plugins:pjrt wasm:demo hardening:sanitize; do
+  if wanted "${s%:*}" "${s#*:}"; then venv_parts=("bash scripts/python-env.sh; touch $run_tmp/venv-dev.done"); fi
+done
+if [ "${#venv_parts[@]}" -gt 0 ]; then
+  { wanted peers torch || wanted peers engines || wanted peers upstream; } && venv_parts+=("bash scripts/peers-env.sh --no-wheel")
+  wanted peers upstream && venv_parts+=("bash scripts/upstream-env.sh --no-wheel")
+  wanted plugins pjrt && venv_parts+=("bash scripts/jax-matrix.sh --venv-only")
+  background venvs bash -c "$(printf '%s; ' "${venv_parts[@]}")true"
+fi
 
 # The steps: each one function, run by the loop at the end.
 step_format() {
@@ -357,6 +333,7 @@ step_wheels_dry_run() {
 step_torch() {
   step torch "real PyTorch 2.15.0 in the peers' venv (.venv-peers, in the cache: scripts/peers-env.sh)"
   python_package
+  await_background venvs
   # The peers' venv: torch 2.15.0, JAX, Ray, Dask (about 6.5 GB the first time; seconds after).
   peers_start=$SECONDS
   if venv=$(bash scripts/peers-env.sh); then
@@ -370,6 +347,7 @@ step_torch() {
 step_engines() {
   step engines "dlport tensors through Ray (pickle protocol 5; two nodes on the loopback) and Dask (its own serialization family), on to NumPy, JAX and torch"
   python_package
+  await_background venvs
   bash scripts/engines-test.sh
 }
 
@@ -392,6 +370,7 @@ step_arrow() {
 step_upstream() {
   step upstream "the upstream cases (tests/upstream): each DLPack failure of JAX, PyTorch and NumPy confirmed with the framework alone (or fixed upstream), then dlport's one call, in the peers' venv and on the JAX 0.10.2 stack (CPython 3.11, cached)"
   python_package
+  await_background venvs
   bash scripts/upstream-test.sh
 }
 
@@ -404,6 +383,7 @@ step_plugins() {
 step_pjrt() {
   step pjrt "the PJRT backend on the real XLA CPU plugin (xla-cpu-pjrt, cached in ~/.cache/dlport/pjrt): Rust, C under ASan and UBSan, Python"
   python_package
+  await_background venvs
   bash scripts/pjrt-test.sh
 }
 
