@@ -7,8 +7,11 @@
 # pyenv's interpreters (found through PYENV_ROOT, or DLPORT_PYTHON and DLPORT_PYTHON39).
 # Uncommitted changes are not part of the run: commit first.
 # Usage: scripts/cold-run.sh [STAGE...]   (the stages of scripts/test.sh; default all)
-#   DLPORT_COLD_DIR  where the clone and the fresh homes go (default: a new directory in /tmp);
-#                    it is kept afterwards, with the log, cold-run.log, and the timing table.
+#   DLPORT_COLD_DIR  where the clone and the fresh homes go (default: a new directory in /tmp).
+#                    Afterwards only the log, cold-run.log, stays there: the clone and homes take
+#                    about 25 GB, and a disk this machine shares with CI runs fills up
+#                    (DLPORT_COLD_KEEP=1 keeps them, e.g. for scripts/flake-hunt.sh in the clone).
+# It samples the directory's size once a minute and prints the largest (a whole run's disk need).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 dir=${DLPORT_COLD_DIR:-$(mktemp -d /tmp/dlport-cold.XXXXXX)}
@@ -55,6 +58,13 @@ path=$(tr ':' '\n' <<<"$PATH" | grep -vxF "$old_bin" | paste -sd: -)
 echo "[cold] HEAD $head cloned into $dir/clone; HOME, CARGO_HOME, XDG_CACHE_HOME fresh under $dir; log: $log"
 echo "[cold] Python 3.12: $py312; Python 3.9: $py39; the machine's load now: $(cut -d' ' -f1-3 /proc/loadavg)"
 start=$SECONDS
+# The disk the run takes: du of the directory once a minute at the lowest priority, the largest kept.
+( peak=0
+  while sleep 60; do
+    kb=$(nice -n 19 du -sxk "$dir" 2>/dev/null | cut -f1) || continue
+    [ "${kb:-0}" -le "$peak" ] || { peak=$kb; echo "$peak" >"$dir/disk-peak-kb"; }
+  done ) &
+sampler=$!
 set +e
 (
   cd "$dir/clone"
@@ -66,7 +76,15 @@ set +e
 ) >"$log" 2>&1
 status=$?
 set -e
+kill "$sampler" 2>/dev/null || true
 echo "[cold] scripts/test.sh $* exited with $status after $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s; the machine's load now: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "[cold] the largest size of $dir, sampled once a minute: $(awk '{printf "%.1f GB", $1 / 1048576}' "$dir/disk-peak-kb" 2>/dev/null || echo 'not sampled')"
+if [ "${DLPORT_COLD_KEEP:-0}" = 1 ]; then
+  echo "[cold] kept: $dir/clone and the homes (DLPORT_COLD_KEEP=1)"
+else
+  rm -rf "$dir/clone" "$dir/home" "$dir/cargo-home" "$dir/cache" "$dir/rustup-bin"
+  echo "[cold] removed the clone and the homes; the log stays: $log"
+fi
 # The timing table is the log's tail (scripts/test.sh prints it on exit, on failure too).
-sed -n '/^step (stages:/,$p' "$log"
+sed -n '/^step (/,$p' "$log"
 exit "$status"
