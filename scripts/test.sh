@@ -234,7 +234,7 @@ step_newest_deps() {
 step_crates_dry_run() {
   step crates-dry-run "crates that publish: scripts/release.sh crates --dry-run (cargo publish --dry-run in order, doc tests of the packaged copies)"
   bash scripts/release.sh crates --dry-run
-  done_with target/package-verify target/package-doc
+  done_with target/package-verify
 }
 
 step_portability() {
