@@ -9,8 +9,8 @@
 # Usage: scripts/cold-run.sh [STAGE...]   (the stages of scripts/test.sh; default all)
 #   DLPORT_COLD_DIR  where the clone and the fresh homes go (default: a new directory in /tmp).
 #                    Afterwards only the log, cold-run.log, stays there: the clone and homes take
-#                    about 25 GB, and a disk this machine shares with CI runs fills up
-#                    (DLPORT_COLD_KEEP=1 keeps them, e.g. for scripts/flake-hunt.sh in the clone).
+#                    about 25 GB, and kept runs fill a shared disk (DLPORT_COLD_KEEP=1 keeps
+#                    them, e.g. for scripts/flake-hunt.sh in the clone).
 # It samples the directory's size once a minute and prints the largest (a whole run's disk need).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)

@@ -49,9 +49,8 @@ for c in "${crates[@]}"; do
   # in the workspace's target directory: the packaged copies are path packages at other paths,
   # so cargo keeps their artifacts apart from the workspace's (a package's path is part of its
   # artifacts' hash), and the dependencies the test step built with the same features are
-  # reused (53 s less than a target directory of their own, 102 s against 155 s, measured after
-  # `cargo test --workspace --all-features`; BENCHMARKS.md). Unlike the dry run's registry
-  # copies above, a path package is rebuilt when its files change.
+  # reused (BENCHMARKS.md, "The test command's background builds"). Unlike the dry run's
+  # registry copies above, a path package is rebuilt when its files change.
   (cd "$dir" && quiet env CARGO_TARGET_DIR="$root/target" cargo test --doc --all-features "${patch[@]}")
   grep -E '^test result' "$log" | sed "s/^/[package] $c (packaged copy) doc tests: /"
   patch+=(--config "patch.crates-io.$c.path='$dir'")
